@@ -1,0 +1,66 @@
+"""fabric: PyTorch's programming model in readable Python on NumPy and CuPy.
+
+Example::
+
+    >>> import fabric as torch
+    >>> x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    >>> (x ** 2).sum().backward()
+    >>> x.grad
+    tensor([2., 4., 6.])
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from . import _dtype
+from ._dtype import (  # noqa: F401
+    dtype, float16, half, bfloat16, float32, float, float64, double, int8, int16, short, int32, int, int64, long,
+    uint8, bool, get_default_dtype, set_default_dtype, promote_types, can_cast, finfo, iinfo,
+)
+from ._device import device  # noqa: F401
+from ._tensor import Tensor, Size  # noqa: F401
+from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled  # noqa: F401
+from .autograd.grad_mode import is_inference_mode_enabled  # noqa: F401
+from . import autograd, backends, cuda, ops, random  # noqa: F401
+from .ops import *  # noqa: F401,F403
+from ._creation import *  # noqa: F401,F403
+from ._random_ops import *  # noqa: F401,F403
+from .random import manual_seed, seed, initial_seed, get_rng_state, set_rng_state, Generator  # noqa: F401
+from ._formatting import set_printoptions  # noqa: F401
+from ._dtype import result_type as _result_type
+
+
+def _install_random_methods():
+    from . import _random_ops
+
+    for name in _random_ops.TENSOR_METHODS:
+        setattr(Tensor, name, getattr(_random_ops, name))
+
+
+_install_random_methods()
+
+
+def result_type(tensor1, tensor2):
+    """The dtype PyTorch's type promotion gives for ``tensor1 op tensor2``."""
+    return _result_type(tensor1, tensor2)
+
+
+def is_tensor(obj) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input) -> bool:
+    return input.is_floating_point()
+
+
+def is_nonzero(input) -> bool:
+    if input.numel() != 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return builtins_bool(input.item())
+
+
+def numel(input) -> int:
+    return input.numel()
+
+
+builtins_bool = __builtins__["bool"] if isinstance(__builtins__, dict) else __builtins__.bool

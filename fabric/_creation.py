@@ -1,0 +1,323 @@
+"""Tensor creation: ``tensor``, ``zeros``, ``arange``, ``rand`` ...
+
+Example::
+
+    >>> import fabric
+    >>> fabric.arange(3)
+    tensor([0, 1, 2])
+    >>> fabric.full((2,), 7.0)
+    tensor([7., 7.])
+"""
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as np
+
+from . import _dtype as D
+from ._device import as_device
+from ._tensor import Tensor, _to_array
+from .backends import backend_for, backend_of
+from .ops._util import shape_args
+
+__all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "from_dlpack", "zeros", "ones", "full", "empty",
+           "zeros_like", "ones_like", "full_like", "empty_like", "arange", "range", "linspace", "logspace", "eye",
+           "scalar_tensor", "empty_strided", "frombuffer"]
+
+
+def _finish(arr, device, requires_grad):
+    """Place a NumPy array on ``device`` and wrap it."""
+    if device is not None:
+        dev = as_device(device)
+        if dev.type != "cpu":
+            arr = backend_for(dev).from_numpy(arr, dev.index or 0)
+    t = Tensor._make(arr, False)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _infer_np_dtype(data):
+    """PyTorch's dtype inference for Python data: float → default dtype,
+    int → int64, bool → bool; NumPy arrays keep their dtype."""
+    arr = _to_array(data)
+    if isinstance(data, (np.ndarray, np.generic)) or isinstance(data, Tensor):
+        if arr.dtype.kind not in "fiub":
+            raise TypeError(f"can't convert np.ndarray of type numpy.{arr.dtype}. The only supported types are: "
+                            "float64, float32, float16, int64, int32, int16, int8, uint8, and bool.")
+        return arr, D.from_numpy_dtype(arr.dtype).np
+    kind = arr.dtype.kind
+    if kind == "f":
+        return arr, D.get_default_dtype().np
+    if kind in "iu":
+        return arr, np.dtype(np.int64)
+    if kind == "b":
+        return arr, np.dtype(np.bool_)
+    if kind == "c":
+        raise TypeError("complex tensors are not supported by fabric")
+    if kind == "O" or kind == "U" or kind == "S":
+        raise TypeError(f"Could not infer dtype of {type(_first_leaf(data)).__name__}")
+    raise TypeError(f"can't convert data of dtype {arr.dtype}")
+
+
+def _first_leaf(data):
+    while isinstance(data, (list, tuple)) and data:
+        data = data[0]
+    return data
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
+    """A new tensor that copies ``data`` (nested lists, numbers, arrays, Tensors)."""
+    if isinstance(data, Tensor):
+        import warnings
+
+        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach() or "
+                      "sourceTensor.clone().detach().requires_grad_(True), rather than torch.tensor(sourceTensor).",
+                      UserWarning, stacklevel=2)
+        src = data.detach()
+        if device is None:
+            device = src.device
+        out = src.to(dtype=D.to_dtype(dtype) if dtype is not None else None, device=device, copy=True)
+        return out.requires_grad_(requires_grad) if requires_grad else out
+    try:
+        arr, inferred = _infer_np_dtype(data)
+    except ValueError as e:
+        raise ValueError(f"expected sequence of equal-length lists: {e}") from None
+    np_dtype = D.to_dtype(dtype).to_numpy() if dtype is not None else inferred
+    arr = np.array(arr, dtype=np_dtype, copy=True)
+    return _finish(arr, device, requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """Like :func:`tensor` but shares memory with NumPy arrays / Tensors when it can."""
+    if isinstance(data, Tensor):
+        return data.to(device=as_device(device) if device is not None else None,
+                       dtype=D.to_dtype(dtype) if dtype is not None else None)
+    if isinstance(data, np.ndarray) and (device is None or as_device(device).type == "cpu"):
+        t = from_numpy(data)
+        return t.to(D.to_dtype(dtype)) if dtype is not None else t
+    if hasattr(data, "__cuda_array_interface__") and device is None:
+        t = Tensor._make(data, False)
+        return t.to(D.to_dtype(dtype)) if dtype is not None else t
+    return tensor(data, dtype=dtype, device=device)
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False) -> Tensor:
+    if copy:
+        t = tensor(obj, dtype=dtype, device=device)
+    else:
+        t = as_tensor(obj, dtype=dtype, device=device)
+    return t.requires_grad_(requires_grad) if requires_grad else t
+
+
+def from_numpy(ndarray) -> Tensor:
+    """A tensor sharing memory with a NumPy array (writes show in both)."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    D.from_numpy_dtype(ndarray.dtype)
+    if ndarray.dtype.byteorder not in "=|":
+        raise ValueError("given numpy array has byte order different from the native byte order. Conversion "
+                         "between byte orders is currently not supported.")
+    if not ndarray.flags.writeable:
+        import warnings
+
+        warnings.warn("The given NumPy array is not writable, and PyTorch does not support non-writable tensors.",
+                      UserWarning, stacklevel=2)
+    return Tensor._make(ndarray, False)
+
+
+def from_dlpack(ext) -> Tensor:
+    """A tensor sharing memory with any DLPack producer (NumPy, CuPy, PyTorch ...)."""
+    dev_type, dev_id = ext.__dlpack_device__()
+    if dev_type == 1:  # kDLCPU
+        return Tensor._make(np.from_dlpack(ext), False)
+    if dev_type == 2:  # kDLCUDA
+        import cupy
+
+        return Tensor._make(cupy.from_dlpack(ext), False)
+    raise RuntimeError(f"from_dlpack: unsupported DLPack device type {dev_type}")
+
+
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False) -> Tensor:
+    arr = np.frombuffer(buffer, dtype=D.to_dtype(dtype).np, count=count, offset=offset)
+    return _finish(arr, None, requires_grad)
+
+
+def _np_dtype(dtype, default=None):
+    if dtype is None:
+        return (default or D.get_default_dtype()).to_numpy()
+    return D.to_dtype(dtype).to_numpy()
+
+
+def _filled(shape, value, dtype, device, requires_grad):
+    """A filled tensor, made directly on its device."""
+    dev = as_device(device) if device is not None else None
+    if dev is None or dev.type == "cpu":
+        xp = np
+        arr = np.full(shape, value, dtype) if value is not None else np.empty(shape, dtype)
+    else:
+        be = backend_for(dev)
+        with be.device_context(dev.index or 0):
+            arr = be.xp.full(shape, value, dtype) if value is not None else be.xp.empty(shape, dtype)
+    del xp
+    t = Tensor._make(arr, False)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
+    """A tensor of zeros (default dtype float32)."""
+    return _out(out, _filled(shape_args(size, "size"), 0, _np_dtype(dtype), device, requires_grad))
+
+
+def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
+    """A tensor of ones."""
+    return _out(out, _filled(shape_args(size, "size"), 1, _np_dtype(dtype), device, requires_grad))
+
+
+def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+          memory_format=None) -> Tensor:
+    """An uninitialised tensor."""
+    return _out(out, _filled(shape_args(size, "size"), None, _np_dtype(dtype), device, requires_grad))
+
+
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
+                  pin_memory=False) -> Tensor:
+    """An uninitialised tensor with the given strides (in elements)."""
+    size, stride = tuple(size), tuple(stride)
+    dt = _np_dtype(dtype)
+    extent = 1 + builtins.sum((s - 1) * st for s, st in zip(size, stride)) if all(size) else 0
+    buf = np.empty(max(extent, 0), dt)
+    arr = np.lib.stride_tricks.as_strided(buf, size, tuple(st * dt.itemsize for st in stride))
+    return _finish(arr, device, requires_grad)
+
+
+def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+         pin_memory=False) -> Tensor:
+    """A tensor filled with ``fill_value``; the dtype follows the value's type."""
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    if dtype is None:
+        if isinstance(fill_value, builtins.bool):
+            dt = np.dtype(np.bool_)
+        elif isinstance(fill_value, (builtins.int, np.integer)):
+            dt = np.dtype(np.int64)
+        else:
+            dt = D.get_default_dtype().np
+    else:
+        dt = _np_dtype(dtype)
+    return _out(out, _filled(shape_args((size,) if isinstance(size, (builtins.int, np.integer)) else (size,), "size"),
+                             fill_value, dt, device, requires_grad))
+
+
+def _out(out, result):
+    if out is None:
+        return result
+    from .ops.inplace import copy_into_out
+
+    return copy_into_out(out, result)
+
+
+def _like(input, dtype, device):
+    dt = input._data.dtype if dtype is None else D.to_dtype(dtype).to_numpy()
+    dev = input.device if device is None else device
+    return input._data.shape, dt, dev
+
+
+def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
+    shape, dt, dev = _like(input, dtype, device)
+    return _filled(shape, 0, dt, dev, requires_grad)
+
+
+def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
+    shape, dt, dev = _like(input, dtype, device)
+    return _filled(shape, 1, dt, dev, requires_grad)
+
+
+def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
+    shape, dt, dev = _like(input, dtype, device)
+    return _filled(shape, None, dt, dev, requires_grad)
+
+
+def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
+              memory_format=None) -> Tensor:
+    shape, dt, dev = _like(input, dtype, device)
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    return _filled(shape, fill_value, dt, dev, requires_grad)
+
+
+def _num(v):
+    return v.item() if isinstance(v, Tensor) else v
+
+
+def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """Values ``start, start+step, ...`` below ``end``; int64 unless a bound is a float."""
+    if end is None:
+        start, end = 0, start
+    start, end, step = _num(start), _num(end), _num(step)
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0 and end != start:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    is_float = any(isinstance(v, (builtins.float, np.floating)) for v in (start, end, step))
+    if dtype is None:
+        dt = D.get_default_dtype().np if is_float else np.dtype(np.int64)
+    else:
+        dt = _np_dtype(dtype)
+    n = builtins.max(0, math.ceil((end - start) / step))
+    if dt.kind == "f" or is_float:
+        arr = (start + np.arange(n, dtype=np.float64) * step).astype(dt)
+    else:
+        arr = (builtins.int(start) + np.arange(n, dtype=np.int64) * builtins.int(step)).astype(dt)
+    return _out(out, _finish(arr, device, requires_grad))
+
+
+def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    """Deprecated in PyTorch: like arange but includes ``end``; float by default."""
+    if end is None:
+        start, end = 0, start
+    n = builtins.int(math.floor((end - start) / step)) + 1
+    arr = (start + np.arange(n, dtype=np.float64) * step).astype(_np_dtype(dtype))
+    return _finish(arr, device, requires_grad)
+
+
+def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    start, end = _num(start), _num(end)
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    dt = _np_dtype(dtype)
+    if steps == 1:
+        arr = np.array([start], dtype=np.float64)
+    else:
+        # PyTorch's symmetric formula: the first half counts up from start,
+        # the second half down from end, so both endpoints are exact.
+        step = (end - start) / builtins.max(steps - 1, 1)
+        idx = np.arange(steps, dtype=np.float64)
+        half = steps // 2
+        arr = np.where(idx < half, start + step * idx, end - step * (steps - idx - 1))
+    if dt.kind in "iu":
+        arr = np.trunc(arr)
+    return _out(out, _finish(arr.astype(dt), device, requires_grad))
+
+
+def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None,
+             requires_grad=False):
+    """``base ** linspace(start, end, steps)``."""
+    lin = linspace(start, end, steps, dtype=D.float64)._data
+    arr = np.power(base, lin).astype(_np_dtype(dtype))
+    return _out(out, _finish(arr, device, requires_grad))
+
+
+def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """Identity matrix (``n`` x ``m``)."""
+    if n < 0 or (m is not None and m < 0):
+        raise RuntimeError(f"n must be greater or equal to 0, got {n}")
+    return _out(out, _finish(np.eye(n, m, dtype=_np_dtype(dtype)), device, requires_grad))
+
+
+def scalar_tensor(s, *, dtype=None, layout=None, device=None, requires_grad=False):
+    return _finish(np.array(s, dtype=_np_dtype(dtype)), device, requires_grad)

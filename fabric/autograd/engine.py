@@ -1,0 +1,321 @@
+"""The reverse-mode engine: runs the recorded graph backwards.
+
+Nodes run in dependency order (a node runs once every consumer of its
+outputs has contributed); among ready nodes the most recently created runs
+first, as in PyTorch.  Iterative throughout: no recursion limit.
+"""
+from __future__ import annotations
+
+import heapq
+import warnings
+
+from .function import AccumulateGrad, _FREED
+from .grad_mode import state as _state
+
+Tensor = None  # set by fabric._tensor
+
+
+def _set_tensor_class(cls):
+    global Tensor
+    Tensor = cls
+
+
+def _root_edge(t):
+    if t.grad_fn is not None:
+        return (t.grad_fn, t._output_nr)
+    if not t._requires_grad:
+        raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+    return (t._grad_accumulator_node(), 0)
+
+
+def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None, capture=False,
+                 allow_unused=False):
+    """Backpropagate from ``tensors`` seeded with ``grad_tensors``.
+
+    With ``capture`` (``autograd.grad``) returns the gradients of ``inputs``
+    and leaves every ``.grad`` untouched; otherwise accumulates into leaves
+    (only those in ``inputs`` when given).
+    """
+    roots = []
+    for i, t in enumerate(tensors):
+        if not t._requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        roots.append(_root_edge(t))
+
+    # Dependency counts over the reachable graph (iterative DFS).
+    deps = {}
+    stack = [fn for fn, _ in roots]
+    seen = set(stack)
+    order = []
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        for e in node._edges:
+            if e is not None:
+                nxt = e[0]
+                deps[nxt] = deps.get(nxt, 0) + 1
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+
+    capture_at = None   # (node, output_nr) -> input position
+    if inputs is not None:
+        capture_at = {}
+        for i, t in enumerate(inputs):
+            if t.grad_fn is not None:
+                key = (t.grad_fn, t._output_nr)
+            elif t._requires_grad:
+                key = (t._grad_accumulator_node(), 0)
+            else:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            capture_at.setdefault(key, []).append(i)
+        needed = _needed_nodes(order, deps, {k[0] for k in capture_at})
+    else:
+        needed = None
+    results = [None] * (len(inputs) if inputs is not None else 0)
+
+    # Seed the buffers; a virtual root feeds the real ones.
+    buffers = {}
+    for (fn, nr), g in zip(roots, grad_tensors):
+        buf = buffers.get(fn)
+        if buf is None:
+            buf = buffers[fn] = [None] * _n_outputs(fn)
+        buf[nr] = g if buf[nr] is None else buf[nr] + g
+    ready = []
+    for fn, _ in roots:
+        if deps.get(fn, 0) == 0 and fn in buffers and not any(fn is r[1] for r in ready):
+            heapq.heappush(ready, (-fn._seq, fn))
+
+    prev_mode = _state.enabled
+    _state.enabled = create_graph
+    try:
+        while ready:
+            _, node = heapq.heappop(ready)
+            grads = buffers.pop(node, None)
+            if grads is None:
+                grads = [None] * _n_outputs(node)
+            if needed is not None and node not in needed:
+                _release_edges(node, deps, ready, retain_graph)
+                continue
+            if node._pre_hooks:
+                grads = _run_pre_hooks(node, grads)
+            if capture_at is not None:
+                for k, g in enumerate(grads):
+                    pos = capture_at.get((node, k))
+                    if pos is not None:
+                        for p in pos:
+                            results[p] = g if results[p] is None or g is None else results[p] + g
+            if node.__class__ is AccumulateGrad:
+                if not capture and (capture_at is None or (node, 0) in capture_at):
+                    _accumulate(node.variable, grads[0], create_graph)
+                continue
+            if all(g is None for g in grads):
+                _release_edges(node, deps, ready, retain_graph)
+                continue
+            in_grads = _call_node(node, grads)
+            if not retain_graph and node._saved is not None:
+                node._saved = _FREED
+            edges = node._edges
+            for e, g in zip(edges, in_grads):
+                if e is None:
+                    continue
+                nxt, nr = e
+                if g is not None:
+                    buf = buffers.get(nxt)
+                    if buf is None:
+                        buf = buffers[nxt] = [None] * _n_outputs(nxt)
+                    old = buf[nr]
+                    buf[nr] = g if old is None else old + g
+                left = deps[nxt] - 1
+                deps[nxt] = left
+                if left == 0:
+                    heapq.heappush(ready, (-nxt._seq, nxt))
+    finally:
+        _state.enabled = prev_mode
+
+    if not capture and inputs is not None:
+        for t, r in zip(inputs, results):  # non-leaf inputs of backward(inputs=...) keep their grad
+            if t.grad_fn is not None and r is not None:
+                _accumulate(t, r, create_graph)
+    if capture:
+        for i, r in enumerate(results):
+            if r is None and not allow_unused:
+                raise RuntimeError(
+                    "One of the differentiated Tensors appears to not have been used in the graph. "
+                    "Set allow_unused=True if this is the desired behavior.")
+        return results
+    return None
+
+
+def _release_edges(node, deps, ready, retain_graph):
+    if not retain_graph and node._saved is not None:
+        node._saved = _FREED
+    for e in node._edges:
+        if e is None:
+            continue
+        nxt = e[0]
+        left = deps[nxt] - 1
+        deps[nxt] = left
+        if left == 0:
+            heapq.heappush(ready, (-nxt._seq, nxt))
+
+
+def _needed_nodes(order, deps, targets):
+    """Nodes from which some target is reachable (only those must run)."""
+    indeg = dict(deps)
+    topo = []
+    stack = [n for n in order if indeg.get(n, 0) == 0]
+    while stack:
+        n = stack.pop()
+        topo.append(n)
+        for e in n._edges:
+            if e is not None:
+                indeg[e[0]] -= 1
+                if indeg[e[0]] == 0:
+                    stack.append(e[0])
+    needed = set()
+    for n in reversed(topo):
+        if n in targets or any(e is not None and e[0] in needed for e in n._edges):
+            needed.add(n)
+    return needed
+
+
+def _n_outputs(node):
+    meta = node._output_meta
+    return 1 if meta is None else len(meta)
+
+
+def _run_pre_hooks(node, grads):
+    grads = list(grads)
+    for nr, fn in list(node._pre_hooks.values()):
+        if nr is None:  # node pre-hook: sees all output grads
+            res = fn(tuple(grads))
+            if res is not None:
+                grads = list(res)
+        elif grads[nr] is not None:
+            res = fn(grads[nr])
+            if res is not None:
+                grads[nr] = res
+    return grads
+
+
+def _call_node(node, grads):
+    fn = node._fn
+    meta = node._output_meta
+    if meta is not None and node.materialize_grads:
+        ref = next(g for g in grads if g is not None)
+        grads = [g if g is not None or m is None else _zeros(ref, m) for g, m in zip(grads, meta)]
+    out = fn.backward(node, *grads)
+    if out.__class__ is not tuple:
+        out = (out,) if not isinstance(out, list) else tuple(out)
+    edges = node._edges
+    if len(out) != len(edges):
+        if len(out) > len(edges) and all(g is None for g in out[len(edges):]):
+            out = out[:len(edges)]
+        else:
+            raise RuntimeError(f"function {type(node).__name__} returned an incorrect number of gradients "
+                               f"(expected {len(edges)}, got {len(out)})")
+    input_meta = node._input_meta
+    fixed = []
+    for i, (g, e) in enumerate(zip(out, edges)):
+        if g is None or e is None:
+            fixed.append(None)
+            continue
+        if not isinstance(g, Tensor):
+            raise TypeError(f"function {type(node).__name__} returned a gradient of type {type(g).__name__} "
+                            f"at index {i}; expected a Tensor or None")
+        shape, dt = input_meta[i]
+        gd = g._data
+        if gd.shape != shape:
+            g = _sum_to(g, shape, node, i)
+        if gd.dtype != dt:
+            g = g.to(_dtype_of(dt))
+        fixed.append(g)
+    if node._hooks:
+        for hook in list(node._hooks.values()):
+            res = hook(tuple(fixed), tuple(grads))
+            if res is not None:
+                fixed = list(res)
+    if _state.anomaly and _state.anomaly_check_nan:
+        _check_anomaly(node, fixed)
+    return fixed
+
+
+def _sum_to(g, shape, node, i):
+    gshape = g._data.shape
+    lead = len(gshape) - len(shape)
+    ok = lead >= 0 and all(s == 1 or s == gs for s, gs in zip(shape, gshape[lead:]))
+    if not ok:
+        if g._data.size == _prod(shape):
+            return g.reshape(shape)
+        raise RuntimeError(f"Function {type(node).__name__} returned an invalid gradient at index {i} - got "
+                           f"{list(gshape)} but expected shape compatible with {list(shape)}")
+    dims = tuple(range(lead)) + tuple(lead + k for k, s in enumerate(shape) if s == 1 and gshape[lead + k] != 1)
+    if dims:
+        g = g.sum(dims, keepdim=True)
+    if lead:
+        g = g.reshape(shape)
+    return g
+
+
+def _prod(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _zeros(ref, meta):
+    from ..backends import backend_of
+
+    shape, dt = meta
+    return Tensor._make(backend_of(ref._data).xp.zeros(shape, dt), False)
+
+
+def _dtype_of(np_dtype):
+    from .._dtype import from_numpy_dtype
+
+    return from_numpy_dtype(np_dtype)
+
+
+def _accumulate(var, g, create_graph):
+    if g is None:
+        return
+    hooks = var._hooks_dict()
+    if hooks:
+        for fn in list(hooks.values()):
+            res = fn(g)
+            if res is not None:
+                g = res
+    if var._grad is None:
+        if create_graph:
+            var._grad = g
+        else:
+            gd = g._data
+            if g._base is not None or g.grad_fn is not None or not gd.flags.owndata:
+                gd = gd.copy()
+            var._grad = Tensor._make(gd, False)
+    elif create_graph or var._grad._requires_grad:
+        var._grad = var._grad + g
+    else:
+        var._grad._data += g._data
+        var._grad._bump_version()
+    post = var._post_accumulate_hooks()
+    if post:
+        for fn in list(post.values()):
+            fn(var)
+
+
+def _check_anomaly(node, grads):
+    from ..backends import backend_of
+
+    for i, g in enumerate(grads):
+        if g is None or g._data.dtype.kind != "f":
+            continue
+        xp = backend_of(g._data).xp
+        if not bool(xp.isfinite(g._data).all()):
+            if node._trace:
+                warnings.warn("Error detected in " + type(node).__name__ + ". Traceback of forward call "
+                              "that caused the error:\n" + "".join(node._trace), stacklevel=2)
+            bad = "nan" if bool(xp.isnan(g._data).any()) else "inf"
+            raise RuntimeError(f"Function '{type(node).__name__}' returned {bad} values in its {i}th output.")

@@ -1,0 +1,557 @@
+"""``Function`` and the graph node (``Node``) every op records.
+
+An op is a ``Function`` subclass with a static ``forward(ctx, ...)`` and
+``backward(ctx, *grads)``.  ``apply`` runs ``forward`` and, when grad mode is
+on and an input requires grad, records a node (the ``ctx``) whose class is
+named ``<Op>Backward0`` for built-ins and ``<Op>Backward`` for user Functions,
+as in PyTorch.
+
+Built-in ops (``_array_forward = True``) get NumPy/CuPy arrays in forward;
+user ``Function`` subclasses get Tensors, as in PyTorch.  Every backward
+receives and returns Tensors, so it is itself differentiable.
+
+Example::
+
+    >>> import fabric
+    >>> class Square(fabric.autograd.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         ctx.save_for_backward(x)
+    ...         return x * x
+    ...     @staticmethod
+    ...     def backward(ctx, gy):
+    ...         x, = ctx.saved_tensors
+    ...         return 2 * x * gy
+    >>> x = fabric.tensor([3.0], requires_grad=True)
+    >>> Square.apply(x).sum().backward(); x.grad
+    tensor([6.])
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+import traceback
+import weakref
+
+import numpy as np
+
+from .grad_mode import state as _state
+
+__all__ = ["Function", "Node", "FunctionCtx", "once_differentiable", "InplaceFunction"]
+
+_seq = itertools.count()
+_FREED = object()
+# Kinds of saved values.
+_SAVED_INPUT, _SAVED_OUTPUT, _SAVED_CONST, _SAVED_RAW = 0, 1, 2, 3
+
+Tensor = None  # set by fabric._tensor (import cycle: Tensor calls ops, ops record nodes)
+
+
+def _set_tensor_class(cls):
+    global Tensor
+    Tensor = cls
+
+
+class RemovableHandle:
+    """Returned by ``register_*hook``; ``remove()`` unregisters the hook."""
+
+    __slots__ = ("_hooks_ref", "_key")
+    _ids = itertools.count()
+
+    def __init__(self, hooks: dict):
+        self._hooks_ref = weakref.ref(hooks) if not isinstance(hooks, weakref.ref) else hooks
+        self._key = next(self._ids)
+
+    def remove(self) -> None:
+        hooks = self._hooks_ref()
+        if hooks is not None:
+            hooks.pop(self._key, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+class _HookDict(dict):
+    __slots__ = ("__weakref__",)
+
+
+class Node:
+    """A recorded op in the autograd graph; also the ``ctx`` of its Function."""
+
+    __slots__ = ("_edges", "_saved", "_to_save", "needs_input_grad", "_input_meta", "_output_meta",
+                 "_pre_hooks", "_hooks", "_seq", "_trace", "_dirty", "_non_differentiable",
+                 "materialize_grads", "__dict__", "__weakref__")
+    _fn = None  # the Function class this node belongs to
+
+    def __init__(self):
+        self._saved = None
+        self._to_save = None
+        self._pre_hooks = None
+        self._hooks = None
+        self._dirty = None
+        self._non_differentiable = None
+        self._output_meta = None
+        self.materialize_grads = True
+        self._seq = next(_seq)
+        self._trace = traceback.format_stack()[:-2] if _state.anomaly else None
+
+    # --- the ctx API ------------------------------------------------------
+    def save_for_backward(self, *values) -> None:
+        """Keep tensors (or, in built-in ops, arrays) for backward."""
+        self._to_save = values
+
+    @property
+    def saved_tensors(self):
+        saved = self._saved
+        if saved is None:
+            return ()
+        if saved is _FREED:
+            raise RuntimeError(
+                "Trying to backward through the graph a second time (or directly access saved "
+                "tensors after they have already been freed). Saved intermediate values of the graph "
+                "are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if "
+                "you need to backward through the graph a second time or if you need to access saved "
+                "tensors after calling backward.")
+        return tuple(self._unpack(s) for s in saved)
+
+    saved_variables = saved_tensors
+
+    def _unpack(self, s):
+        if s is None:
+            return None
+        kind, obj, vc, version = s
+        if vc is not None and vc[0] != version:
+            t = obj if kind == _SAVED_INPUT else None
+            shape = list((t._data if t is not None else obj).shape)
+            dt = (t._data if t is not None else obj).dtype
+            if kind == _SAVED_OUTPUT:
+                what = f"is output {obj[1]} of {type(self).__name__}"
+            elif t.grad_fn is not None:
+                what = f"is output {t._output_nr} of {type(t.grad_fn).__name__}"
+            else:
+                what = "is a leaf"
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an inplace "
+                f"operation: [{_type_name(dt)} {shape}], which {what}, is at version {vc[0]}; expected "
+                f"version {version} instead. Hint: the backtrace further above can show the operation "
+                "that failed to compute its gradient.")
+        if kind == _SAVED_INPUT:
+            return obj
+        if kind == _SAVED_OUTPUT:
+            data, nr = obj
+            return Tensor._make(data, True, self, nr, vc)
+        if kind == _SAVED_RAW:
+            return obj
+        return Tensor._make(obj, False)
+
+    def mark_dirty(self, *tensors) -> None:
+        """Declare inputs that forward modified in place (user Functions)."""
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *outputs) -> None:
+        """Declare outputs that have no gradient (indices, masks, ...)."""
+        self._non_differentiable = outputs
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self.materialize_grads = bool(value)
+
+    # --- the node API -----------------------------------------------------
+    @property
+    def next_functions(self):
+        return tuple(e if e is not None else (None, 0) for e in self._edges)
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def register_hook(self, fn):
+        """``fn(grad_inputs, grad_outputs)`` runs after this node's backward;
+        it may return replacement grad_inputs."""
+        if self._hooks is None:
+            self._hooks = _HookDict()
+        h = RemovableHandle(self._hooks)
+        self._hooks[h._key] = fn
+        return h
+
+    def register_prehook(self, fn):
+        """``fn(grad_outputs)`` runs before this node's backward; it may
+        return replacement grad_outputs."""
+        return self._add_pre_hook(None, fn)
+
+    def _add_pre_hook(self, output_nr, fn):
+        if self._pre_hooks is None:
+            self._pre_hooks = _HookDict()
+        h = RemovableHandle(self._pre_hooks)
+        self._pre_hooks[h._key] = (output_nr, fn)
+        return h
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} object at {id(self):#x}>"
+
+    def __call__(self, *grads):
+        return self.apply(*grads)
+
+    def apply(self, *grads):
+        """Run this node's backward on output grads; returns input grads."""
+        return self._fn.backward(self, *grads)
+
+
+FunctionCtx = Node
+BackwardCFunction = Node
+
+
+def _type_name(np_dtype) -> str:
+    return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "float16": "torch.HalfTensor",
+            "int64": "torch.LongTensor", "int32": "torch.IntTensor", "int16": "torch.ShortTensor",
+            "int8": "torch.CharTensor", "uint8": "torch.ByteTensor", "bool": "torch.BoolTensor"}.get(
+        str(np_dtype), str(np_dtype))
+
+
+class AccumulateGrad(Node):
+    """The sink node of a leaf tensor: adds incoming gradients into ``.grad``."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        Node.__init__(self)
+        self.variable = variable
+        self._edges = ()
+        self.needs_input_grad = ()
+
+
+def _edge(t):
+    fn = t.grad_fn
+    if fn is not None:
+        return (fn, t._output_nr)
+    return (t._grad_accumulator_node(), 0)
+
+
+class FunctionMeta(type):
+    """Gives each Function subclass its own node class (``MulBackward0``)."""
+
+    def __init__(cls, name, bases, attrs):
+        super().__init__(name, bases, attrs)
+        if name in ("Function", "InplaceFunction"):
+            return
+        suffix = "Backward0" if attrs.get("_array_forward", getattr(cls, "_array_forward", False)) else "Backward"
+        node_name = attrs.get("_node_name") or (name + suffix)
+        cls._Node = type(node_name, (Node,), {"__slots__": (), "_fn": cls, "__module__": cls.__module__})
+
+
+class Function(metaclass=FunctionMeta):
+    """Base class of every differentiable op (see module docstring)."""
+
+    _array_forward = False   # built-ins: forward receives arrays
+    _is_view = False         # output shares memory with input 0 (view ops)
+    _is_inplace = False      # modifies input 0 in place and returns it
+    _differentiable_outputs = True  # False: outputs never require grad (argmax, comparisons)
+    _Node = Node
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("Function objects are not instantiated: call MyFunction.apply(...) instead")
+
+    @staticmethod
+    def forward(ctx, *args):
+        raise NotImplementedError("Function subclasses must define forward(ctx, *args)")
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("Function subclasses must define backward(ctx, *grads) to be differentiated")
+
+    vjp = backward
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        if cls._array_forward:
+            arrays = [a._data if isinstance(a, Tensor) else a for a in args]
+            return _apply(cls, args, arrays)
+        return _apply_user(cls, args, kwargs)
+
+
+class InplaceFunction(Function):
+    pass
+
+
+def _normalize(out):
+    """Turn NumPy scalars into 0-d arrays (once, here, for every op)."""
+    if out.__class__ is np.ndarray:
+        return out
+    if isinstance(out, np.generic):
+        return np.asarray(out)
+    return out
+
+
+def _apply(cls, args, arrays):
+    """Run a built-in op: ``args`` are the original arguments (Tensors make
+    graph edges), ``arrays`` what ``forward`` receives (already promoted)."""
+    needs = False
+    if _state.enabled and cls._differentiable_outputs:
+        for a in args:
+            if isinstance(a, Tensor) and a._requires_grad:
+                needs = True
+                break
+    if not needs:
+        ctx = _NullCtx()
+        out = cls.forward(ctx, *arrays)
+        if cls._is_inplace:
+            t = args[0]
+            t._bump_version()
+            return t
+        if out.__class__ is tuple:
+            return tuple(Tensor._make(_normalize(o), False) for o in out)
+        out = _normalize(out)
+        if cls._is_view:
+            return _make_view(args[0], out, False, None)
+        return Tensor._make(out, False)
+
+    node = cls._Node()
+    edges = []
+    meta = []
+    need_grad = []
+    for a in args:
+        if isinstance(a, Tensor) and a._requires_grad:
+            edges.append(_edge(a))
+            meta.append((a._data.shape, a._data.dtype))
+            need_grad.append(True)
+        else:
+            edges.append(None)
+            meta.append(None)
+            need_grad.append(False)
+    node.needs_input_grad = tuple(need_grad)
+    if cls._is_inplace:
+        _check_inplace(args[0])
+    out = cls.forward(node, *arrays)
+    node._edges = edges
+    node._input_meta = meta
+    if cls._is_inplace:
+        t = args[0]
+        t._bump_version()
+        t.grad_fn = node
+        t._output_nr = 0
+        t._requires_grad = True
+        outs = (t,)
+        result = t
+        out_arrays = (t._data,)
+    elif out.__class__ is tuple:
+        out_arrays = tuple(_normalize(o) for o in out)
+        nd = node._non_differentiable
+        outs = tuple(
+            Tensor._make(o, True, node, i) if (o.dtype.kind == "f" and (nd is None or i not in nd))
+            else Tensor._make(o, False)
+            for i, o in enumerate(out_arrays))
+        node._output_meta = [(o.shape, o.dtype) for o in out_arrays]
+        result = outs
+    else:
+        out = _normalize(out)
+        out_arrays = (out,)
+        if cls._is_view:
+            result = _make_view(args[0], out, True, node)
+        else:
+            result = Tensor._make(out, out.dtype.kind == "f", node if out.dtype.kind == "f" else None, 0)
+        outs = (result,)
+    if node._to_save is not None:
+        node._saved = _pack_arrays(node._to_save, args, arrays, out_arrays, outs)
+        node._to_save = None
+    return result
+
+
+def _pack_arrays(values, args, arrays, out_arrays, outs):
+    packed = []
+    for v in values:
+        if v is None:
+            packed.append(None)
+            continue
+        for a, arr in zip(args, arrays):
+            if v is arr and isinstance(a, Tensor):
+                vc = a._shared_vc()
+                packed.append((_SAVED_INPUT, a, vc, vc[0]))
+                break
+        else:
+            for i, o in enumerate(out_arrays):
+                if v is o and outs[i].grad_fn is not None:
+                    vc = outs[i]._shared_vc()
+                    packed.append((_SAVED_OUTPUT, (o, i), vc, vc[0]))
+                    break
+            else:
+                if isinstance(v, Tensor):
+                    vc = v._shared_vc()
+                    packed.append((_SAVED_INPUT, v, vc, vc[0]))
+                elif hasattr(v, "__array_priority__") or isinstance(v, np.ndarray):
+                    packed.append((_SAVED_CONST, v, None, 0))
+                else:
+                    packed.append((_SAVED_RAW, v, None, 0))
+    return tuple(packed)
+
+
+class _NullCtx:
+    """ctx used when no graph is recorded: saving is a no-op."""
+
+    __slots__ = ("__dict__",)
+    needs_input_grad = ()
+    materialize_grads = True
+    _non_differentiable = None
+
+    def save_for_backward(self, *values):
+        pass
+
+    def mark_dirty(self, *tensors):
+        pass
+
+    def mark_non_differentiable(self, *outputs):
+        pass
+
+    def set_materialize_grads(self, value):
+        pass
+
+
+def _make_view(base, out, requires_grad, node):
+    t = Tensor._make(out, requires_grad, node, 0)
+    root = base._base if base._base is not None else base
+    t._base = root
+    t._vc = root._shared_vc()
+    return t
+
+
+def _check_inplace(t):
+    if t.grad_fn is None and t._requires_grad:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    b = t._base
+    if b is not None and b._requires_grad:
+        if b.grad_fn is None:
+            raise RuntimeError(
+                "a view of a leaf Variable that requires grad is being used in an in-place operation.")
+        raise NotImplementedError(
+            "fabric does not yet support in-place modification of a view of a tensor that requires grad "
+            "(PyTorch's CopySlices rebasing). Use an out-of-place op, or modify the base tensor directly.")
+
+
+def _apply_user(cls, args, kwargs):
+    """Run a user-defined Function: forward sees Tensors, under no_grad."""
+    tensor_args = [a for a in args if isinstance(a, Tensor)]
+    needs = _state.enabled and any(a._requires_grad for a in tensor_args)
+    node = cls._Node()
+    node.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad and needs for a in args)
+    prev = _state.enabled
+    _state.enabled = False
+    try:
+        if hasattr(cls, "setup_context") and cls.setup_context is not Function.__dict__.get("setup_context") \
+                and "setup_context" in _own_attrs(cls):
+            out = cls.forward(*args, **kwargs)
+            cls.setup_context(node, args, out)
+        else:
+            out = cls.forward(node, *args, **kwargs)
+    finally:
+        _state.enabled = prev
+    single = not isinstance(out, tuple)
+    outs = (out,) if single else out
+    if not needs:
+        return out
+    node._edges = [(_edge(a) if isinstance(a, Tensor) and a._requires_grad else None) for a in args]
+    node._input_meta = [((a._data.shape, a._data.dtype) if isinstance(a, Tensor) and a._requires_grad else None)
+                        for a in args]
+    dirty = node._dirty or ()
+    nd = node._non_differentiable or ()
+    new_outs = []
+    meta = []
+    for i, o in enumerate(outs):
+        if not isinstance(o, Tensor):
+            new_outs.append(o)
+            meta.append(None)
+            continue
+        meta.append((o._data.shape, o._data.dtype))
+        if any(o is d for d in dirty):
+            _check_inplace(o)
+            o._bump_version()
+            t = o
+        elif any(o is a for a in tensor_args) or o.grad_fn is not None or o._base is not None:
+            # returned an input (or a view): PyTorch returns a new tensor sharing storage
+            t = Tensor._make(o._data, False)
+            t._vc = o._shared_vc()
+        else:
+            t = o
+        if any(o is n for n in nd) or o._data.dtype.kind != "f":
+            t._requires_grad = False
+            t.grad_fn = None
+        else:
+            t.grad_fn = node
+            t._output_nr = i
+            t._requires_grad = True
+        new_outs.append(t)
+    node._output_meta = meta
+    if node._to_save is not None:
+        saved = []
+        for v in node._to_save:
+            if v is None or not isinstance(v, Tensor):
+                saved.append(None if v is None else (_SAVED_RAW, v, None, 0))
+                continue
+            for i, t in enumerate(new_outs):
+                if (v is t or v is outs[i]) and isinstance(t, Tensor) and t.grad_fn is node:
+                    vc = t._shared_vc()
+                    saved.append((_SAVED_OUTPUT, (t._data, i), vc, vc[0]))
+                    break
+            else:
+                vc = v._shared_vc()
+                saved.append((_SAVED_INPUT, v, vc, vc[0]))
+        node._saved = tuple(saved)
+        node._to_save = None
+    return new_outs[0] if single else tuple(new_outs)
+
+
+@functools.lru_cache(maxsize=None)
+def _own_attrs(cls):
+    names = set()
+    for k in cls.__mro__:
+        if k is Function:
+            break
+        names.update(k.__dict__)
+    return frozenset(names)
+
+
+def once_differentiable(backward):
+    """Decorator for a backward that is not itself differentiable: with
+    ``create_graph=True`` the results do not require grad, and using them
+    for double backward raises a clear error."""
+
+    @functools.wraps(backward)
+    def wrapper(ctx, *grads):
+        from .grad_mode import no_grad
+
+        with no_grad():
+            out = backward(ctx, *grads)
+        if not _state.enabled:
+            return out
+        requires = any(isinstance(g, Tensor) and g._requires_grad for g in grads)
+        if not requires:
+            return out
+        single = not isinstance(out, tuple)
+        outs = (out,) if single else out
+        wrapped = []
+        for o in outs:
+            if isinstance(o, Tensor):
+                o = _DelayedError.apply(o, f"trying to differentiate twice a function ({type(ctx).__name__}) "
+                                           "that was marked with @once_differentiable", *grads)
+            wrapped.append(o)
+        return wrapped[0] if single else tuple(wrapped)
+
+    return wrapper
+
+
+class _DelayedError(Function):
+    """Identity whose backward raises: marks results of once_differentiable."""
+
+    _array_forward = True
+    _node_name = "DelayedError"
+
+    @staticmethod
+    def forward(ctx, x, msg, *grads):
+        ctx.msg = msg
+        return x.copy()
+
+    @staticmethod
+    def backward(ctx, gy):
+        raise RuntimeError(ctx.msg)
+
+
+_state_ref = _state

@@ -1,0 +1,17 @@
+"""The op catalogue. Each module holds Functions (forward + backward in one
+place) and the public functions that call them; everything public is
+re-exported here and, where PyTorch has it, installed as a Tensor method.
+"""
+from __future__ import annotations
+
+from .arith import *  # noqa: F401,F403
+from .reduce import *  # noqa: F401,F403
+from .shape import *  # noqa: F401,F403
+from .join import *  # noqa: F401,F403
+from .inplace import *  # noqa: F401,F403
+from .convert import *  # noqa: F401,F403
+from . import arith, reduce, shape, join, inplace, convert
+# catalogue modules: one line each
+from ._methods import install_tensor_methods
+
+install_tensor_methods()

@@ -1,0 +1,153 @@
+"""Helpers shared by the op modules: operand promotion, dims, shapes."""
+from __future__ import annotations
+
+import builtins
+import numbers
+
+import numpy as np
+
+from .. import _dtype as D
+from .._tensor import Tensor, _wrap_dim
+from ..backends import backend_of
+
+_ndarray = np.ndarray
+_SCALARS = (builtins.float, builtins.int, builtins.bool)
+
+
+def device_mismatch(a, b):
+    raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
+                       f"{a.device} and {b.device}!")
+
+
+def _same_device(a, b, ad, bd):
+    """Check devices; a 0-d CPU tensor may join a CUDA op (as in PyTorch)."""
+    if ad.__class__ is _ndarray and bd.__class__ is _ndarray:
+        return ad, bd
+    if ad.__class__ is not _ndarray and bd.__class__ is not _ndarray:
+        if ad.device.id != bd.device.id:
+            device_mismatch(a, b)
+        return ad, bd
+    if ad.__class__ is _ndarray and ad.ndim == 0:
+        return backend_of(bd).xp.asarray(ad), bd
+    if bd.__class__ is _ndarray and bd.ndim == 0:
+        return ad, backend_of(ad).xp.asarray(bd)
+    device_mismatch(a, b)
+
+
+def scalar_value(v):
+    """A Python number from a number-like (NumPy scalar, bool, int, float)."""
+    if v.__class__ in _SCALARS:
+        return v
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, numbers.Number) and not isinstance(v, complex):
+        return v
+    raise TypeError(f"expected a Tensor or a number, got {type(v).__name__}")
+
+
+def binary_operands(a, b):
+    """Promote two operands (Tensors or numbers) to PyTorch's result dtype.
+
+    Returns ``(a, b, x, y)``: the original operands (numbers normalised) and
+    what forward receives (arrays, or a Python number for a scalar operand).
+    """
+    if isinstance(a, Tensor):
+        ad = a._data
+        if isinstance(b, Tensor):
+            bd = b._data
+            if ad.dtype is not bd.dtype and ad.dtype != bd.dtype:
+                rt = D.binary_result_np(ad, True, bd)
+                if ad.dtype != rt:
+                    ad = ad.astype(rt)
+                if bd.dtype != rt:
+                    bd = bd.astype(rt)
+            if ad.__class__ is not _ndarray or bd.__class__ is not _ndarray:
+                ad, bd = _same_device(a, b, ad, bd)
+            return a, b, ad, bd
+        if b.__class__ not in _SCALARS:
+            b = scalar_value(b)
+        rt = D.binary_result_np(ad, False, b)
+        if ad.dtype is not rt and ad.dtype != rt:
+            ad = ad.astype(rt)
+        return a, b, ad, b
+    if isinstance(b, Tensor):
+        b, a, bd, ad = binary_operands(b, a)
+        return a, b, ad, bd
+    raise TypeError(f"expected at least one Tensor operand, got {type(a).__name__} and {type(b).__name__}")
+
+
+def float_operands(a, b):
+    """Like :func:`binary_operands` but lifts integer results to the default
+    float dtype (true division, atan2, ...)."""
+    a, b, x, y = binary_operands(a, b)
+    ref = x if isinstance(x, (np.ndarray,)) or hasattr(x, "dtype") else y
+    if ref.dtype.kind != "f":
+        dt = D.get_default_dtype().np
+        if hasattr(x, "dtype"):
+            x = x.astype(dt)
+        if hasattr(y, "dtype"):
+            y = y.astype(dt)
+    return a, b, x, y
+
+
+def float_array(x):
+    """``x`` itself when floating, else cast to the default float dtype
+    (exp/log/sqrt of an integer tensor give a float tensor, as in PyTorch)."""
+    if x.dtype.kind == "f":
+        return x
+    return x.astype(D.get_default_dtype().np)
+
+
+def xp_of(array):
+    return np if array.__class__ is _ndarray else backend_of(array).xp
+
+
+def normalize_dims(dim, ndim):
+    """``dim`` (None, int, or sequence) as a sorted tuple of non-negative axes."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, (builtins.int, np.integer)):
+        return (_wrap_dim(dim, ndim),)
+    dims = tuple(_wrap_dim(d, ndim) for d in dim)
+    if len(set(dims)) != len(dims):
+        raise RuntimeError(f"dim {dims} appears multiple times in the list of dims")
+    return tuple(sorted(dims))
+
+
+def shape_args(args, name="shape"):
+    """Accept ``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])`` or ``f(Size)``."""
+    if len(args) == 1 and not isinstance(args[0], (builtins.int, np.integer)):
+        a = args[0]
+        if isinstance(a, Tensor):
+            return tuple(builtins.int(v) for v in a.tolist()) if a.ndim else (builtins.int(a.item()),)
+        args = tuple(a)
+    out = []
+    for s in args:
+        if isinstance(s, Tensor):
+            s = s.item()
+        if not isinstance(s, (builtins.int, np.integer)) or isinstance(s, builtins.bool):
+            raise TypeError(f"{name} must be a sequence of ints, but got an element of type {type(s).__name__}")
+        out.append(builtins.int(s))
+    return tuple(out)
+
+
+def infer_size(shape, numel):
+    """Resolve one -1 in a target shape; error if the sizes do not match."""
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = 1
+    for s in shape:
+        if s != -1:
+            if s < 0:
+                raise RuntimeError(f"invalid shape dimension {s}")
+            known *= s
+    if neg:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = list(shape)
+        shape[neg[0]] = numel // known
+        return tuple(shape)
+    if known != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return tuple(shape)

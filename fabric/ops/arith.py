@@ -1,0 +1,371 @@
+"""Core arithmetic: add, sub, mul, div, neg, pow, exp, log, matmul.
+
+Each op is a Function (forward on arrays, backward with Tensor ops) plus a
+public function that promotes operands as PyTorch does.
+
+Example::
+
+    >>> import fabric
+    >>> fabric.add(fabric.tensor([1, 2]), 2.5)
+    tensor([3.5000, 4.5000])
+"""
+from __future__ import annotations
+
+from ..autograd.function import Function, _apply
+from .._tensor import Tensor
+from ._util import binary_operands, float_operands, float_array, xp_of
+
+__all__ = ["add", "sub", "rsub", "mul", "div", "rdiv", "true_divide", "neg", "negative", "pow", "exp", "log",
+           "matmul", "multiply", "subtract", "divide"]
+
+
+def _out(result, out):
+    if out is None:
+        return result
+    from .inplace import copy_into_out
+
+    return copy_into_out(out, result)
+
+
+class Add(Function):
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return a + b
+
+    @staticmethod
+    def backward(ctx, gy):
+        return gy, gy
+
+
+class Sub(Function):
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        if getattr(a, "dtype", None) == bool and getattr(b, "dtype", bool) == bool:
+            raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                               "Use the `^` or `logical_xor()` operator instead.")
+        return a - b
+
+    @staticmethod
+    def backward(ctx, gy):
+        return gy, -gy
+
+
+class Mul(Function):
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+
+    @staticmethod
+    def backward(ctx, gy):
+        a, b = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        return (gy * b if need_a else None), (gy * a if need_b else None)
+
+
+class Div(Function):
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a / b
+
+    @staticmethod
+    def backward(ctx, gy):
+        a, b = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        ga = gy / b if need_a else None
+        gb = -gy * a / (b * b) if need_b else None
+        return ga, gb
+
+
+class Neg(Function):
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, x):
+        if x.dtype == bool:
+            raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+                               "to invert a mask, use the `~` or `logical_not()` operator instead.")
+        return -x
+
+    @staticmethod
+    def backward(ctx, gy):
+        return -gy
+
+
+class Exp(Function):
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, x):
+        y = xp_of(x).exp(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, gy):
+        y, = ctx.saved_tensors
+        return gy * y
+
+
+class Log(Function):
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        xp = xp_of(x)
+        with _np_errstate(xp):
+            return xp.log(x)
+
+    @staticmethod
+    def backward(ctx, gy):
+        x, = ctx.saved_tensors
+        return gy / x
+
+
+class PowScalar(Function):
+    """x ** c for a Python number c."""
+    _array_forward = True
+    _node_name = "PowBackward0"
+
+    @staticmethod
+    def forward(ctx, x, c):
+        ctx.save_for_backward(x)
+        ctx.c = c
+        xp = xp_of(x)
+        if x.dtype.kind in "iub" and isinstance(c, int) and c < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        with _np_errstate(xp):
+            if c == 2:
+                return x * x
+            if c == 0.5:
+                return xp.sqrt(x)
+            return xp.power(x, c) if x.dtype.kind == "f" or not isinstance(c, float) else xp.power(x, c)
+
+    @staticmethod
+    def backward(ctx, gy):
+        x, = ctx.saved_tensors
+        c = ctx.c
+        if c == 0:
+            return gy * 0, None
+        if c == 1:
+            return gy, None
+        if c == 2:
+            return gy * (2 * x), None
+        return gy * (c * pow(x, c - 1)), None
+
+
+class PowTensor(Function):
+    """a ** b with both Tensors (or a a Python number)."""
+    _array_forward = True
+    _node_name = "PowBackward1"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        xp = xp_of(b if not hasattr(a, "dtype") else a)
+        if getattr(a, "dtype", None) is not None and a.dtype.kind in "iub" and hasattr(b, "dtype") \
+                and b.dtype.kind in "iu" and bool((b < 0).any()):
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        with _np_errstate(xp):
+            y = xp.power(a, b)
+        ctx.save_for_backward(a, b, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, gy):
+        a, b, y = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        ga = gb = None
+        if need_a:
+            ga = gy * b * pow(a, b - 1)
+        if need_b:
+            from .pointwise import where
+
+            la = log(a) if isinstance(a, Tensor) else _log_scalar(a)
+            # d/db a**b = a**b log a; PyTorch defines it as 0 where a == 0 and b >= 0
+            gb = gy * y * la
+            if isinstance(a, Tensor):
+                gb = where((a == 0) & (b >= 0), gb * 0, gb)
+        return ga, gb
+
+
+def _log_scalar(a):
+    import math
+
+    return math.log(a) if a > 0 else (float("-inf") if a == 0 else float("nan"))
+
+
+class MatMul(Function):
+    _array_forward = True
+    _node_name = "MmBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        if a.ndim == 0 or b.ndim == 0:
+            raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D "
+                               f"and {b.ndim}D")
+        if a.shape[-1] != b.shape[-2 if b.ndim > 1 else 0]:
+            if a.ndim <= 2 and b.ndim <= 2:
+                sa = "x".join(map(str, a.shape if a.ndim == 2 else (1,) + a.shape))
+                sb = "x".join(map(str, b.shape if b.ndim == 2 else b.shape + (1,)))
+                raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({sa} and {sb})")
+            raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                               f"[{a.shape[-1]}] but got: {list(b.shape)}.")
+        if a.dtype != b.dtype:
+            raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype} != {b.dtype}")
+        ctx.save_for_backward(a, b)
+        return a @ b
+
+    @staticmethod
+    def backward(ctx, gy):
+        a, b = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        ga = gb = None
+        if a.ndim == 1 and b.ndim == 1:
+            return (gy * b if need_a else None), (gy * a if need_b else None)
+        if a.ndim == 1:
+            g2 = gy.unsqueeze(-2)
+            if need_a:
+                ga = matmul(g2, b.mT).squeeze(-2)
+            if need_b:
+                gb = matmul(a.unsqueeze(-1), g2)
+            return ga, gb
+        if b.ndim == 1:
+            g2 = gy.unsqueeze(-1)
+            if need_a:
+                ga = matmul(g2, b.unsqueeze(0))
+            if need_b:
+                gb = matmul(a.mT, g2).squeeze(-1)
+            return ga, gb
+        if need_a:
+            ga = matmul(gy, b.mT)
+        if need_b:
+            gb = matmul(a.mT, gy)
+        return ga, gb
+
+
+class _np_errstate:
+    """Silence NumPy's divide/invalid warnings (PyTorch returns inf/nan quietly)."""
+
+    __slots__ = ("xp", "old")
+
+    def __init__(self, xp):
+        self.xp = xp
+
+    def __enter__(self):
+        import numpy as np
+
+        if self.xp is np:
+            self.old = np.seterr(divide="ignore", invalid="ignore", over="ignore")
+
+    def __exit__(self, *exc):
+        import numpy as np
+
+        if self.xp is np:
+            np.seterr(**self.old)
+
+
+def add(input, other, *, alpha=1, out=None):
+    """``input + alpha * other`` with PyTorch's type promotion."""
+    if alpha != 1:
+        other = mul(other, alpha)
+    a, b, x, y = binary_operands(input, other)
+    return _out(_apply(Add, (a, b), (x, y)), out)
+
+
+def sub(input, other, *, alpha=1, out=None):
+    """``input - alpha * other``."""
+    if alpha != 1:
+        other = mul(other, alpha)
+    a, b, x, y = binary_operands(input, other)
+    return _out(_apply(Sub, (a, b), (x, y)), out)
+
+
+subtract = sub
+
+
+def rsub(input, other, *, alpha=1):
+    """``other - alpha * input`` (the reflected ``-``)."""
+    if alpha != 1:
+        input = mul(input, alpha)
+    a, b, x, y = binary_operands(other, input)
+    return _apply(Sub, (a, b), (x, y))
+
+
+def mul(input, other, *, out=None):
+    """Elementwise product with broadcasting."""
+    a, b, x, y = binary_operands(input, other)
+    return _out(_apply(Mul, (a, b), (x, y)), out)
+
+
+multiply = mul
+
+
+def div(input, other, *, rounding_mode=None, out=None):
+    """True division (integers give the default float dtype), or floor /
+    trunc division with ``rounding_mode``."""
+    if rounding_mode is not None:
+        from . import pointwise
+
+        return _out(pointwise.div_rounding(input, other, rounding_mode), out)
+    a, b, x, y = float_operands(input, other)
+    return _out(_apply(Div, (a, b), (x, y)), out)
+
+
+divide = div
+true_divide = div
+
+
+def rdiv(input, other):
+    """``other / input`` (the reflected ``/``)."""
+    a, b, x, y = float_operands(other, input)
+    return _apply(Div, (a, b), (x, y))
+
+
+def neg(input, *, out=None):
+    return _out(_apply(Neg, (input,), (input._data,)), out)
+
+
+negative = neg
+
+
+def exp(input, *, out=None):
+    return _out(_apply(Exp, (input,), (float_array(input._data),)), out)
+
+
+def log(input, *, out=None):
+    return _out(_apply(Log, (input,), (float_array(input._data),)), out)
+
+
+def pow(input, exponent, *, out=None):
+    """``input ** exponent``; either may be a Python number."""
+    if not isinstance(exponent, Tensor):
+        a, c, x, c2 = binary_operands(input, exponent)
+        return _out(_apply(PowScalar, (a, c), (x, c2)), out)
+    a, b, x, y = binary_operands(input, exponent)
+    return _out(_apply(PowTensor, (a, b), (x, y)), out)
+
+
+def matmul(input, other, *, out=None):
+    """Matrix product with NumPy/PyTorch broadcasting of batch dims and
+    1-D operands."""
+    if not isinstance(input, Tensor) or not isinstance(other, Tensor):
+        raise TypeError(f"matmul(): argument 'other' (position 2) must be Tensor, not "
+                        f"{type(other if isinstance(input, Tensor) else input).__name__}")
+    x, y = input._data, other._data
+    if x.dtype != y.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {input.dtype} != {other.dtype}")
+    if x.__class__ is not y.__class__:
+        from ._util import device_mismatch
+
+        device_mismatch(input, other)
+    return _out(_apply(MatMul, (input, other), (x, y)), out)

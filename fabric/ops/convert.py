@@ -1,0 +1,55 @@
+"""dtype and device conversion (``Tensor.to``), differentiable.
+
+Example::
+
+    >>> import fabric
+    >>> fabric.tensor([1.5]).to(fabric.float64).dtype
+    fabric.float64
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd.function import Function, _apply
+from ..backends import backend_for, backend_of
+
+__all__ = ["to_copy"]
+
+
+def to_copy(t, dev, dt, copy=False, non_blocking=False):
+    """The conversion behind ``Tensor.to``; returns ``t`` itself when nothing changes and ``copy`` is False."""
+    x = t._data
+    same_dev = dev is None or (dev.type == "cpu") == (x.__class__ is np.ndarray) and (
+        dev.type == "cpu" or dev.index is None or dev.index == x.device.id)
+    same_dt = dt is None or dt.to_numpy() == x.dtype
+    if same_dev and same_dt and not copy:
+        return t
+    np_dtype = None if dt is None else dt.to_numpy()
+    return _apply(_ToCopy, (t, dev, dt, non_blocking), (x, dev if not same_dev else None, np_dtype, non_blocking))
+
+
+class _ToCopy(Function):
+    _array_forward = True
+    _node_name = "ToCopyBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dev, np_dtype, non_blocking):
+        src = backend_of(x)
+        ctx.src_device = "cpu" if x.__class__ is np.ndarray else f"cuda:{x.device.id}"
+        moved = False
+        if dev is not None:
+            host = src.to_numpy(x)
+            if dev.type == "cpu":
+                x = host if host is not x else host.copy()
+            else:
+                x = backend_for(dev).from_numpy(host, dev.index or 0)
+            moved = True
+        if np_dtype is not None and x.dtype != np_dtype:
+            return x.astype(np_dtype)
+        return x if moved else x.copy()
+
+    @staticmethod
+    def backward(ctx, gy):
+        if str(gy.device) != ctx.src_device:
+            gy = gy.to(ctx.src_device)
+        return gy, None, None, None
