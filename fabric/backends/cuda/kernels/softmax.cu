@@ -1,0 +1,99 @@
+// Row-wise softmax / log_softmax over the last (contiguous) dimension.
+// One block per row (grid-stride over rows), threads stride over columns.
+// With `cached`, the row is kept in dynamic shared memory (launcher provides
+// cols * sizeof(T), or twice that for softmax_bwd) so that global memory is
+// read once; otherwise the second pass re-reads it (usually from L2).
+
+// Forward: pass 1 is an online max / sum-of-exp (one read of x).
+template <typename T, bool LOG>
+__device__ __forceinline__ void softmax_rows(const T* __restrict__ x, T* __restrict__ y,
+                                             i64 rows, int cols, int cached) {
+    typedef typename Acc<T>::type A;
+    T* cache = reinterpret_cast<T*>(FABRIC_DYNAMIC_SMEM());
+    const A ninf = -fb_inf<A>();
+    MaxSum<A> empty;
+    empty.m = ninf;
+    empty.s = A(0);
+    for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T* xr = x + r * cols;
+        T* yr = y + r * cols;
+        MaxSum<A> t = empty;
+        for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+            T tv = xr[c];
+            if (cached) cache[c] = tv;
+            A v = to_acc(tv);
+            if (v > t.m) {
+                t.s = t.s * fb_exp(t.m - v) + A(1);
+                t.m = v;
+            } else if (!(v == ninf)) {
+                t.s += fb_exp(v - t.m);  // NaN stays NaN
+            }
+        }
+        t = block_allreduce(t, MaxSumOp(), empty);
+        const A lse = t.m + fb_log(t.s);
+        const A inv = A(1) / t.s;
+        // each thread re-reads only the columns it cached itself: no barrier needed
+        for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+            A v = to_acc(cached ? cache[c] : xr[c]);
+            yr[c] = from_acc<T>(LOG ? v - lse : fb_exp(v - t.m) * inv);
+        }
+    }
+}
+
+template <typename T>
+__global__ void softmax_fwd(const T* __restrict__ x, T* __restrict__ y, i64 rows, int cols, int cached) {
+    softmax_rows<T, false>(x, y, rows, cols, cached);
+}
+
+template <typename T>
+__global__ void log_softmax_fwd(const T* __restrict__ x, T* __restrict__ y, i64 rows, int cols, int cached) {
+    softmax_rows<T, true>(x, y, rows, cols, cached);
+}
+
+// gx = y * (gy - sum(gy * y)); the cache holds y then gy (2 * cols * sizeof(T)).
+template <typename T>
+__global__ void softmax_bwd(const T* __restrict__ y, const T* __restrict__ gy, T* __restrict__ gx,
+                            i64 rows, int cols, int cached) {
+    typedef typename Acc<T>::type A;
+    T* cache = reinterpret_cast<T*>(FABRIC_DYNAMIC_SMEM());
+    for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+        const i64 base = r * cols;
+        A dot = A(0);
+        for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+            T yv = y[base + c], gv = gy[base + c];
+            if (cached) {
+                cache[c] = yv;
+                cache[cols + c] = gv;
+            }
+            dot += to_acc(yv) * to_acc(gv);
+        }
+        dot = block_allreduce(dot, SumOp(), A(0));
+        for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+            A yv = to_acc(cached ? cache[c] : y[base + c]);
+            A gv = to_acc(cached ? cache[cols + c] : gy[base + c]);
+            gx[base + c] = from_acc<T>(yv * (gv - dot));
+        }
+    }
+}
+
+// gx = gy - exp(y) * sum(gy); the cache holds gy (cols * sizeof(T)).
+template <typename T>
+__global__ void log_softmax_bwd(const T* __restrict__ y, const T* __restrict__ gy, T* __restrict__ gx,
+                                i64 rows, int cols, int cached) {
+    typedef typename Acc<T>::type A;
+    T* cache = reinterpret_cast<T*>(FABRIC_DYNAMIC_SMEM());
+    for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+        const i64 base = r * cols;
+        A sum = A(0);
+        for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+            T gv = gy[base + c];
+            if (cached) cache[c] = gv;
+            sum += to_acc(gv);
+        }
+        sum = block_allreduce(sum, SumOp(), A(0));
+        for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+            A gv = to_acc(cached ? cache[c] : gy[base + c]);
+            gx[base + c] = from_acc<T>(gv - fb_exp(to_acc(y[base + c])) * sum);
+        }
+    }
+}

@@ -1,0 +1,826 @@
+"""Reference implementations ("twins") of the fused ops.
+
+Every function takes the array namespace ``xp`` (``numpy`` or ``cupy``) first
+and works on raw arrays.  They are what the CPU backend runs and what the
+CUDA kernels in ``fabric/backends/cuda/kernels`` are tested against, so they
+are written to be exact, numerically stable and vectorised (no Python loops
+over elements or rows).
+
+float16 inputs are computed in float32 and the results cast back, which is
+what the kernels do ("float16 storage, float32 accumulation").  Saved
+statistics (``mean``, ``rstd``, ``lse``) are kept in the accumulation dtype.
+
+Example::
+
+    >>> import numpy as np
+    >>> from fabric.backends import fused
+    >>> fused.softmax(np, np.array([[0.0, np.log(3.0)]]), -1).round(3).tolist()
+    [[0.25, 0.75]]
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = [
+    "softmax", "softmax_backward", "log_softmax", "log_softmax_backward",
+    "cross_entropy", "cross_entropy_backward",
+    "layer_norm", "layer_norm_backward", "rms_norm", "rms_norm_backward",
+    "gelu", "gelu_backward", "silu", "silu_backward", "bias_act", "bias_act_backward",
+    "philox4x32", "dropout_threshold", "dropout",
+    "embedding_backward", "im2col", "col2im", "conv_output_size",
+    "pool_output_size", "max_pool2d", "max_pool2d_backward",
+    "sgd_step", "adam_step", "ACTIVATIONS",
+]
+
+_SQRT_HALF = 0.7071067811865476      # 1/sqrt(2)
+_SQRT_2_OVER_PI = 0.7978845608028654  # sqrt(2/pi)
+_INV_SQRT_2PI = 0.3989422804014327    # 1/sqrt(2*pi)
+_GELU_C = 0.044715
+
+
+def acc_dtype(dtype) -> np.dtype:
+    """The dtype computations on ``dtype`` are carried out in (float16 -> float32)."""
+    dtype = np.dtype(dtype)
+    return np.dtype(np.float32) if dtype == np.float16 else dtype
+
+
+def _up(x):
+    """``x`` in its accumulation dtype (a copy only for float16)."""
+    return x.astype(np.float32) if x.dtype == np.float16 else x
+
+
+def _down(y, dtype):
+    return y.astype(dtype, copy=False)
+
+
+# --------------------------------------------------------------------------
+# softmax / log_softmax
+# --------------------------------------------------------------------------
+def softmax(xp, x, axis: int = -1):
+    """Numerically stable softmax along ``axis``.
+
+    >>> softmax(np, np.zeros((1, 4)), -1).tolist()
+    [[0.25, 0.25, 0.25, 0.25]]
+    """
+    if x.size == 0:
+        return xp.empty_like(x)
+    xa = _up(x)
+    y = xa - xa.max(axis=axis, keepdims=True)
+    xp.exp(y, out=y)
+    y /= y.sum(axis=axis, keepdims=True)
+    return _down(y, x.dtype)
+
+
+def softmax_backward(xp, y, gy, axis: int = -1):
+    """Gradient of softmax given its output ``y``: ``y * (gy - sum(gy * y))``.
+
+    >>> y = softmax(np, np.zeros((1, 2)), -1)
+    >>> softmax_backward(np, y, np.array([[1.0, 0.0]]), -1).tolist()
+    [[0.25, -0.25]]
+    """
+    if y.size == 0:
+        return xp.empty_like(gy)
+    ya, ga = _up(y), _up(gy)
+    gx = ga * ya
+    dot = gx.sum(axis=axis, keepdims=True)
+    gx -= ya * dot
+    return _down(gx, gy.dtype)
+
+
+def log_softmax(xp, x, axis: int = -1):
+    """Numerically stable log-softmax along ``axis``.
+
+    >>> np.exp(log_softmax(np, np.array([[1000.0, 1000.0]]), -1)).tolist()
+    [[0.5, 0.5]]
+    """
+    if x.size == 0:
+        return xp.empty_like(x)
+    xa = _up(x)
+    z = xa - xa.max(axis=axis, keepdims=True)
+    e = xp.exp(z)
+    z -= xp.log(e.sum(axis=axis, keepdims=True))
+    return _down(z, x.dtype)
+
+
+def log_softmax_backward(xp, y, gy, axis: int = -1):
+    """Gradient of log_softmax given its output ``y``: ``gy - exp(y) * sum(gy)``.
+
+    >>> y = log_softmax(np, np.zeros((1, 2)), -1)
+    >>> log_softmax_backward(np, y, np.array([[1.0, 0.0]]), -1).tolist()
+    [[0.5, -0.5]]
+    """
+    if y.size == 0:
+        return xp.empty_like(gy)
+    ya, ga = _up(y), _up(gy)
+    gx = xp.exp(ya)
+    gx *= -ga.sum(axis=axis, keepdims=True)
+    gx += ga
+    return _down(gx, gy.dtype)
+
+
+# --------------------------------------------------------------------------
+# cross entropy (fused with log_softmax)
+# --------------------------------------------------------------------------
+def cross_entropy(xp, logits, target, weight=None, ignore_index: int = -100,
+                  label_smoothing: float = 0.0):
+    """Per-row cross-entropy of ``logits`` (N, C) against class indices ``target`` (N,).
+
+    Exactly ``torch.nn.functional.cross_entropy(..., reduction='none')``:
+
+        loss_i = (1 - eps) * w[t_i] * (-log p_i[t_i]) + eps / C * sum_c w[c] * (-log p_i[c])
+
+    with ``w = 1`` when ``weight`` is None, ``p = softmax(logits)`` and
+    ``loss_i = 0`` where ``t_i == ignore_index``.  The caller reduces: for
+    ``reduction='mean'`` PyTorch divides ``loss.sum()`` by ``sum(w[t_i])`` over
+    the rows that are not ignored (by the count of those rows when ``weight`` is
+    None).  Targets outside ``[0, C)`` other than ``ignore_index`` are an error
+    the caller must check (the kernel cannot raise).
+
+    Returns ``(loss, saved)``: ``loss`` (N,) in the logits' dtype, and
+    ``saved = (logits, lse)`` with the row log-sum-exp ``lse`` (N,) in the
+    accumulation dtype, to be passed unchanged to :func:`cross_entropy_backward`.
+
+    >>> loss, saved = cross_entropy(np, np.zeros((2, 4)), np.array([1, -100]))
+    >>> loss.round(4).tolist()
+    [1.3863, 0.0]
+    """
+    x = _up(logits)
+    n, c = x.shape
+    lse_dtype = x.dtype
+    if n == 0:
+        return xp.empty((0,), logits.dtype), (logits, xp.empty((0,), lse_dtype))
+    if c == 0:
+        raise ValueError("cross_entropy needs at least one class")
+    m = x.max(axis=1)
+    z = x - m[:, None]
+    e = xp.exp(z)
+    lse_z = xp.log(e.sum(axis=1))
+    valid = target != ignore_index
+    t = xp.where(valid, target, 0)
+    zt = xp.take_along_axis(z, t[:, None].astype(np.int64, copy=False), axis=1)[:, 0]
+    loss = lse_z - zt                             # -log p[t]
+    if weight is not None:
+        wa = _up(weight).astype(lse_dtype, copy=False)
+        loss *= wa[t]
+    if label_smoothing:
+        if weight is None:
+            smooth = c * lse_z - z.sum(axis=1)    # sum_c (lse - x_c), shifted by m
+        else:
+            smooth = wa.sum() * lse_z - z @ wa
+        loss *= 1.0 - label_smoothing
+        loss += (label_smoothing / c) * smooth
+    loss = xp.where(valid, loss, 0)
+    return _down(loss, logits.dtype), (logits, lse_z + m)
+
+
+def cross_entropy_backward(xp, saved, target, weight, ignore_index: int,
+                           label_smoothing: float, g_loss):
+    """Gradient of :func:`cross_entropy` wrt the logits, for the per-row
+    upstream gradient ``g_loss`` (N,):
+
+        g_i * [((1-eps) w[t_i] + eps W / C) p_ij - (1-eps) w[t_i] [j == t_i] - eps w_j / C]
+
+    (``W = sum(w)``), and zero for ignored rows.
+
+    >>> loss, saved = cross_entropy(np, np.zeros((1, 2)), np.array([0]))
+    >>> cross_entropy_backward(np, saved, np.array([0]), None, -100, 0.0, np.ones(1)).tolist()
+    [[-0.5, 0.5]]
+    """
+    logits, lse = saved
+    x = _up(logits)
+    n, c = x.shape
+    if n == 0:
+        return xp.empty_like(logits)
+    valid = target != ignore_index
+    t = xp.where(valid, target, 0)
+    g = xp.where(valid, _up(g_loss).astype(x.dtype, copy=False), 0)
+    eps = float(label_smoothing)
+    gx = x - lse[:, None]
+    xp.exp(gx, out=gx)                             # p
+    if weight is None:
+        gx *= g[:, None]
+        gt = g * (1.0 - eps)
+    else:
+        wa = _up(weight).astype(x.dtype, copy=False)
+        wt = wa[t]
+        gx *= (g * ((1.0 - eps) * wt + eps * wa.sum() / c))[:, None]
+        gt = g * (1.0 - eps) * wt
+    gx[xp.arange(n), t] -= gt
+    if eps:
+        if weight is None:
+            gx -= (g * (eps / c))[:, None]
+        else:
+            gx -= (g * (eps / c))[:, None] * wa[None, :]
+    return _down(gx, logits.dtype)
+
+
+# --------------------------------------------------------------------------
+# normalisation over the last dimension
+# --------------------------------------------------------------------------
+def layer_norm(xp, x, weight=None, bias=None, eps: float = 1e-5):
+    """Layer norm over the last dimension.  Returns ``(y, mean, rstd)``;
+    ``mean`` and ``rstd`` have shape ``x.shape[:-1]`` and the accumulation dtype.
+
+    >>> y, mean, rstd = layer_norm(np, np.array([[1.0, 3.0]]), None, None, 0.0)
+    >>> y.tolist(), mean.tolist(), rstd.tolist()
+    ([[-1.0, 1.0]], [2.0], [1.0])
+    """
+    xa = _up(x)
+    if x.shape[-1] == 0:
+        stat = xp.full(x.shape[:-1], np.nan, xa.dtype)
+        return xp.empty_like(x), stat, stat.copy()
+    mean = xa.mean(axis=-1)
+    y = xa - mean[..., None]
+    var = xp.mean(y * y, axis=-1)
+    rstd = 1.0 / xp.sqrt(var + eps)
+    y *= rstd[..., None]
+    if weight is not None:
+        y *= _up(weight)
+    if bias is not None:
+        y += _up(bias)
+    return _down(y, x.dtype), mean.astype(xa.dtype, copy=False), rstd.astype(xa.dtype, copy=False)
+
+
+def _sum_leading(xp, a):
+    return a.reshape(-1, a.shape[-1]).sum(axis=0)
+
+
+def layer_norm_backward(xp, gy, x, weight, mean, rstd, has_bias: bool = True):
+    """Gradients of :func:`layer_norm`: ``(gx, gweight, gbias)``.
+
+    ``gweight`` is None when ``weight`` is None, ``gbias`` when ``has_bias``
+    is False.
+
+    >>> x = np.array([[1.0, 3.0]]); y, m, r = layer_norm(np, x, None, None, 0.0)
+    >>> gx, gw, gb = layer_norm_backward(np, np.array([[1.0, 1.0]]), x, None, m, r)
+    >>> gx.tolist(), gw, gb.tolist()
+    ([[0.0, 0.0]], None, [1.0, 1.0])
+    """
+    xa, ga = _up(x), _up(gy)
+    xhat = (xa - mean[..., None]) * rstd[..., None]
+    g = ga * _up(weight) if weight is not None else ga
+    c = max(x.shape[-1], 1)
+    c1 = (g * xhat).sum(axis=-1, keepdims=True) / c
+    c2 = g.sum(axis=-1, keepdims=True) / c
+    gx = g - c2
+    gx -= xhat * c1
+    gx *= rstd[..., None]
+    gweight = gbias = None
+    pdtype = weight.dtype if weight is not None else gy.dtype
+    if weight is not None:
+        xhat *= ga
+        gweight = _down(_sum_leading(xp, xhat), pdtype)
+    if has_bias:
+        gbias = _down(_sum_leading(xp, ga), pdtype)
+    return _down(gx, gy.dtype), gweight, gbias
+
+
+def rms_norm(xp, x, weight=None, eps: float = 1e-6):
+    """RMS norm over the last dimension: ``x * rstd * weight`` with
+    ``rstd = 1 / sqrt(mean(x**2) + eps)``.  Returns ``(y, rstd)``.
+
+    >>> y, rstd = rms_norm(np, np.array([[3.0, 4.0]]), None, 0.0)
+    >>> (y * np.sqrt(12.5)).round(6).tolist()
+    [[3.0, 4.0]]
+    """
+    xa = _up(x)
+    if x.shape[-1] == 0:
+        return xp.empty_like(x), xp.full(x.shape[:-1], np.nan, xa.dtype)
+    ms = xp.mean(xa * xa, axis=-1)
+    rstd = 1.0 / xp.sqrt(ms + eps)
+    y = xa * rstd[..., None]
+    if weight is not None:
+        y *= _up(weight)
+    return _down(y, x.dtype), rstd.astype(xa.dtype, copy=False)
+
+
+def rms_norm_backward(xp, gy, x, weight, rstd):
+    """Gradients of :func:`rms_norm`: ``(gx, gweight)``
+    (``gweight`` None when ``weight`` is None):
+
+        gx = rstd * (g - x * rstd**2 * mean(g * x)),  g = gy * weight
+
+    >>> x = np.array([[3.0, 4.0]]); y, r = rms_norm(np, x, None, 0.0)
+    >>> gx, gw = rms_norm_backward(np, np.zeros((1, 2)), x, None, r)
+    >>> gx.tolist(), gw
+    ([[0.0, 0.0]], None)
+    """
+    xa, ga = _up(x), _up(gy)
+    g = ga * _up(weight) if weight is not None else ga
+    r = rstd[..., None]
+    c = max(x.shape[-1], 1)
+    dot = (g * xa).sum(axis=-1, keepdims=True) / c
+    gx = g - xa * (r * r * dot)
+    gx *= r
+    gweight = None
+    if weight is not None:
+        gweight = _down(_sum_leading(xp, ga * xa * r), weight.dtype)
+    return _down(gx, gy.dtype), gweight
+
+
+# --------------------------------------------------------------------------
+# activations
+# --------------------------------------------------------------------------
+def _erf(xp, x):
+    if xp is np:
+        try:
+            from scipy.special import erf
+            return erf(x)
+        except ImportError:  # pragma: no cover - scipy is optional
+            return np.vectorize(math.erf, otypes=[x.dtype])(x)
+    import cupyx.scipy.special  # noqa: F401  (registers cupyx.scipy.special)
+    return xp.asarray(cupyx.scipy.special.erf(x))
+
+
+def gelu(xp, x, approximate: str = "none"):
+    """GELU: ``x * Phi(x)`` ('none') or the tanh approximation ('tanh').
+
+    >>> gelu(np, np.array([0.0, 1.0])).round(4).tolist()
+    [0.0, 0.8413]
+    """
+    xa = _up(x)
+    if approximate == "tanh":
+        inner = xa * xa
+        inner *= _GELU_C
+        inner += 1.0
+        inner *= xa
+        inner *= _SQRT_2_OVER_PI
+        y = xp.tanh(inner)
+    elif approximate == "none":
+        y = _erf(xp, xa * _SQRT_HALF)
+    else:
+        raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
+    y += 1.0
+    y *= xa
+    y *= 0.5
+    return _down(y, x.dtype)
+
+
+def gelu_backward(xp, x, gy, approximate: str = "none"):
+    """Gradient of :func:`gelu`.
+
+    >>> gelu_backward(np, np.array([0.0]), np.array([1.0])).tolist()
+    [0.5]
+    """
+    xa, ga = _up(x), _up(gy)
+    x2 = xa * xa
+    if approximate == "tanh":
+        t = xp.tanh(_SQRT_2_OVER_PI * xa * (1.0 + _GELU_C * x2))
+        d = 0.5 * xa * (1.0 - t * t) * (_SQRT_2_OVER_PI * (1.0 + 3.0 * _GELU_C * x2))
+        d += 0.5 * (1.0 + t)
+    elif approximate == "none":
+        d = 0.5 * (1.0 + _erf(xp, xa * _SQRT_HALF))
+        d += xa * _INV_SQRT_2PI * xp.exp(-0.5 * x2)
+    else:
+        raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
+    d *= ga
+    return _down(d, gy.dtype)
+
+
+def _sigmoid(xp, x):
+    e = xp.exp(-xp.abs(x))          # never overflows
+    return xp.where(x >= 0, 1.0, e) / (1.0 + e)
+
+
+def silu(xp, x):
+    """SiLU (swish): ``x * sigmoid(x)``.
+
+    >>> silu(np, np.array([0.0, 1.0])).round(4).tolist()
+    [0.0, 0.7311]
+    """
+    xa = _up(x)
+    return _down(xa * _sigmoid(xp, xa), x.dtype)
+
+
+def silu_backward(xp, x, gy):
+    """Gradient of :func:`silu`: ``gy * s * (1 + x * (1 - s))``, ``s = sigmoid(x)``.
+
+    >>> silu_backward(np, np.array([0.0]), np.array([1.0])).tolist()
+    [0.5]
+    """
+    xa, ga = _up(x), _up(gy)
+    s = _sigmoid(xp, xa)
+    d = 1.0 - s
+    d *= xa
+    d += 1.0
+    d *= s
+    d *= ga
+    return _down(d, gy.dtype)
+
+
+ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu")
+
+
+def _act(xp, z, act):
+    if act == "none":
+        return z
+    if act == "relu":
+        return xp.maximum(z, 0)
+    if act == "gelu":
+        return gelu(xp, z, "none")
+    if act == "gelu_tanh":
+        return gelu(xp, z, "tanh")
+    if act == "silu":
+        return silu(xp, z)
+    raise ValueError(f"act must be one of {ACTIVATIONS}, got {act!r}")
+
+
+def bias_act(xp, x, bias, act: str):
+    """``act(x + bias)`` with ``bias`` added along the last dimension.
+
+    >>> bias_act(np, np.array([[-1.0, 1.0]]), np.array([0.5, 0.5]), "relu").tolist()
+    [[0.0, 1.5]]
+    """
+    z = _up(x) + _up(bias)
+    return _down(_act(xp, z, act), x.dtype)
+
+
+def bias_act_backward(xp, x, bias, gy, act: str):
+    """Gradients of :func:`bias_act`: ``(gx, gbias)``.
+
+    >>> gx, gb = bias_act_backward(np, np.array([[-1.0, 1.0]]), np.zeros(2), np.ones((1, 2)), "relu")
+    >>> gx.tolist(), gb.tolist()
+    ([[0.0, 1.0]], [0.0, 1.0])
+    """
+    z = _up(x) + _up(bias)
+    ga = _up(gy)
+    if act == "none":
+        gz = ga
+    elif act == "relu":
+        gz = ga * (z > 0)
+    elif act == "gelu":
+        gz = gelu_backward(xp, z, ga, "none")
+    elif act == "gelu_tanh":
+        gz = gelu_backward(xp, z, ga, "tanh")
+    elif act == "silu":
+        gz = silu_backward(xp, z, ga)
+    else:
+        raise ValueError(f"act must be one of {ACTIVATIONS}, got {act!r}")
+    return _down(gz, gy.dtype), _down(_sum_leading(xp, gz), bias.dtype)
+
+
+# --------------------------------------------------------------------------
+# dropout with a counter-based RNG
+# --------------------------------------------------------------------------
+_PHILOX_M0, _PHILOX_M1 = 0xD2511F53, 0xCD9E8D57
+_PHILOX_W0, _PHILOX_W1 = 0x9E3779B9, 0xBB67AE85
+_U32 = 0xFFFFFFFF
+
+
+def philox4x32(xp, c0, c1, c2, c3, k0: int, k1: int, rounds: int = 10):
+    """Philox4x32 (Salmon et al., 2011) on arrays of 32-bit counter words
+    (held as uint64), with a scalar key.  Returns the four output words.
+
+    >>> z = np.zeros(1, np.uint64)
+    >>> [hex(int(w[0])) for w in philox4x32(np, z, z, z, z, 0, 0)]
+    ['0x6627e8d5', '0xe169c58d', '0xbc57ac4c', '0x9b00dbd8']
+    """
+    k0, k1 = int(k0) & _U32, int(k1) & _U32
+    m0, m1, mask = np.uint64(_PHILOX_M0), np.uint64(_PHILOX_M1), np.uint64(_U32)
+    s32 = np.uint64(32)
+    for r in range(rounds):
+        if r:
+            k0, k1 = (k0 + _PHILOX_W0) & _U32, (k1 + _PHILOX_W1) & _U32
+        p0 = c0 * m0
+        p1 = c2 * m1
+        c0, c1, c2, c3 = ((p1 >> s32) ^ c1 ^ np.uint64(k0), p1 & mask,
+                          (p0 >> s32) ^ c3 ^ np.uint64(k1), p0 & mask)
+    return c0, c1, c2, c3
+
+
+def dropout_threshold(p: float) -> int:
+    """The uint32 threshold: an element is kept iff its random word < threshold."""
+    return min(int(round((1.0 - p) * 2.0 ** 32)), _U32)
+
+
+def _philox_words(xp, n: int, seed: int, offset: int):
+    g = xp.arange((n + 3) // 4, dtype=np.uint64)
+    off = xp.full(g.shape, int(offset) & _U32, np.uint64)
+    off_hi = xp.full(g.shape, (int(offset) >> 32) & _U32, np.uint64)
+    words = philox4x32(xp, g & np.uint64(_U32), g >> np.uint64(32), off, off_hi,
+                       int(seed) & _U32, (int(seed) >> 32) & _U32)
+    return xp.stack(words, axis=1).reshape(-1)[:n]
+
+
+def dropout(xp, x, p: float, seed: int, offset: int):
+    """Inverted dropout with a Philox4x32-10 mask.  Returns ``(y, mask)``
+    where ``mask`` is boolean and ``y = x * mask / (1 - p)``.
+
+    Element ``i`` (in C order) is kept iff word ``i % 4`` of
+    ``philox(counter=(i//4 lo, i//4 hi, offset lo, offset hi), key=(seed lo, seed hi))``
+    is below :func:`dropout_threshold`, so the same ``(seed, offset)`` gives
+    the same mask here and in the CUDA kernel; callers advance ``offset``
+    (by one per call is enough) to get fresh masks.
+
+    >>> y, mask = dropout(np, np.ones(8), 0.5, seed=0, offset=0)
+    >>> bool(((y == 0) | (y == 2)).all() and y.sum() == 2 * mask.sum())
+    True
+    """
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if p == 0.0:
+        return x.copy(), xp.ones(x.shape, dtype=bool)
+    if p == 1.0:
+        return xp.zeros_like(x), xp.zeros(x.shape, dtype=bool)
+    words = _philox_words(xp, x.size, seed, offset)
+    mask = (words < np.uint64(dropout_threshold(p))).reshape(x.shape)
+    scale = 1.0 / (1.0 - p)
+    y = _up(x) * mask
+    y *= scale
+    return _down(y, x.dtype), mask
+
+
+# --------------------------------------------------------------------------
+# embedding backward
+# --------------------------------------------------------------------------
+def embedding_backward(xp, indices, gy, num_weights: int, padding_idx=None):
+    """Gradient of an embedding lookup wrt the weight (``num_weights``, D):
+    rows of ``gy`` (``indices.shape + (D,)``) summed per index; the
+    ``padding_idx`` row (negative counts from the end) gets zero.
+
+    >>> embedding_backward(np, np.array([1, 1, 0]), np.ones((3, 2)), 3).tolist()
+    [[1.0, 1.0], [2.0, 2.0], [0.0, 0.0]]
+    """
+    d = gy.shape[-1]
+    idx = indices.reshape(-1)
+    g = _up(gy).reshape(-1, d)
+    out = xp.zeros((num_weights, d), g.dtype)
+    if idx.size and d:
+        if xp is not np:
+            xp.add.at(out, idx, g)
+        elif num_weights * idx.size <= (1 << 22):
+            # small vocabularies: a one-hot matmul runs in BLAS
+            onehot = (xp.arange(num_weights)[:, None] == idx[None, :]).astype(g.dtype)
+            out = onehot @ g
+        else:
+            order = xp.argsort(idx, kind="stable")
+            s = idx[order]
+            starts = xp.flatnonzero(xp.concatenate(([True], s[1:] != s[:-1])))
+            out[s[starts]] = np.add.reduceat(g[order], starts, axis=0)
+    if padding_idx is not None:
+        out[padding_idx] = 0
+    return _down(out, gy.dtype)
+
+
+# --------------------------------------------------------------------------
+# im2col / col2im, max pooling
+# --------------------------------------------------------------------------
+def _tuple(v, n: int) -> tuple:
+    if isinstance(v, (tuple, list)):
+        if len(v) != n:
+            raise ValueError(f"expected {n} values, got {v!r}")
+        return tuple(int(e) for e in v)
+    return (int(v),) * n
+
+
+def conv_output_size(size: int, k: int, s: int, p: int, d: int) -> int:
+    """Output length of a convolution window along one dimension."""
+    return (size + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+def _conv_geometry(ndim, kernel_size, stride, padding, dilation):
+    """Normalise to 2-D parameters ((kh, kw), (sh, sw), (ph, pw), (dh, dw))."""
+    if ndim not in (1, 2):
+        raise ValueError(f"only 1-D and 2-D windows are supported, got {ndim}-D")
+    k, s, p, d = (_tuple(v, ndim) for v in (kernel_size, stride, padding, dilation))
+    if ndim == 1:
+        k, s, p, d = (1,) + k, (1,) + s, (0,) + p, (1,) + d
+    return k, s, p, d
+
+
+def im2col(xp, x, kernel_size, stride=1, padding=0, dilation=1):
+    """Unfold sliding windows of ``x`` (N, C, L) or (N, C, H, W) into
+    ``cols`` of shape (N, C * kh * kw, L_out) - the layout of
+    ``torch.nn.functional.unfold``: row ``c * kh * kw + i * kw + j`` holds
+    input channel ``c`` at kernel offset ``(i, j)``, column ``oh * OW + ow``
+    the output position.  Convolution is then ``weight.reshape(O, -1) @ cols``.
+
+    >>> im2col(np, np.arange(4.0).reshape(1, 1, 4), 2).tolist()
+    [[[0.0, 1.0, 2.0], [1.0, 2.0, 3.0]]]
+    """
+    ndim = x.ndim - 2
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = _conv_geometry(ndim, kernel_size, stride, padding, dilation)
+    x4 = x[:, :, None, :] if ndim == 1 else x
+    n, c, h, w = x4.shape
+    oh, ow = conv_output_size(h, kh, sh, ph, dh), conv_output_size(w, kw, sw, pw, dw)
+    if oh <= 0 or ow <= 0:
+        raise ValueError(f"input {x.shape} is too small for kernel {kernel_size}")
+    if ph or pw:
+        x4 = xp.pad(x4, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    s0, s1, s2, s3 = x4.strides
+    view = xp.lib.stride_tricks.as_strided(
+        x4, (n, c, kh, kw, oh, ow), (s0, s1, dh * s2, dw * s3, sh * s2, sw * s3))
+    return view.reshape(n, c * kh * kw, oh * ow)
+
+
+def col2im(xp, cols, input_shape, kernel_size, stride=1, padding=0, dilation=1):
+    """The adjoint of :func:`im2col`: sums each column entry back into the
+    input position it was read from.  ``input_shape`` is (N, C, L) or (N, C, H, W).
+
+    >>> col2im(np, np.ones((1, 2, 3)), (1, 1, 4), 2).tolist()
+    [[[1.0, 2.0, 2.0, 1.0]]]
+    """
+    ndim = len(input_shape) - 2
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = _conv_geometry(ndim, kernel_size, stride, padding, dilation)
+    n, c = input_shape[:2]
+    h, w = (1, input_shape[2]) if ndim == 1 else input_shape[2:]
+    oh, ow = conv_output_size(h, kh, sh, ph, dh), conv_output_size(w, kw, sw, pw, dw)
+    cols6 = cols.reshape(n, c, kh, kw, oh, ow)
+    xpad = xp.zeros((n, c, h + 2 * ph, w + 2 * pw), cols.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            xpad[:, :, i * dh: i * dh + sh * (oh - 1) + 1: sh,
+                 j * dw: j * dw + sw * (ow - 1) + 1: sw] += cols6[:, :, i, j]
+    out = xpad[:, :, ph: ph + h, pw: pw + w] if (ph or pw) else xpad
+    return xp.ascontiguousarray(out).reshape(tuple(input_shape))
+
+
+def pool_output_size(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
+    """PyTorch's pooling output length (the last window must start inside the
+    input or left padding when ``ceil_mode``)."""
+    num = size + 2 * p - d * (k - 1) - 1
+    out = (-(-num // s) if ceil_mode else num // s) + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1
+    return out
+
+
+def max_pool2d(xp, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False):
+    """2-D max pooling of ``x`` (N, C, H, W).  Returns ``(y, indices)`` where
+    ``indices`` (int64) are flat positions ``h * W + w`` in each input plane,
+    PyTorch's convention.  NaN wins (the last NaN of a window), ties keep the
+    first maximum, and padding never wins.
+
+    >>> y, i = max_pool2d(np, np.arange(16.0).reshape(1, 1, 4, 4), 2)
+    >>> y.tolist(), i.tolist()
+    ([[[[5.0, 7.0], [13.0, 15.0]]]], [[[[5, 7], [13, 15]]]])
+    """
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = (
+        _tuple(kernel_size, 2), _tuple(stride if stride is not None else kernel_size, 2),
+        _tuple(padding, 2), _tuple(dilation, 2))
+    if ph > kh // 2 or pw > kw // 2:
+        raise ValueError("pad should be at most half of effective kernel size")
+    n, c, h, w = x.shape
+    oh = pool_output_size(h, kh, sh, ph, dh, ceil_mode)
+    ow = pool_output_size(w, kw, sw, pw, dw, ceil_mode)
+    if oh <= 0 or ow <= 0:
+        raise ValueError(f"input {x.shape} is too small for kernel {kernel_size}")
+    need_h, need_w = (oh - 1) * sh + dh * (kh - 1) + 1, (ow - 1) * sw + dw * (kw - 1) + 1
+    xa = x
+    if ph or pw or need_h > h + ph or need_w > w + pw:
+        xa = xp.pad(x, ((0, 0), (0, 0), (ph, max(need_h - h - ph, ph)), (pw, max(need_w - w - pw, pw))),
+                    constant_values=-np.inf)
+    best = xp.full((n, c, oh, ow), -np.inf, x.dtype)
+    kidx = xp.full((n, c, oh, ow), -1, np.int64)
+    for i in range(kh):
+        for j in range(kw):
+            v = xa[:, :, i * dh: i * dh + sh * (oh - 1) + 1: sh, j * dw: j * dw + sw * (ow - 1) + 1: sw]
+            upd = (v > best) | xp.isnan(v)
+            xp.copyto(best, v, where=upd)
+            xp.copyto(kidx, i * kw + j, where=upd)
+    # windows holding only -inf report their first in-bounds position, as PyTorch does
+    h0 = xp.arange(oh) * sh - ph
+    w0 = xp.arange(ow) * sw - pw
+    i0 = xp.maximum(-(h0 // dh), 0)     # first kernel row inside the input
+    j0 = xp.maximum(-(w0 // dw), 0)
+    first = i0[:, None] * kw + j0[None, :]
+    kidx = xp.where(kidx < 0, first, kidx)
+    hh = h0[:, None] + (kidx // kw) * dh
+    ww = w0[None, :] + (kidx % kw) * dw
+    return best, (hh * w + ww).astype(np.int64, copy=False)
+
+
+def max_pool2d_backward(xp, gy, indices, input_shape):
+    """Gradient of :func:`max_pool2d`: ``gy`` summed into the input positions
+    named by ``indices``.
+
+    >>> y, i = max_pool2d(np, np.arange(4.0).reshape(1, 1, 2, 2), 2)
+    >>> max_pool2d_backward(np, np.ones_like(y), i, (1, 1, 2, 2)).tolist()
+    [[[[0.0, 0.0], [0.0, 1.0]]]]
+    """
+    n, c, h, w = input_shape
+    planes = n * c
+    flat = indices.reshape(planes, -1) + (xp.arange(planes, dtype=np.int64) * (h * w))[:, None]
+    gx = xp.bincount(flat.reshape(-1), weights=gy.reshape(-1).astype(np.float64, copy=False),
+                     minlength=planes * h * w)
+    return gx.astype(gy.dtype, copy=False).reshape(tuple(input_shape))
+
+
+# --------------------------------------------------------------------------
+# optimizer steps (in place, lists of arrays = one parameter group)
+# --------------------------------------------------------------------------
+_SMALL = 1 << 14   # tensors below this many elements are updated together
+
+
+def _grouped(xp, tensors: list, fn) -> None:
+    """Apply ``fn(*arrays)`` (in place) to each position of the parallel lists
+    in ``tensors``: large tensors one by one, the small ones concatenated into
+    one pass and written back (one set of ufunc calls instead of one per tensor)."""
+    n = len(tensors[0])
+    small = [i for i in range(n) if tensors[0][i].size < _SMALL]
+    if len(small) < 2:
+        small = []
+    small_set = set(small)
+    for i in range(n):
+        if i not in small_set:
+            fn(*[t[i] if t is not None else None for t in tensors])
+    if small:
+        flat = [None if t is None else xp.concatenate([t[i].reshape(-1) for i in small])
+                for t in tensors]
+        fn(*flat)
+        for t, f in zip(tensors, flat):
+            if t is None:
+                continue
+            pos = 0
+            for i in small:
+                a = t[i]
+                a[...] = f[pos: pos + a.size].reshape(a.shape)
+                pos += a.size
+
+
+def sgd_step(xp, params, grads, momentum_bufs, lr: float, momentum: float = 0.0,
+             dampening: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False,
+             maximize: bool = False, first_step: bool = False) -> None:
+    """One in-place SGD step for a parameter group, exactly
+    ``torch.optim.SGD`` (single-tensor): with ``g = -grad if maximize else grad``,
+
+        g += weight_decay * p
+        buf = g if first_step else momentum * buf + (1 - dampening) * g
+        g = g + momentum * buf if nesterov else buf
+        p -= lr * g
+
+    ``momentum_bufs`` (arrays shaped like the params, or None when
+    ``momentum == 0``) are updated in place; ``first_step`` says that they
+    hold no history yet (PyTorch's ``buf is None``).  ``grads`` are not modified.
+
+    >>> p = [np.ones(2)]; sgd_step(np, p, [np.ones(2)], None, lr=0.5); p[0].tolist()
+    [0.5, 0.5]
+    """
+    if not params:
+        return
+
+    def update(p, g, buf):
+        g = -g if maximize else g.copy()
+        if weight_decay:
+            g += weight_decay * p
+        if momentum:
+            if first_step:
+                buf[...] = g
+            else:
+                buf *= momentum
+                buf += (1.0 - dampening) * g
+            if nesterov:
+                g += momentum * buf
+            else:
+                g = buf
+        p -= lr * g
+
+    _grouped(xp, [params, grads, momentum_bufs if momentum else None], update)
+
+
+def adam_step(xp, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step: int,
+              lr: float = 1e-3, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8,
+              weight_decay: float = 0.0, amsgrad: bool = False, maximize: bool = False,
+              decoupled_weight_decay: bool = False) -> None:
+    """One in-place Adam (``decoupled_weight_decay=False``) or AdamW step for a
+    parameter group, exactly ``torch.optim.Adam``/``AdamW`` (single-tensor).
+    ``step`` is the step number after incrementing (1 on the first call); the
+    bias corrections are computed here, on the host:
+
+        p *= 1 - lr * wd                   (AdamW)    |  g += wd * p   (Adam)
+        m += (1 - beta1) * (g - m);  v = beta2 * v + (1 - beta2) * g * g
+        vmax = max(vmax, v)                (amsgrad; the denominator uses vmax)
+        p -= lr / (1 - beta1**step) * m / (sqrt(v) / sqrt(1 - beta2**step) + eps)
+
+    >>> p, m, v = [np.ones(1)], [np.zeros(1)], [np.zeros(1)]
+    >>> adam_step(np, p, [np.ones(1)], m, v, None, step=1, lr=0.1); p[0].round(6).tolist()
+    [0.9]
+    """
+    if not params:
+        return
+    bc1 = 1.0 - beta1 ** step
+    bc2_sqrt = math.sqrt(1.0 - beta2 ** step)
+    step_size = lr / bc1
+
+    def update(p, g, m, v, vmax):
+        g = -g if maximize else g
+        if weight_decay:
+            if decoupled_weight_decay:
+                p *= 1.0 - lr * weight_decay
+            else:
+                g = g + weight_decay * p
+        m += (1.0 - beta1) * (g - m)
+        v *= beta2
+        v += (1.0 - beta2) * (g * g)
+        if amsgrad:
+            xp.maximum(vmax, v, out=vmax)
+            denom = xp.sqrt(vmax)
+        else:
+            denom = xp.sqrt(v)
+        denom /= bc2_sqrt
+        denom += eps
+        p -= step_size * (m / denom)
+
+    _grouped(xp, [params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs if amsgrad else None], update)
