@@ -290,15 +290,21 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     dt = _np_dtype(dtype)
+    # PyTorch's kernel: step and values computed in the output dtype (double
+    # for integers); the first half counts up from start, the second half
+    # down from end, so both endpoints are exact.
+    # PyTorch's vectorised kernel uses fused multiply-adds: emulated for
+    # float32/float16 by computing the product and sum in float64.
+    ct = dt if dt.kind == "f" else np.dtype(np.float64)
     if steps == 1:
-        arr = np.array([start], dtype=np.float64)
+        arr = np.array([start], dtype=ct)
     else:
-        # PyTorch's symmetric formula: the first half counts up from start,
-        # the second half down from end, so both endpoints are exact.
-        step = (end - start) / builtins.max(steps - 1, 1)
+        s0, e0 = ct.type(start), ct.type(end)
+        step = np.float64((e0 - s0) / ct.type(builtins.max(steps - 1, 1)))
         idx = np.arange(steps, dtype=np.float64)
         half = steps // 2
-        arr = np.where(idx < half, start + step * idx, end - step * (steps - idx - 1))
+        with np.errstate(over="ignore", invalid="ignore"):
+            arr = np.where(idx < half, np.float64(s0) + step * idx, np.float64(e0) - step * (steps - 1 - idx))
     if dt.kind in "iu":
         arr = np.trunc(arr)
     return _out(out, _finish(arr.astype(dt), device, requires_grad))

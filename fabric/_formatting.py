@@ -121,7 +121,7 @@ def _format_rec(a, fmt, indent, summarize):
         return fmt.format(a.item())
     if a.ndim == 1:
         items = [fmt.format(v) for v in a.tolist()] if not summarize or a.shape[0] <= 2 * EDGEITEMS else (
-            [fmt.format(v) for v in a[:EDGEITEMS].tolist()] + ["..."] +
+            [fmt.format(v) for v in a[:EDGEITEMS].tolist()] + [" ..."] +
             [fmt.format(v) for v in a[-EDGEITEMS:].tolist()])
         per_line = max(1, (LINEWIDTH - indent) // (fmt.max_width + 2))
         lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]

@@ -413,7 +413,9 @@ class Tensor:
     def __dlpack__(self, stream=None, **kwargs):
         if self._requires_grad:
             raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
-        return self._data.__dlpack__(**({"stream": stream} if stream is not None else {}))
+        if stream is not None:
+            kwargs["stream"] = stream
+        return self._data.__dlpack__(**kwargs)
 
     def __dlpack_device__(self):
         return self._data.__dlpack_device__()

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .grad_mode import no_grad
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
 
@@ -59,12 +58,12 @@ def _numerical_jacobian(func, inputs, idx, outputs, eps):
         cols = [np.zeros((flat.size, o._data.size)) for o in outputs]
         for j in range(flat.size):
             orig = flat[j].item()
-            with no_grad():
-                flat[j] = orig + eps
-                plus = [o._data.astype(np.float64).ravel().copy() for o in _outputs(func, inputs)]
-                flat[j] = orig - eps
-                minus = [o._data.astype(np.float64).ravel().copy() for o in _outputs(func, inputs)]
-                flat[j] = orig
+            # grad mode stays on: the function may itself differentiate (gradgradcheck)
+            flat[j] = orig + eps
+            plus = [o._data.astype(np.float64).ravel().copy() for o in _outputs(func, inputs)]
+            flat[j] = orig - eps
+            minus = [o._data.astype(np.float64).ravel().copy() for o in _outputs(func, inputs)]
+            flat[j] = orig
             for c, p, m in zip(cols, plus, minus):
                 c[j] = (p - m) / (2 * eps)
         jac.append(cols)

@@ -34,6 +34,17 @@ def _same_device(a, b, ad, bd):
     device_mismatch(a, b)
 
 
+_BOUNDS: dict = {}
+
+
+def _int_bounds(dt):
+    r = _BOUNDS.get(dt)
+    if r is None:
+        info = np.iinfo(dt)
+        r = _BOUNDS[dt] = (builtins.int(info.min), builtins.int(info.max))
+    return r
+
+
 def scalar_value(v):
     """A Python number from a number-like (NumPy scalar, bool, int, float)."""
     if v.__class__ in _SCALARS:
@@ -69,7 +80,12 @@ def binary_operands(a, b):
         rt = D.binary_result_np(ad, False, b)
         if ad.dtype is not rt and ad.dtype != rt:
             ad = ad.astype(rt)
-        return a, b, ad, b
+        y = b
+        if b.__class__ is builtins.int and rt.kind in "iu":
+            lo, hi = _int_bounds(rt)
+            if not lo <= b <= hi:  # PyTorch wraps out-of-range Python ints; NumPy would raise
+                y = np.array(b).astype(rt)
+        return a, b, ad, y
     if isinstance(b, Tensor):
         b, a, bd, ad = binary_operands(b, a)
         return a, b, ad, bd
