@@ -355,11 +355,11 @@ class Tensor:
         return self._meta.post_hooks if self._meta is not None else None
 
     def _grad_accumulator_node(self):
-        m = self._meta_()
-        acc = m.acc() if m.acc is not None else None
-        if acc is None:
-            acc = _function.AccumulateGrad(self)
-            m.acc = weakref.ref(acc)
+        m = self._meta
+        if m is not None and m.acc is not None:
+            return m.acc
+        acc = _function.AccumulateGrad(self)
+        self._meta_().acc = acc
         return acc
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
@@ -580,16 +580,16 @@ class Tensor:
 
     # --- operators (the op catalogue lives in fabric.ops) ----------------------
     def __add__(self, other):
-        return _add(self, other)
+        return _binary(_Add, self, other)
 
     def __radd__(self, other):
-        return _add(self, other)
+        return _binary(_Add, self, other)
 
     def __iadd__(self, other):
         return _ops.add_(self, other)
 
     def __sub__(self, other):
-        return _sub(self, other)
+        return _binary(_Sub, self, other)
 
     def __rsub__(self, other):
         return _ops.rsub(self, other)
@@ -598,16 +598,16 @@ class Tensor:
         return _ops.sub_(self, other)
 
     def __mul__(self, other):
-        return _mul(self, other)
+        return _binary(_Mul, self, other)
 
     def __rmul__(self, other):
-        return _mul(self, other)
+        return _binary(_Mul, self, other)
 
     def __imul__(self, other):
         return _ops.mul_(self, other)
 
     def __truediv__(self, other):
-        return _div(self, other)
+        return _binary(_Div, self, other, True)
 
     def __rtruediv__(self, other):
         return _ops.rdiv(self, other)
@@ -851,4 +851,4 @@ _function._set_tensor_class(Tensor)
 _engine._set_tensor_class(Tensor)
 
 from . import ops as _ops  # noqa: E402  (ops import Tensor; bound after the class exists)
-from .ops.arith import add as _add, sub as _sub, mul as _mul, div as _div  # noqa: E402
+from .ops.arith import binary as _binary, Add as _Add, Sub as _Sub, Mul as _Mul, Div as _Div  # noqa: E402

@@ -40,6 +40,7 @@ from .grad_mode import state as _state
 __all__ = ["Function", "Node", "FunctionCtx", "once_differentiable", "InplaceFunction"]
 
 _seq = itertools.count()
+_ndarray = np.ndarray
 _FREED = object()
 # Kinds of saved values.
 _SAVED_INPUT, _SAVED_OUTPUT, _SAVED_CONST, _SAVED_RAW = 0, 1, 2, 3
@@ -79,24 +80,30 @@ class _HookDict(dict):
 
 
 class Node:
-    """A recorded op in the autograd graph; also the ``ctx`` of its Function."""
+    """A recorded op in the autograd graph; also the ``ctx`` of its Function.
 
-    __slots__ = ("_edges", "_saved", "_to_save", "needs_input_grad", "_input_meta", "_output_meta",
-                 "_pre_hooks", "_hooks", "_seq", "_trace", "_dirty", "_non_differentiable",
-                 "materialize_grads", "__dict__", "__weakref__")
+    Only the attributes every node sets are slots; rarely used ones (hooks,
+    dirty/non-differentiable marks, anomaly traces) are class-level defaults
+    that an instance overrides in its ``__dict__`` when it needs them.
+    """
+
+    __slots__ = ("_edges", "_saved", "_to_save", "needs_input_grad", "_input_meta", "_seq",
+                 "__dict__", "__weakref__")
     _fn = None  # the Function class this node belongs to
+    _output_meta = None
+    _pre_hooks = None
+    _hooks = None
+    _trace = None
+    _dirty = None
+    _non_differentiable = None
+    materialize_grads = True
 
     def __init__(self):
         self._saved = None
         self._to_save = None
-        self._pre_hooks = None
-        self._hooks = None
-        self._dirty = None
-        self._non_differentiable = None
-        self._output_meta = None
-        self.materialize_grads = True
         self._seq = next(_seq)
-        self._trace = traceback.format_stack()[:-2] if _state.anomaly else None
+        if _state.anomaly:
+            self._trace = traceback.format_stack()[:-2]
 
     # --- the ctx API ------------------------------------------------------
     def save_for_backward(self, *values) -> None:
@@ -123,6 +130,8 @@ class Node:
         if s is None:
             return None
         kind, obj, vc, version = s
+        if kind == _SAVED_INPUT:
+            vc = obj._vc
         if vc is not None and vc[0] != version:
             t = obj if kind == _SAVED_INPUT else None
             shape = list((t._data if t is not None else obj).shape)
@@ -210,15 +219,23 @@ def _type_name(np_dtype) -> str:
 
 
 class AccumulateGrad(Node):
-    """The sink node of a leaf tensor: adds incoming gradients into ``.grad``."""
+    """The sink node of a leaf tensor: adds incoming gradients into ``.grad``.
 
-    __slots__ = ("variable",)
+    The leaf holds its accumulator; the accumulator refers back weakly, so
+    the two form no reference cycle."""
+
+    __slots__ = ("_variable_ref",)
 
     def __init__(self, variable):
         Node.__init__(self)
-        self.variable = variable
+        self._variable_ref = weakref.ref(variable)
         self._edges = ()
+        self._input_meta = ()
         self.needs_input_grad = ()
+
+    @property
+    def variable(self):
+        return self._variable_ref()
 
 
 def _edge(t):
@@ -286,40 +303,42 @@ def _normalize(out):
 def _apply(cls, args, arrays):
     """Run a built-in op: ``args`` are the original arguments (Tensors make
     graph edges), ``arrays`` what ``forward`` receives (already promoted)."""
-    needs = False
     if _state.enabled and cls._differentiable_outputs:
         for a in args:
             if isinstance(a, Tensor) and a._requires_grad:
-                needs = True
-                break
-    if not needs:
-        ctx = _NullCtx()
-        out = cls.forward(ctx, *arrays)
-        if cls._is_inplace:
-            t = args[0]
-            t._bump_version()
-            return t
-        if out.__class__ is tuple:
-            return tuple(Tensor._make(_normalize(o), False) for o in out)
+                return _apply_recording(cls, args, arrays)
+    out = cls.forward(_NullCtx(), *arrays)
+    if cls._is_inplace:
+        t = args[0]
+        t._bump_version()
+        return t
+    if out.__class__ is tuple:
+        return tuple(Tensor._make(o if o.__class__ is _ndarray else _normalize(o), False) for o in out)
+    if out.__class__ is not _ndarray:
         out = _normalize(out)
-        if cls._is_view:
-            return _make_view(args[0], out, False, None)
-        return Tensor._make(out, False)
+    if cls._is_view:
+        return _make_view(args[0], out, False, None)
+    return Tensor._make(out, False)
 
+
+def _apply_recording(cls, args, arrays):
+    """``_apply`` when a graph node must be recorded."""
     node = cls._Node()
     edges = []
     meta = []
-    need_grad = []
+    need = []
     for a in args:
         if isinstance(a, Tensor) and a._requires_grad:
-            edges.append(_edge(a))
-            meta.append((a._data.shape, a._data.dtype))
-            need_grad.append(True)
+            fn = a.grad_fn
+            edges.append((fn, a._output_nr) if fn is not None else (a._grad_accumulator_node(), 0))
+            d = a._data
+            meta.append((d.shape, d.dtype))
+            need.append(True)
         else:
             edges.append(None)
             meta.append(None)
-            need_grad.append(False)
-    node.needs_input_grad = tuple(need_grad)
+            need.append(False)
+    node.needs_input_grad = tuple(need)
     if cls._is_inplace:
         _check_inplace(args[0])
     out = cls.forward(node, *arrays)
@@ -333,8 +352,9 @@ def _apply(cls, args, arrays):
         t._requires_grad = True
         outs = (t,)
         result = t
-        out_arrays = (t._data,)
+        out_arrays = raw = (t._data,)
     elif out.__class__ is tuple:
+        raw = out
         out_arrays = tuple(_normalize(o) for o in out)
         nd = node._non_differentiable
         outs = tuple(
@@ -344,20 +364,24 @@ def _apply(cls, args, arrays):
         node._output_meta = [(o.shape, o.dtype) for o in out_arrays]
         result = outs
     else:
-        out = _normalize(out)
+        raw = (out,)
+        if out.__class__ is not _ndarray:
+            out = _normalize(out)
         out_arrays = (out,)
-        if cls._is_view:
+        if out.dtype.kind != "f":
+            result = Tensor._make(out, False)
+        elif cls._is_view:
             result = _make_view(args[0], out, True, node)
         else:
-            result = Tensor._make(out, out.dtype.kind == "f", node if out.dtype.kind == "f" else None, 0)
+            result = Tensor._make(out, True, node, 0)
         outs = (result,)
     if node._to_save is not None:
-        node._saved = _pack_arrays(node._to_save, args, arrays, out_arrays, outs)
+        node._saved = _pack_arrays(node._to_save, args, arrays, out_arrays, outs, raw)
         node._to_save = None
     return result
 
 
-def _pack_arrays(values, args, arrays, out_arrays, outs):
+def _pack_arrays(values, args, arrays, out_arrays, outs, raw):
     packed = []
     for v in values:
         if v is None:
@@ -365,19 +389,19 @@ def _pack_arrays(values, args, arrays, out_arrays, outs):
             continue
         for a, arr in zip(args, arrays):
             if v is arr and isinstance(a, Tensor):
-                vc = a._shared_vc()
-                packed.append((_SAVED_INPUT, a, vc, vc[0]))
+                vc = a._vc
+                packed.append((_SAVED_INPUT, a, None, 0 if vc is None else vc[0]))
                 break
         else:
             for i, o in enumerate(out_arrays):
-                if v is o and outs[i].grad_fn is not None:
+                if (v is o or v is raw[i]) and outs[i].grad_fn is not None:
                     vc = outs[i]._shared_vc()
                     packed.append((_SAVED_OUTPUT, (o, i), vc, vc[0]))
                     break
             else:
                 if isinstance(v, Tensor):
-                    vc = v._shared_vc()
-                    packed.append((_SAVED_INPUT, v, vc, vc[0]))
+                    vc = v._vc
+                    packed.append((_SAVED_INPUT, v, None, 0 if vc is None else vc[0]))
                 elif hasattr(v, "__array_priority__") or isinstance(v, np.ndarray):
                     packed.append((_SAVED_CONST, v, None, 0))
                 else:
@@ -492,8 +516,8 @@ def _apply_user(cls, args, kwargs):
                     saved.append((_SAVED_OUTPUT, (t._data, i), vc, vc[0]))
                     break
             else:
-                vc = v._shared_vc()
-                saved.append((_SAVED_INPUT, v, vc, vc[0]))
+                vc = v._vc
+                saved.append((_SAVED_INPUT, v, None, 0 if vc is None else vc[0]))
         node._saved = tuple(saved)
         node._to_save = None
     return new_outs[0] if single else tuple(new_outs)

@@ -11,11 +11,17 @@ Example::
 """
 from __future__ import annotations
 
-from ..autograd.function import Function, _apply
+import numpy as np
+
+from ..autograd.function import Function, _apply, _apply_recording, _normalize
+from ..autograd.grad_mode import state as _state
 from .._tensor import Tensor
 from ._util import binary_operands, float_operands, float_array, xp_of
 
-__all__ = ["add", "sub", "rsub", "mul", "div", "rdiv", "true_divide", "neg", "negative", "pow", "exp", "log",
+_ndarray = np.ndarray
+_make = Tensor._make
+
+__all__ = ["binary", "add", "sub", "rsub", "mul", "div", "rdiv", "true_divide", "neg", "negative", "pow", "exp", "log",
            "matmul", "multiply", "subtract", "divide"]
 
 
@@ -274,10 +280,52 @@ class _np_errstate:
             np.seterr(**self.old)
 
 
+class _NoCtx:
+    """ctx for the binary fast path: these forwards only call save_for_backward."""
+
+    __slots__ = ()
+
+    def save_for_backward(self, *values):
+        pass
+
+
+_NO_CTX = _NoCtx()
+
+
+def binary(cls, a, b, floats_only=False):
+    """``cls`` applied to Tensor ``a`` and ``b`` (Tensor or Python number).
+
+    The common cases — two CPU tensors of one dtype, or a float tensor and a
+    Python number — skip promotion; everything else goes through
+    :func:`binary_operands`. The operators (``a + b`` ...) call this.
+    """
+    x = a._data
+    if x.__class__ is _ndarray:
+        if isinstance(b, Tensor):
+            y = b._data
+            if y.__class__ is _ndarray and x.dtype is y.dtype and (not floats_only or x.dtype.kind == "f"):
+                if _state.enabled and (a._requires_grad or b._requires_grad):
+                    return _apply_recording(cls, (a, b), (x, y))
+                out = cls.forward(_NO_CTX, x, y)
+                return _make(out if out.__class__ is _ndarray else _normalize(out), False)
+        elif (b.__class__ is float or b.__class__ is int) and x.dtype.kind == "f":
+            if _state.enabled and a._requires_grad:
+                return _apply_recording(cls, (a, b), (x, b))
+            out = cls.forward(_NO_CTX, x, b)
+            return _make(out if out.__class__ is _ndarray else _normalize(out), False)
+    if floats_only:
+        a, b, x, y = float_operands(a, b)
+    else:
+        a, b, x, y = binary_operands(a, b)
+    return _apply(cls, (a, b), (x, y))
+
+
 def add(input, other, *, alpha=1, out=None):
     """``input + alpha * other`` with PyTorch's type promotion."""
     if alpha != 1:
         other = mul(other, alpha)
+    if out is None and isinstance(input, Tensor):
+        return binary(Add, input, other)
     a, b, x, y = binary_operands(input, other)
     return _out(_apply(Add, (a, b), (x, y)), out)
 
@@ -286,6 +334,8 @@ def sub(input, other, *, alpha=1, out=None):
     """``input - alpha * other``."""
     if alpha != 1:
         other = mul(other, alpha)
+    if out is None and isinstance(input, Tensor):
+        return binary(Sub, input, other)
     a, b, x, y = binary_operands(input, other)
     return _out(_apply(Sub, (a, b), (x, y)), out)
 
@@ -303,6 +353,8 @@ def rsub(input, other, *, alpha=1):
 
 def mul(input, other, *, out=None):
     """Elementwise product with broadcasting."""
+    if out is None and isinstance(input, Tensor):
+        return binary(Mul, input, other)
     a, b, x, y = binary_operands(input, other)
     return _out(_apply(Mul, (a, b), (x, y)), out)
 
@@ -317,6 +369,8 @@ def div(input, other, *, rounding_mode=None, out=None):
         from . import pointwise
 
         return _out(pointwise.div_rounding(input, other, rounding_mode), out)
+    if out is None and isinstance(input, Tensor):
+        return binary(Div, input, other, True)
     a, b, x, y = float_operands(input, other)
     return _out(_apply(Div, (a, b), (x, y)), out)
 

@@ -106,7 +106,7 @@ OPS = [
     OpInfo("permute", lambda x, p: np.transpose(x, p),
            lambda d, r: [SampleInput(make(r, (2, 3, 4), d), ((2, 0, 1),)),
                          SampleInput(make(r, (4, 3), d, noncontig=True), ((1, 0),))]),
-    OpInfo("expand", lambda x, s: np.broadcast_to(x, s),
+    OpInfo("expand", lambda x, s: np.broadcast_to(x, s), torch_name="Tensor.expand", sample_inputs=
            lambda d, r: [SampleInput(make(r, (3, 1), d), ((2, 3, 4),)), SampleInput(make(r, (), d), ((3,),))]),
     OpInfo("squeeze", lambda x, *a: np.squeeze(x, *a),
            lambda d, r: [SampleInput(make(r, (3, 1, 2, 1), d)), SampleInput(make(r, (3, 1, 2), d), (1,))]),
