@@ -1,0 +1,1290 @@
+"""PyTorch-compatible CPU random number generation, in pure NumPy.
+
+After ``gen.manual_seed(s)`` every method of :class:`MT19937Generator`
+returns the same numbers, bit for bit, as the matching PyTorch 2.x CPU op
+after ``torch.manual_seed(s)``, and leaves the stream where PyTorch leaves
+it, so that interleaved calls stay in step::
+
+    >>> MT19937Generator(0).uniform((3,), np.float32)     # torch.rand(3)
+    array([0.4962566 , 0.7682218 , 0.08847743], dtype=float32)
+    >>> MT19937Generator(0).randint(0, 10, (4,))          # torch.randint(0, 10, (4,))
+    array([4, 9, 3, 0])
+
+How PyTorch draws, and how this module reproduces it
+----------------------------------------------------
+* The engine is mt19937 seeded with ``init_genrand(seed & 0xffffffff)``.
+  NumPy's ``MT19937`` with ``_legacy_seeding`` produces the identical raw
+  stream, so every op makes one ``random_raw(n)`` call.  ``random64`` is two
+  draws, the first one the high word.
+* ``uniform_``: float32/float16 use 24 bits (``(u32 & 0xffffff) * 2**-24``),
+  float64 53 bits of ``random64``; then ``x * (to - from) + from`` in the
+  op-math type, and a result that rounds to ``to`` becomes ``from``.
+* ``normal_`` on >= 16 contiguous elements: all uniforms are drawn first, a
+  Box-Muller transform runs on each block of 16 (8 pairs), and when the size
+  is not a multiple of 16 the last 16 outputs are recomputed from 16 fresh
+  uniforms.  float16 draws 16 per block instead (see ``_normal_fill``).
+  Smaller or non-contiguous tensors use the per-element double Box-Muller of
+  ``at::normal_distribution``, which caches the second value of each pair in
+  the generator (the cache is part of :meth:`get_state`).
+* ``bernoulli_(float p)``, ``exponential_``, ``geometric_``, ``cauchy_``,
+  ``log_normal_``, ``multinomial`` and ``poisson`` draw one double (53 bits)
+  per uniform.  ``bernoulli_(p tensor)`` draws a float (24 bits) unless ``p``
+  is float64.  PyTorch >= 2.5 no longer routes ``bernoulli_(float)`` or
+  ``exponential_`` through MKL's VSL outside fbcode, so there is no MCG31
+  stream to emulate.
+* ``random_``/``randint``: ``u % range + from`` with ``u`` a 32-bit draw when
+  ``range < 2**28`` and a ``random64`` otherwise.
+* ``randperm(n)`` for ``n < 2**32 / 20``: Fisher-Yates,
+  ``swap(r[i], r[i + u32 % (n - i)])`` for ``i < n - 1``; the swap chain is
+  resolved with sorting and pointer jumping instead of a Python loop.
+
+Bit-exact floating point
+------------------------
+PyTorch's kernels are compiled with contraction of ``a * b + c`` into FMA and
+call the C library's ``log``/``sin``/... .  Both are reproduced exactly:
+
+* FMA is emulated with error-free transformations (``_fma64``, ``_fma32``).
+* libm results come from ``math`` (which calls the same libm).  For speed,
+  large arrays are evaluated in 80-bit long double and only the results that
+  lie near a rounding boundary go through ``math`` (``_libm``).
+* float32 ``normal_`` on x86-64 uses the AVX2 kernel (Cephes polynomials from
+  ``avx_mathfun.h``), whose every operation, including the multiply-adds the
+  compiler fused, is replayed in float32 (``_avx2_log``, ``_avx2_sincos``).
+
+The build flavour matters: on x86-64 PyTorch dispatches to its AVX2/AVX512
+kernels (fused multiply-adds, AVX2 ``normal_``); with
+``ATEN_CPU_CAPABILITY=default`` or on a CPU without AVX2 it runs the generic
+kernels (no fusion, scalar ``logf``/``sinf``/``cosf`` ``normal_``).  The
+flavour is detected at import, honours ``ATEN_CPU_CAPABILITY``, and can be
+changed with :func:`set_kernel_flavor`.  On other architectures (aarch64) the
+flavour is a best guess (fused, scalar ``normal_``) and has not been checked
+against PyTorch.
+
+What is not reproduced
+----------------------
+* bfloat16 (NumPy has no such dtype).
+* ``multinomial`` without replacement when ``num_samples`` exceeds the number
+  of non-zero probabilities: PyTorch's ``topk`` orders the tied zeros in an
+  unspecified way; here the lower index comes first.
+* ``randperm`` for ``n >= 2**32 / 20`` is exact but runs a Python loop.
+* ``poisson`` is exact but samples element by element in Python
+  (rejection sampling consumes a data-dependent number of draws).
+* Threads: one generator must not be used from several threads at once.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import math
+import os
+import platform
+
+import numpy as np
+
+__all__ = [
+    "MT19937Generator",
+    "default_generator",
+    "kernel_flavor",
+    "set_kernel_flavor",
+]
+
+_DEFAULT_SEED = 67280421310721
+_INT64_MIN = -(1 << 63)
+_U64_MASK = (1 << 64) - 1
+
+_F16 = np.dtype(np.float16)
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
+_FLOATS = (_F16, _F32, _F64)
+_DIGITS = {_F16: 11, _F32: 24, _F64: 53}
+
+
+# --------------------------------------------------------------------------
+# Build flavour of the PyTorch kernels being matched
+# --------------------------------------------------------------------------
+
+_FMA = True          # a * b + c contracted to an FMA in the vectorised builds
+_AVX2_NORMAL = True  # float normal_ through avx_mathfun.h rather than libm
+
+
+def _cpu_has_avx2() -> bool:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = line.split()
+                    return "avx2" in flags and "fma" in flags
+    except OSError:
+        pass
+    return True
+
+
+def set_kernel_flavor(capability: str) -> None:
+    """Match PyTorch running with ``ATEN_CPU_CAPABILITY=capability``.
+
+    ``"avx2"``/``"avx512"`` (the x86-64 default): fused multiply-adds and the
+    AVX2 float ``normal_``.  ``"default"``: neither.  ``"fma"``: fused
+    multiply-adds with the scalar float ``normal_`` (presumed aarch64 build).
+
+    >>> previous = kernel_flavor()
+    >>> set_kernel_flavor("default"); kernel_flavor()
+    'default'
+    >>> set_kernel_flavor(previous)
+    """
+    global _FMA, _AVX2_NORMAL
+    cap = capability.lower()
+    if cap in ("avx2", "avx512", "avx512_vnni", "avx512_bf16", "amx"):
+        _FMA, _AVX2_NORMAL = True, True
+    elif cap == "default":
+        _FMA, _AVX2_NORMAL = False, False
+    elif cap == "fma":
+        _FMA, _AVX2_NORMAL = True, False
+    else:
+        raise ValueError(f"unknown CPU capability {capability!r}")
+
+
+def kernel_flavor() -> str:
+    """The flavour set by :func:`set_kernel_flavor`: ``'avx2'``,
+    ``'default'`` or ``'fma'``."""
+    if _AVX2_NORMAL:
+        return "avx2"
+    return "fma" if _FMA else "default"
+
+
+def _detect_flavor() -> str:
+    env = os.environ.get("ATEN_CPU_CAPABILITY", "").lower()
+    if platform.machine().lower() in ("x86_64", "amd64", "x86", "i686"):
+        if env == "default" or not _cpu_has_avx2():
+            return "default"
+        return "avx2"
+    return "default" if env == "default" else "fma"
+
+
+set_kernel_flavor(_detect_flavor())
+
+
+# --------------------------------------------------------------------------
+# Exact floating-point helpers
+# --------------------------------------------------------------------------
+
+def _two_sum_err(a, b, s):
+    """The rounding error of ``s = a + b`` (exact, Knuth)."""
+    bb = s - a
+    return (a - (s - bb)) + (b - bb)
+
+
+def _fma64(a, b, c):
+    """Correctly rounded ``a * b + c`` in float64 (arrays or scalars).
+
+    Boldo & Melquiond's emulation: exact product (Dekker), exact sum of its
+    high part with ``c``, the low parts added with rounding to odd, one final
+    rounding.  Exact barring overflow/underflow.
+    """
+    a = np.asarray(a, np.float64)
+    b = np.asarray(b, np.float64)
+    c = np.asarray(c, np.float64)
+    p = a * b
+    t = 134217729.0 * a
+    ah = t - (t - a)
+    al = a - ah
+    t = 134217729.0 * b
+    bh = t - (t - b)
+    bl = b - bh
+    pl = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    th = c + p
+    tl = _two_sum_err(c, p, th)
+    v = np.asarray(tl + pl)
+    err = _two_sum_err(tl, pl, v)
+    bits = v.view(np.int64)
+    fix = (err != 0) & ((bits & 1) == 0)
+    if fix.any():
+        bits = np.where(fix, bits + np.where((err > 0) == (v > 0), 1, -1), bits)
+        v = bits.view(np.float64)
+    return th + v
+
+
+def _fma32(a, b, c):
+    """Correctly rounded float32 ``a * b + c`` for float32 inputs.
+
+    The product is exact in float64; the float64 sum is rounded once more to
+    float32, which can only go wrong when it lands exactly on a float32
+    halfway point, so only those elements are corrected.
+    """
+    s = np.multiply(a, b, dtype=np.float64)
+    if s.shape == np.shape(c) or np.ndim(c) == 0:
+        s += c
+    else:
+        s = s + c
+    tie = np.flatnonzero((s.view(np.int64) & 0x1FFFFFFF) == 0x10000000)
+    if tie.size:
+        flat = s.reshape(-1)
+        st = flat[tie]
+        p = np.multiply(_pick(a, tie), _pick(b, tie), dtype=np.float64)
+        err = _two_sum_err(p, _pick(c, tie).astype(np.float64), st)
+        step = np.where(err == 0, 0, np.where((err > 0) == (st > 0), 1, -1))
+        flat[tie] = (st.view(np.int64) + step).view(np.float64)
+    return s.astype(np.float32)
+
+
+def _pick(x, idx):
+    """``x.ravel()[idx]`` for an array, ``x`` itself for a scalar."""
+    if np.ndim(x) == 0:
+        return np.asarray(x)
+    return x.reshape(-1)[idx]
+
+
+def _madd32(a, b, c):
+    """float32 ``a * b + c`` as PyTorch's build computes it (fused or not)."""
+    if _FMA:
+        return _chunked(_fma32, a, b, c, np.float32)
+    return np.asarray(a * b + c, np.float32)
+
+
+def _madd64(a, b, c):
+    """float64 ``a * b + c`` as PyTorch's build computes it (fused or not)."""
+    if _FMA:
+        return _chunked(_fma64, a, b, c, np.float64)
+    return a * b + c
+
+
+_CHUNK = 1 << 14
+
+
+def _chunked(fn, a, b, c, dtype):
+    """Elementwise ``fn(a, b, c)`` evaluated in slices of ``_CHUNK``
+    elements, so that its many temporaries stay in cache (about 3x faster
+    on large arrays)."""
+    shape = np.broadcast_shapes(np.shape(a), np.shape(b), np.shape(c))
+    size = math.prod(shape)
+    if size <= 2 * _CHUNK:
+        return fn(a, b, c)
+    ops = [np.asarray(x) if np.ndim(x) == 0 else np.broadcast_to(x, shape).reshape(-1)
+           for x in (a, b, c)]
+    out = np.empty(size, dtype)
+    for i in range(0, size, _CHUNK):
+        out[i:i + _CHUNK] = fn(*(x if x.ndim == 0 else x[i:i + _CHUNK] for x in ops))
+    return out.reshape(shape)
+
+
+def _call_elementwise(fn, x, dtype=np.float64):
+    """``fn`` (a scalar libm function) over ``x``; C's results for the
+    arguments where Python's ``math`` raises instead (log(0) = -inf ...)."""
+    flat = x.ravel().tolist()
+    try:
+        out = np.fromiter(map(fn, flat), dtype, len(flat))
+    except (ValueError, OverflowError):
+        out = np.empty(len(flat), dtype)
+        with np.errstate(all="ignore"):
+            for i, v in enumerate(flat):
+                try:
+                    out[i] = fn(v)
+                except (ValueError, OverflowError):
+                    out[i] = getattr(np, fn.__name__)(np.float64(v))
+    return out.reshape(x.shape)
+
+
+# Largest distance from a float64 rounding boundary (in ulps) at which glibc
+# may still round differently from the exact value: the documented error
+# bounds are 0.519 ulp (log) and 0.511 ulp (exp); the margin covers the
+# 80-bit evaluation's own error (< 0.001 ulp).
+_LIBM_BAND = {"log": 0.47, "exp": 0.47, "sin": 0.44, "cos": 0.44}
+_LONG_DOUBLE_OK = (
+    np.finfo(np.longdouble).nmant >= 63 and platform.libc_ver()[0] == "glibc"
+)
+_numpy_matches_libm: dict[str, bool] = {}
+
+
+def _numpy_is_libm(name: str) -> bool:
+    """Whether NumPy's float64 ``name`` calls libm (true for sin/cos in
+    NumPy 2.x; log/exp/tan/log1p use NumPy's own SIMD code instead)."""
+    ok = _numpy_matches_libm.get(name)
+    if ok is None:
+        probe = np.linspace(0.001, 6.283, 2039)
+        ok = bool(np.array_equal(getattr(np, name)(probe),
+                                 _call_elementwise(getattr(math, name), probe)))
+        _numpy_matches_libm[name] = ok
+    return ok
+
+
+def _libm(name: str, x: np.ndarray) -> np.ndarray:
+    """C's ``name(x)`` elementwise on float64, bit for bit.
+
+    ``name`` is one of log, log1p, exp, sin, cos, tan.
+    """
+    fn = getattr(math, name)
+    if x.size < 64:
+        return _call_elementwise(fn, x)
+    if name in ("sin", "cos") and _numpy_is_libm(name):
+        return getattr(np, name)(x)
+    band = _LIBM_BAND.get(name)
+    if band is None or not _LONG_DOUBLE_OK:
+        return _call_elementwise(fn, x)
+    with np.errstate(all="ignore"):
+        yl = getattr(np, name)(x.astype(np.longdouble))
+        y = yl.astype(np.float64)
+        frac = np.abs((yl - y).astype(np.float64) / np.spacing(y))
+    # At a power of two the ulp below is half np.spacing: decide those by libm.
+    hard = ~(frac <= band) | ((y.view(np.int64) & 0xFFFFFFFFFFFFF) == 0)
+    if hard.any():
+        y[hard] = _call_elementwise(fn, x[hard])
+    return y
+
+
+_libm_c = None
+
+
+def _libm_f32(name: str, x: np.ndarray) -> np.ndarray:
+    """C's float function ``name`` (``logf``, ``sinf``, ...) elementwise."""
+    global _libm_c
+    if _libm_c is None:
+        _libm_c = ctypes.CDLL(ctypes.util.find_library("m") or None)
+    fn = getattr(_libm_c, name)
+    fn.restype = ctypes.c_float
+    fn.argtypes = [ctypes.c_float]
+    return np.fromiter(map(fn, x.ravel().tolist()), np.float32, x.size).reshape(x.shape)
+
+
+def _lgamma_c():
+    """libm's ``lgamma`` (CPython's ``math.lgamma`` is its own code)."""
+    try:
+        lib = ctypes.CDLL(ctypes.util.find_library("m") or None)
+        fn = lib.lgamma
+        fn.restype = ctypes.c_double
+        fn.argtypes = [ctypes.c_double]
+        return fn
+    except (OSError, AttributeError):
+        return math.lgamma
+
+
+# --------------------------------------------------------------------------
+# The AVX2 float Box-Muller of PyTorch (avx_mathfun.h), replayed in float32
+# --------------------------------------------------------------------------
+
+_f32 = np.float32
+_LOG_POLY = [_f32(v) for v in (
+    7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1,
+    1.4249322787e-1, -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1,
+    3.3333331174e-1)]
+_SQRTHF = _f32(0.707106781186547524)
+_LOG_Q1 = _f32(-2.12194440e-4)
+_LOG_Q2 = _f32(0.693359375)
+_FOPI = _f32(1.27323954473516)
+_DP1 = _f32(-0.78515625)
+_DP2 = _f32(-2.4187564849853515625e-4)
+_DP3 = _f32(-3.77489497744594108e-8)
+_COS_POLY = [_f32(v) for v in (2.443315711809948e-5, -1.388731625493765e-3,
+                               4.166664568298827e-2)]
+_SIN_POLY = [_f32(v) for v in (-1.9515295891e-4, 8.3321608736e-3,
+                               -1.6666654611e-1)]
+_ONE = _f32(1.0)
+_HALF = _f32(0.5)
+_TWO_PI_F = _f32(2.0 * math.pi)
+
+
+def _avx2_log(x: np.ndarray) -> np.ndarray:
+    """``log256_ps`` for float32 ``x`` in (0, 1], multiply-adds fused as
+    GCC compiles them."""
+    bits = x.view(np.int32)
+    e = ((bits >> 23) - 126).astype(np.float32)
+    m = ((bits & np.int32(-0x7F800001)) | np.int32(0x3F000000)).view(np.float32)
+    small = m < _SQRTHF
+    e = e - small.astype(np.float32)
+    x = (m - _ONE) + np.where(small, m, _f32(0))
+    z = x * x
+    y = _fma32(_LOG_POLY[0], x, _LOG_POLY[1])
+    for p in _LOG_POLY[2:]:
+        y = _fma32(y, x, p)
+    y = y * x
+    y = _fma32(y, z, e * _LOG_Q1)
+    y = y - z * _HALF                 # z * 0.5 is exact: fusing changes nothing
+    x = x + y
+    return _fma32(e, _LOG_Q2, x)
+
+
+def _avx2_sincos(x: np.ndarray):
+    """``sincos256_ps`` for float32 ``x >= 0``; returns (sin, cos)."""
+    j = (x * _FOPI).astype(np.int32)
+    j = (j + 1) & ~1
+    y = j.astype(np.float32)
+    # y is a small even integer, so y * DP1 and y * DP2 are exact.
+    x = (x + y * _DP1) + y * _DP2
+    x = _fma32(y, _DP3, x)
+    z = x * x
+    yc = _fma32(_COS_POLY[0], z, _COS_POLY[1])
+    yc = _fma32(yc, z, _COS_POLY[2])
+    yc = yc * z
+    yc = _fma32(yc, z, -(z * _HALF))
+    yc = yc + _ONE
+    ys = _fma32(_SIN_POLY[0], z, _SIN_POLY[1])
+    ys = _fma32(ys, z, _SIN_POLY[2])
+    ys = ys * z
+    ys = _fma32(ys, x, x)
+    first = (j & 2) == 0
+    s = np.where(first, ys, yc)
+    c = np.where(first, yc, ys)
+    s = np.where((j & 4) != 0, -s, s)
+    c = np.where(((j - 2) & 4) == 0, -c, c)
+    return s, c
+
+
+# --------------------------------------------------------------------------
+# State layout of torch.get_rng_state() (CPUGeneratorImplState)
+# --------------------------------------------------------------------------
+
+_STATE_DTYPE = np.dtype([
+    ("seed", "<u8"), ("left", "<i4"), ("seeded", "<i4"), ("next", "<u8"),
+    ("state", "<u8", (624,)),
+    ("normal_x", "<f8"), ("normal_y", "<f8"), ("normal_rho", "<f8"),
+    ("normal_is_valid", "<i4"), ("_pad0", "<i4"),
+    ("next_float_normal", "<f4"), ("float_normal_is_valid", "u1"),
+    ("_pad1", "u1", (3,)),
+])
+assert _STATE_DTYPE.itemsize == 5056
+
+
+def _shape_of(shape) -> tuple:
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    return tuple(map(int, shape))
+
+
+def _cast(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``static_cast<scalar_t>`` of float64/int64 values: c10::Half is built
+    from a float, so float16 goes through float32."""
+    if dtype == _F16 and values.dtype != _F32:
+        values = values.astype(np.float32)
+    return values.astype(dtype, copy=False)
+
+
+_DTYPES: dict = {}
+
+
+def _dtype(dtype) -> np.dtype:
+    """``np.dtype(dtype)``, memoised (it is on every call's path)."""
+    try:
+        return _DTYPES[dtype]
+    except (KeyError, TypeError):
+        dt = np.dtype(dtype)
+        try:
+            _DTYPES[dtype] = dt
+        except TypeError:
+            pass
+        return dt
+
+
+# (lowest, max) of each float dtype as Python floats.
+_FLOAT_RANGE = {dt: (float(np.finfo(dt).min), float(np.finfo(dt).max)) for dt in _FLOATS}
+
+
+def _float_dtype(dtype, what: str) -> np.dtype:
+    dt = _dtype(dtype)
+    if dt not in _FLOAT_RANGE:
+        raise NotImplementedError(f"{what} expects a floating point dtype, got {dt}")
+    return dt
+
+
+def _to_float_scalar(v: float, dt: np.dtype) -> float:
+    """``v`` rounded to ``dt`` (float16 through float32, as c10::Half)."""
+    if dt == _F16:
+        return float(np.float16(np.float32(v)))
+    return float(dt.type(v))
+
+
+def _update_from(frm: int, dt: np.dtype) -> int:
+    """Smallest valid ``from`` for float ``dt`` (random_from_to_impl)."""
+    with np.errstate(over="ignore"):
+        f = _to_float_scalar(frm + 1, dt)
+    if not math.isfinite(f):
+        return frm
+    if int(f) < frm:
+        mag = abs(frm + 1)
+        n = mag.bit_length() - 1 if mag else 0
+        frm = int(f) + (1 << (n - _DIGITS[dt] + 1))
+    return frm
+
+
+def _update_to(to: int, dt: np.dtype) -> int:
+    with np.errstate(over="ignore"):
+        f = _to_float_scalar(to - 1, dt)
+    if not math.isfinite(f):
+        return to
+    if int(f) >= to:
+        mag = abs(to - 1)
+        n = mag.bit_length() - 1 if mag else 0
+        to = int(f) - (1 << (n - _DIGITS[dt] + 1))
+    return to
+
+
+def _check_in_range(frm: int, to_inc: int, dt: np.dtype) -> None:
+    if dt in _FLOATS:
+        lo, hi = _FLOAT_RANGE[dt]
+    elif dt == np.bool_:
+        lo, hi = 0, 1
+    else:
+        info = np.iinfo(dt)
+        lo, hi = int(info.min), int(info.max)
+        if dt == np.uint64:
+            hi = (1 << 63) - 1
+    if not lo <= frm <= hi:
+        raise RuntimeError(f"from is out of bounds for {dt}")
+    if not lo <= to_inc <= hi:
+        raise RuntimeError(f"to - 1 is out of bounds for {dt}")
+
+
+# --------------------------------------------------------------------------
+# The generator
+# --------------------------------------------------------------------------
+
+class MT19937Generator:
+    """A ``torch.Generator`` (CPU) compatible random stream.
+
+    Every sampling method returns a new NumPy array of the requested shape and
+    dtype, consuming the stream exactly as PyTorch does for a contiguous
+    tensor of that shape and dtype.  For a non-contiguous tensor PyTorch
+    fills elements in memory order (TensorIterator's order), so draw for the
+    underlying contiguous buffer and view it.
+
+    >>> g = MT19937Generator(42)
+    >>> g.normal((2,), np.float32)            # torch.randn(2) after manual_seed(42)
+    array([0.33669037, 0.1288094 ], dtype=float32)
+    >>> s = g.get_state(); a = g.uniform(5, np.float64)
+    >>> g.set_state(s); bool((g.uniform(5, np.float64) == a).all())
+    True
+    """
+
+    __slots__ = ("_bg", "_float_normal_cache", "_fresh", "_normal_cache", "_seed")
+
+    def __init__(self, seed: int = _DEFAULT_SEED):
+        self._bg = np.random.MT19937()
+        self.manual_seed(seed)
+
+    # -- seeding and state ------------------------------------------------
+    def manual_seed(self, seed: int) -> None:
+        """Reseed like ``torch.Generator.manual_seed`` (negative seeds wrap
+        modulo 2**64; only the low 32 bits reach the engine)."""
+        seed = int(seed)
+        if not -(1 << 63) <= seed <= _U64_MASK:
+            raise ValueError("Overflow when unpacking long long")
+        seed &= _U64_MASK
+        self._seed = seed
+        self._bg._legacy_seeding(seed & 0xFFFFFFFF)
+        self._fresh = True
+        self._normal_cache = None
+        self._float_normal_cache = None
+
+    def initial_seed(self) -> int:
+        """The seed last given to :meth:`manual_seed` (or :meth:`seed`)."""
+        return self._seed
+
+    def seed(self) -> int:
+        """Reseed from the OS entropy source and return the new seed."""
+        s = int.from_bytes(os.urandom(8), "little") & ((1 << 63) - 1)
+        self.manual_seed(s)
+        return s
+
+    def get_state(self) -> np.ndarray:
+        """The state as the 5056 uint8 bytes of ``torch.get_rng_state()``.
+
+        The bytes are interchangeable with PyTorch's:
+        ``torch.set_rng_state(torch.from_numpy(g.get_state()))`` continues
+        this stream in PyTorch, and vice versa.
+        """
+        st = self._bg.state["state"]
+        pos = int(st["pos"])
+        rec = np.zeros((), _STATE_DTYPE)
+        rec["seed"] = self._seed
+        rec["left"] = 625 - pos
+        rec["seeded"] = 1
+        rec["next"] = 0 if self._fresh else pos
+        rec["state"] = st["key"]
+        if self._normal_cache is not None:
+            rec["normal_is_valid"] = 1
+            rec["normal_y"] = self._normal_cache
+        if self._float_normal_cache is not None:
+            rec["float_normal_is_valid"] = 1
+            rec["next_float_normal"] = self._float_normal_cache
+        return np.frombuffer(rec.tobytes(), np.uint8).copy()
+
+    def set_state(self, state) -> None:
+        """Restore a state from :meth:`get_state` or ``torch.get_rng_state()``."""
+        raw = np.ascontiguousarray(np.asarray(state, dtype=np.uint8)).ravel()
+        if raw.size != _STATE_DTYPE.itemsize:
+            raise RuntimeError(
+                f"Expected a CPUGeneratorImplState of size {_STATE_DTYPE.itemsize} "
+                f"but found the input RNG state size to be {raw.size}")
+        rec = np.frombuffer(raw.tobytes(), _STATE_DTYPE)[0]
+        left, nxt = int(rec["left"]), int(rec["next"])
+        if not (rec["seeded"] and 0 < left <= 624 and nxt <= 624):
+            raise RuntimeError("Invalid mt19937 state")
+        if left != 1 and nxt != 625 - left:
+            raise RuntimeError("mt19937 state with inconsistent 'left' and 'next'")
+        self._bg.state = {
+            "bit_generator": "MT19937",
+            "state": {"key": rec["state"].astype(np.uint32), "pos": 625 - left},
+        }
+        self._seed = int(rec["seed"])
+        self._fresh = left == 1 and nxt == 0
+        self._normal_cache = float(rec["normal_y"]) if rec["normal_is_valid"] else None
+        self._float_normal_cache = (
+            float(rec["next_float_normal"]) if rec["float_normal_is_valid"] else None)
+
+    # -- raw stream ---------------------------------------------------------
+    def _raw(self, n: int) -> np.ndarray:
+        """``n`` 32-bit draws, as uint64."""
+        if n:
+            self._fresh = False
+        return self._bg.random_raw(n)
+
+    def random_u32(self, n: int) -> np.ndarray:
+        """``n`` raw 32-bit draws (``CPUGeneratorImpl::random``).
+
+        >>> MT19937Generator(0).random_u32(2)
+        array([2357136044, 2546248239], dtype=uint32)
+        """
+        return self._raw(n).astype(np.uint32)
+
+    def random_u64(self, n: int) -> np.ndarray:
+        """``n`` 64-bit draws (``random64``: two draws, the first one high).
+
+        >>> hex(int(MT19937Generator(0).random_u64(1)[0]))
+        '0x8c7f0aac97c4aa2f'
+        """
+        r = self._raw(2 * n)
+        return (r[0::2] << np.uint64(32)) | r[1::2]
+
+    def _uniform24(self, n: int) -> np.ndarray:
+        """float32 uniforms in [0, 1) from 24 bits of one draw each."""
+        r = self._raw(n)
+        r &= 0xFFFFFF
+        x = r.astype(np.float32)
+        x *= _f32(2.0 ** -24)
+        return x
+
+    def _uniform53(self, n: int) -> np.ndarray:
+        """float64 uniforms in [0, 1) from 53 bits of random64 each."""
+        r = self._raw(2 * n).reshape(n, 2)
+        v = r[:, 0] & 0x1FFFFF
+        v <<= np.uint64(32)
+        v |= r[:, 1]
+        x = v.astype(np.float64)
+        x *= 2.0 ** -53
+        return x
+
+    # -- uniform ------------------------------------------------------------
+    def uniform(self, shape, dtype=np.float32, low: float = 0.0,
+                high: float = 1.0) -> np.ndarray:
+        """``torch.empty(shape, dtype).uniform_(low, high)`` (and ``rand``).
+
+        >>> MT19937Generator(0).uniform((2,), np.float64, -1.0, 1.0)
+        array([0.940106  , 0.41563973])
+        """
+        shape = _shape_of(shape)
+        dt = _float_dtype(dtype, "uniform_")
+        n = math.prod(shape)
+        low, high = float(low), float(high)
+        unit = low == 0.0 and high == 1.0
+        if not unit:
+            lowest, top = _FLOAT_RANGE[dt]
+            if not (lowest <= low <= top and lowest <= high <= top):
+                raise RuntimeError(f"uniform_ bounds out of range for {dt}")
+            if low > high:
+                raise RuntimeError("uniform_ expects to return a [from, to) range, "
+                                   f"but found from={low} > to={high}")
+            if high - low > top:
+                raise RuntimeError("uniform_ expects to-from <= max of the dtype")
+        if n == 0:
+            return np.empty(shape, dt)
+        if dt == _F64:
+            v = self._uniform53(n)
+            if not unit:
+                v = _madd64(v, high - low, low)
+        else:
+            v = self._uniform24(n)
+            if not unit:
+                lo = _f32(low)
+                v = _madd32(v, _f32(high) - lo, lo)
+            if dt == _F16:
+                v = v.astype(np.float16)
+        if not unit or dt == _F16:
+            # A value that rounded up to `high` is replaced by `low`.
+            np.putmask(v, v == _to_float_scalar(high, dt), _to_float_scalar(low, dt))
+        return v.reshape(shape)
+
+    # -- normal -------------------------------------------------------------
+    def normal(self, shape=None, dtype=np.float32, mean=0.0, std=1.0,
+               contiguous: bool = True) -> np.ndarray:
+        """``torch.empty(shape, dtype).normal_(mean, std)`` (and ``randn``).
+
+        ``mean``/``std`` may be arrays, as in ``torch.normal(mean, std)``:
+        standard normals of the broadcast shape are drawn and then scaled
+        and shifted by separate operations, as PyTorch does.
+        ``contiguous=False`` picks the per-element kernel PyTorch uses for
+        non-contiguous tensors.
+
+        >>> MT19937Generator(0).normal((3,), np.float32)
+        array([ 1.5409961, -0.2934289, -2.1787894], dtype=float32)
+        """
+        dt = _float_dtype(dtype, "normal_")
+        if isinstance(mean, np.ndarray) or isinstance(std, np.ndarray):
+            return self._normal_tensor(shape, dt, mean, std, contiguous)
+        shape = _shape_of(shape)
+        mean, std = float(mean), float(std)
+        if not std >= 0.0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+        n = math.prod(shape)
+        if n == 0:
+            return np.empty(shape, dt)
+        if n >= 16 and contiguous:
+            return self._normal_fill(n, dt, mean, std).reshape(shape)
+        v = self._normal_doubles(n)
+        if mean == 0.0 and std == 1.0:
+            v += 0.0                       # fma(x, 1, 0) turns -0 into +0
+        else:
+            v = _madd64(v, std, mean)
+        return _cast(v, dt).reshape(shape)
+
+    def _normal_tensor(self, shape, dt, mean, std, contiguous):
+        mean_a = np.asarray(mean)
+        std_a = np.asarray(std)
+        if isinstance(std, np.ndarray) and std_a.size and not (std_a >= 0).all():
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+        full = np.broadcast_shapes(mean_a.shape, std_a.shape)
+        if shape is not None and _shape_of(shape) != full:
+            raise RuntimeError(f"shape {shape} does not match broadcast of mean/std {full}")
+        if not isinstance(std, np.ndarray):
+            out = self.normal(full, dt, 0.0, float(std), contiguous)
+            return _inplace(out, np.add, mean_a)
+        out = self.normal(full, dt, 0.0, 1.0, contiguous)
+        out = _inplace(out, np.multiply, std_a)
+        if not isinstance(mean, np.ndarray):
+            mean_a = np.asarray(mean, dt)   # at::full({}, mean, output.options())
+        return _inplace(out, np.add, mean_a)
+
+    def _normal_doubles(self, n: int) -> np.ndarray:
+        """``n`` standard normals from at::normal_distribution<double>,
+        which returns r*cos and caches r*sin of each pair."""
+        head = []
+        if self._normal_cache is not None and n:
+            head = [self._normal_cache]
+            self._normal_cache = None
+        m = n - len(head)
+        if m == 0:
+            return np.array(head, np.float64)
+        pairs = (m + 1) // 2
+        if pairs <= 16:
+            r = self._raw(4 * pairs).tolist()
+            flat = []
+            for k in range(0, 4 * pairs, 4):
+                u1 = ((r[k] & 0x1FFFFF) * 4294967296 + r[k + 1]) * 2.0 ** -53
+                u2 = ((r[k + 2] & 0x1FFFFF) * 4294967296 + r[k + 3]) * 2.0 ** -53
+                radius = math.sqrt(-2.0 * math.log1p(-u2))
+                theta = (2.0 * math.pi) * u1
+                flat.append(radius * math.cos(theta))
+                flat.append(radius * math.sin(theta))
+            last = flat[-1]
+            vals = np.array(head + flat[:m], np.float64)
+        else:
+            u = self._uniform53(2 * pairs)
+            u1, u2 = u[0::2], u[1::2]
+            radius = np.sqrt(-2.0 * _libm("log1p", -u2))
+            theta = (2.0 * math.pi) * u1
+            both = np.empty((pairs, 2))
+            both[:, 0] = radius * _libm("cos", theta)
+            both[:, 1] = radius * _libm("sin", theta)
+            flat = both.reshape(-1)
+            last = float(flat[-1])
+            vals = np.concatenate([np.array(head, np.float64), flat[:m]])
+        if m % 2:
+            self._normal_cache = last
+        return vals
+
+    def _normal_fill(self, n: int, dt: np.dtype, mean: float, std: float) -> np.ndarray:
+        """normal_fill: Box-Muller on blocks of 16, tail block recomputed."""
+        tail = n % 16
+        if dt == _F64:
+            u = self._uniform53(n)
+            out = _by_rows(_box_muller16_f64, u[: n - tail].reshape(-1, 16), mean, std)
+            if tail:
+                out = np.concatenate([out, np.empty(tail)])
+                out[n - 16:] = _box_muller16_f64(self._uniform53(16).reshape(1, 16),
+                                                 mean, std).ravel()
+            return out
+        if dt == _F32:
+            u = self._uniform24(n)
+            body = u[: n - tail]
+        else:
+            # float16 computes in a float buffer drawn block by block, so the
+            # tail block follows the last full block directly.
+            body = self._uniform24(n - tail)
+        out = _by_rows(_box_muller16_f32, body.reshape(-1, 16), mean, std)
+        if tail:
+            out = np.concatenate([out, np.empty(tail, np.float32)])
+            out[n - 16:] = _box_muller16_f32(self._uniform24(16).reshape(1, 16),
+                                             mean, std).ravel()
+        return out.astype(dt, copy=False)
+
+    # -- integers -------------------------------------------------------------
+    def randint(self, low: int, high: int, shape, dtype=np.int64) -> np.ndarray:
+        """``torch.randint(low, high, shape, dtype=dtype)``.
+
+        >>> MT19937Generator(0).randint(0, 100, (5,), np.int64)
+        array([44, 39, 33, 60, 63])
+        """
+        return self.random_(shape, dtype, low, high)
+
+    def random_(self, shape, dtype=np.int64, low=None, high=None) -> np.ndarray:
+        """``Tensor.random_()`` / ``random_(to)`` / ``random_(from, to)``.
+
+        With neither bound: ``[0, 2**mantissa]`` for floats, ``[0, max]`` for
+        integers.  ``high=None`` with ``low`` given means ``[low, max]``.
+
+        >>> MT19937Generator(0).random_((3,), np.int32)
+        array([209652396, 398764591, 924231285], dtype=int32)
+        """
+        shape = _shape_of(shape)
+        dt = _dtype(dtype)
+        n = math.prod(shape)
+        if low is None and high is None:
+            return self._random_default(n, dt).reshape(shape)
+        frm = 0 if low is None else int(low)
+        if high is not None:
+            to = int(high)
+            if frm >= to:
+                raise RuntimeError(
+                    f"random_ expects 'from' to be less than 'to', but got from={frm} >= to={to}")
+            if dt in _FLOATS:
+                frm, to = _update_from(frm, dt), _update_to(to, dt)
+                if frm >= to:
+                    raise RuntimeError("random_ expects 'from' casted to dtype to be less "
+                                       "than 'to' casted to dtype")
+            _check_in_range(frm, to - 1, dt)
+            return self._random_from_to(n, (to - frm) & _U64_MASK, frm, dt).reshape(shape)
+        if frm != _INT64_MIN:
+            if dt in _FLOATS:
+                to_inc = 1 << _DIGITS[dt]
+                frm = _update_from(frm, dt)
+                if frm >= to_inc:
+                    raise RuntimeError("random_ expects 'from' casted to dtype to be less "
+                                       "than or equal to 'to_inc' casted to dtype")
+            elif dt == np.bool_:
+                to_inc = 1
+            else:
+                to_inc = int(np.iinfo(dt).max)
+            _check_in_range(frm, to_inc, dt)
+            return self._random_from_to(n, (to_inc - frm + 1) & _U64_MASK, frm,
+                                        dt).reshape(shape)
+        if dt not in (np.dtype(np.int64), _F32, _F64):
+            raise NotImplementedError("random_ over the full int64 range handles only int64, "
+                                      "float32 and float64")
+        return _cast(self.random_u64(n).view(np.int64), dt).reshape(shape)
+
+    def _random_from_to(self, n: int, rng: int, base: int, dt: np.dtype) -> np.ndarray:
+        if rng >= 1 << 28:
+            v = self.random_u64(n) % np.uint64(rng)
+        else:
+            v = self._raw(n) % np.uint64(rng)
+        v = (v + np.uint64(base & _U64_MASK)).view(np.int64)
+        return _cast(v, dt)
+
+    def _random_default(self, n: int, dt: np.dtype) -> np.ndarray:
+        if dt == np.bool_:
+            return (self._raw(n) & 1).astype(np.bool_)
+        if dt == _F64:
+            return (self.random_u64(n) % np.uint64((1 << 53) + 1)).astype(np.float64)
+        if dt in (_F32, _F16):
+            return _cast(self._raw(n) % np.uint64((1 << _DIGITS[dt]) + 1), dt)
+        if dt == np.int64:
+            return (self.random_u64(n) % np.uint64(1 << 63)).astype(np.int64)
+        if dt in (np.dtype(np.int32), np.dtype(np.int16), np.dtype(np.int8),
+                  np.dtype(np.uint8)):
+            return (self._raw(n) % np.uint64(int(np.iinfo(dt).max) + 1)).astype(dt)
+        raise NotImplementedError(f"random_ does not support dtype {dt}")
+
+    def randperm(self, n: int, dtype=np.int64) -> np.ndarray:
+        """``torch.randperm(n, dtype=dtype)``.
+
+        >>> MT19937Generator(0).randperm(6)
+        array([2, 5, 3, 0, 1, 4])
+        """
+        n = int(n)
+        if n < 0:
+            raise RuntimeError(f"n must be non-negative, got {n}")
+        dt = _dtype(dtype)
+        if dt in _FLOATS and n > (1 << _DIGITS[dt]) + 1:
+            raise RuntimeError(f"n cannot be greater than 2**{_DIGITS[dt]}+1 for {dt}")
+        if n < 0xFFFFFFFF // 20:
+            perm = _fisher_yates(self._raw(max(n - 1, 0)), n)
+        else:
+            perm = self._inside_out_shuffle(n)
+        return _cast(perm, dt)
+
+    def _inside_out_shuffle(self, n: int) -> np.ndarray:
+        """randperm for huge n: the inside-out shuffle with random64."""
+        r = np.empty(n, np.int64)
+        chunk = 1 << 20
+        for start in range(0, n, chunk):
+            stop = min(n, start + chunk)
+            zs = (self.random_u64(stop - start)
+                  % np.arange(start + 1, stop + 1, dtype=np.uint64)).tolist()
+            for i, z in zip(range(start, stop), zs):
+                r[i] = r[z]
+                r[z] = i
+        return r
+
+    # -- other distributions -------------------------------------------------
+    def bernoulli(self, p, shape, dtype=np.float32) -> np.ndarray:
+        """``torch.empty(shape, dtype).bernoulli_(p)``.
+
+        A Python float ``p`` is compared with 53-bit doubles; an array ``p``
+        (broadcast to ``shape``) with floats of 24 bits unless it is float64.
+
+        >>> MT19937Generator(0).bernoulli(0.5, (6,), np.float32)
+        array([0., 0., 1., 0., 0., 0.], dtype=float32)
+        """
+        shape = _shape_of(shape)
+        dt = _dtype(dtype)
+        n = math.prod(shape)
+        if not isinstance(p, np.ndarray):
+            p = float(p)
+            if not 0.0 <= p <= 1.0:
+                raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+            if n == 0:
+                return np.empty(shape, dt)
+            return (self._uniform53(n) < p).astype(dt).reshape(shape)
+        if p.dtype not in _FLOATS:
+            raise NotImplementedError(f"bernoulli_ expects a floating point p, got {p.dtype}")
+        pb = np.broadcast_to(p, shape)
+        if n == 0:
+            return np.empty(shape, dt)
+        if not ((pb >= 0) & (pb <= 1)).all():
+            raise RuntimeError("bernoulli_ expects all elements of p to be in [0, 1]")
+        if p.dtype == _F64:
+            u = self._uniform53(n)
+        else:
+            u = self._uniform24(n)
+        return (u.reshape(shape) < pb.astype(u.dtype)).astype(dt)
+
+    def exponential(self, shape, dtype=np.float32, lambd: float = 1.0) -> np.ndarray:
+        """``torch.empty(shape, dtype).exponential_(lambd)``.
+
+        >>> MT19937Generator(0).exponential((2,), np.float64)
+        array([3.50832619, 1.23038476])
+        """
+        shape = _shape_of(shape)
+        dt = _float_dtype(dtype, "exponential_")
+        lambd = float(lambd)
+        if not lambd > 0.0:
+            raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+        n = math.prod(shape)
+        u = self._uniform53(n)
+        v = (-1.0 / lambd) * _libm("log1p", -u)
+        return _cast(v, dt).reshape(shape)
+
+    def geometric(self, shape, dtype=np.float32, p: float = 0.5) -> np.ndarray:
+        """``torch.empty(shape, dtype).geometric_(p)``.
+
+        >>> MT19937Generator(0).geometric((4,), np.int64, 0.5)
+        array([1, 1, 2, 1])
+        """
+        shape = _shape_of(shape)
+        dt = _dtype(dtype)
+        p = float(p)
+        if not 0.0 < p < 1.0:
+            raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+        n = math.prod(shape)
+        u = self._uniform53(n)
+        with np.errstate(all="ignore"):
+            v = np.ceil(_libm("log", u) / math.log1p(-p))
+        return _cast(v, dt).reshape(shape)
+
+    def log_normal(self, shape, dtype=np.float32, mean: float = 1.0,
+                   std: float = 2.0) -> np.ndarray:
+        """``torch.empty(shape, dtype).log_normal_(mean, std)``.
+
+        >>> MT19937Generator(0).log_normal((2,), np.float64, 0.0, 1.0)
+        array([4.66923902, 0.74570224])
+        """
+        shape = _shape_of(shape)
+        dt = _float_dtype(dtype, "log_normal_")
+        mean, std = float(mean), float(std)
+        if not std > 0.0:
+            raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+        n = math.prod(shape)
+        v = _madd64(self._normal_doubles(n), std, mean)
+        with np.errstate(over="ignore"):
+            return _cast(_libm("exp", np.asarray(v, np.float64)), dt).reshape(shape)
+
+    def cauchy(self, shape, dtype=np.float32, median: float = 0.0,
+               sigma: float = 1.0) -> np.ndarray:
+        """``torch.empty(shape, dtype).cauchy_(median, sigma)``.
+
+        >>> MT19937Generator(0).cauchy((2,), np.float64)
+        array([10.59772933,  0.76476726])
+        """
+        shape = _shape_of(shape)
+        dt = _float_dtype(dtype, "cauchy_")
+        median, sigma = float(median), float(sigma)
+        if not sigma > 0.0:
+            raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+        n = math.prod(shape)
+        u = self._uniform53(n)
+        t = _libm("tan", math.pi * (u - 0.5))
+        return _cast(_madd64(sigma, t, median), dt).reshape(shape)
+
+    def multinomial(self, probs: np.ndarray, num_samples: int,
+                    replacement: bool = False) -> np.ndarray:
+        """``torch.multinomial(probs, num_samples, replacement)`` (int64).
+
+        Without replacement (or for one sample) PyTorch takes the top
+        ``probs / Exp(1)``; with replacement it inverts the normalised
+        cumulative sum of each row.
+
+        >>> MT19937Generator(0).multinomial(np.array([0.1, 0.2, 0.7]), 4, True)
+        array([2, 2, 2, 2])
+        """
+        p = np.asarray(probs)
+        if p.ndim not in (1, 2):
+            raise RuntimeError("prob_dist must be 1 or 2 dim")
+        if p.dtype not in _FLOATS:
+            raise NotImplementedError(f"multinomial only supports floating-point dtypes for input, "
+                                      f"got: {p.dtype}")
+        num_samples = int(num_samples)
+        if num_samples <= 0:
+            raise RuntimeError("cannot sample n_sample <= 0 samples")
+        n_cat = p.shape[-1]
+        if not replacement and num_samples > n_cat:
+            raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples "
+                               "without replacement")
+        if n_cat > 1 << 24:
+            raise RuntimeError("number of categories cannot exceed 2^24")
+        out_shape = p.shape[:-1] + (num_samples,)
+        if math.prod(out_shape) == 0:
+            return np.empty(out_shape, np.int64)
+        if not replacement or num_samples == 1:
+            if not (np.isfinite(p).all() and (p >= 0).all()):
+                raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+            if (p.sum(axis=-1) == 0).any():
+                raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+            q = self.exponential(p.shape, p.dtype, 1.0)
+            with np.errstate(divide="ignore"):
+                q = p / q
+            if num_samples == 1:
+                return np.argmax(q, axis=-1)[..., None].astype(np.int64)
+            order = np.argsort(-q, axis=-1, kind="stable")
+            return order[..., :num_samples].astype(np.int64)
+        return self._multinomial_replacement(p, num_samples)
+
+    def _multinomial_replacement(self, p: np.ndarray, num_samples: int) -> np.ndarray:
+        rows = p.reshape(-1, p.shape[-1])
+        acc = np.float64 if p.dtype == _F64 else np.float32
+        vals = rows.astype(acc)
+        if (vals < 0).any():
+            raise RuntimeError("invalid multinomial distribution (encountering probability entry < 0)")
+        if not np.isfinite(vals).all():
+            raise RuntimeError("invalid multinomial distribution (encountering probability "
+                               "entry = infinity or NaN)")
+        cum = np.cumsum(vals, axis=-1, dtype=acc)
+        total = cum[:, -1:].copy()
+        if not (total > 0).all():
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+        cum /= total
+        cum[:, -1] = 1
+        n_rows, n_cat = cum.shape
+        u = self._uniform53(n_rows * num_samples).reshape(n_rows, num_samples)
+        # The kernel's binary search, run on all samples at once.
+        row = np.arange(n_rows)[:, None]
+        left = np.zeros(u.shape, np.int64)
+        right = np.full(u.shape, n_cat, np.int64)
+        active = right > left
+        while active.any():
+            mid = left + (right - left) // 2
+            go_right = active & (cum[row, np.minimum(mid, n_cat - 1)] < u)
+            left = np.where(go_right, mid + 1, left)
+            right = np.where(active & ~go_right, mid, right)
+            active = right > left
+        return left.reshape(p.shape[:-1] + (num_samples,))
+
+    def poisson(self, rates: np.ndarray) -> np.ndarray:
+        """``torch.poisson(rates)``: same shape and dtype as ``rates``.
+
+        >>> MT19937Generator(0).poisson(np.array([1.0, 4.0, 20.0]))
+        array([ 2.,  5., 17.])
+        """
+        lam = np.asarray(rates)
+        dt = _float_dtype(lam.dtype, "poisson")
+        flat = lam.astype(np.float64).ravel()
+        if (flat < 0).any():
+            raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+        out = np.empty(flat.size, np.float64)
+        draws = _DrawBuffer(self)
+        lgamma = _lgamma_c()
+        for i, lmb in enumerate(flat.tolist()):
+            out[i] = _sample_poisson(lmb, draws.next, lgamma)
+        draws.finish()
+        return _cast(out, dt).reshape(lam.shape)
+
+
+def _inplace(out: np.ndarray, op, other: np.ndarray) -> np.ndarray:
+    """``out.op_(other)`` with PyTorch's promotion: a 0-d ``other`` of the
+    same kind does not widen ``out``'s dtype."""
+    if other.ndim == 0 and other.dtype.kind == out.dtype.kind:
+        other = other.astype(out.dtype)
+    return _cast(op(out, other), out.dtype)
+
+
+def _by_rows(fn, u: np.ndarray, mean: float, std: float, rows: int = 2048) -> np.ndarray:
+    """``fn(u, mean, std).ravel()`` evaluated on blocks of rows: the many
+    elementwise passes then run on cache-sized temporaries."""
+    if u.shape[0] <= rows:
+        return fn(u, mean, std).reshape(-1)
+    out = np.empty(u.shape, u.dtype)
+    for i in range(0, u.shape[0], rows):
+        out[i:i + rows] = fn(u[i:i + rows], mean, std)
+    return out.reshape(-1)
+
+
+def _box_muller16_f64(u: np.ndarray, mean: float, std: float) -> np.ndarray:
+    """normal_fill_16 for double on rows of 16 uniforms."""
+    u1 = 1.0 - u[:, :8]
+    radius = np.sqrt(-2.0 * _libm("log", u1))
+    theta = (2.0 * math.pi) * u[:, 8:]
+    out = np.empty(u.shape)
+    out[:, :8] = radius * _libm("cos", theta)
+    out[:, 8:] = radius * _libm("sin", theta)
+    if mean == 0.0 and std == 1.0:
+        return out + 0.0                   # fma(x, 1, 0) turns -0 into +0
+    return _fma64(out, std, mean)
+
+
+def _box_muller16_f32(u: np.ndarray, mean: float, std: float) -> np.ndarray:
+    """normal_fill_16 for float on rows of 16 float32 uniforms."""
+    u1 = _ONE - u[:, :8]
+    u2 = u[:, 8:]
+    if _AVX2_NORMAL:
+        radius = np.sqrt(_f32(-2.0) * _avx2_log(u1))
+        sin, cos = _avx2_sincos(_TWO_PI_F * u2)
+    else:
+        radius = np.sqrt(_f32(-2.0) * _libm_f32("logf", u1))
+        theta = ((2.0 * math.pi) * u2.astype(np.float64)).astype(np.float32)
+        sin, cos = _libm_f32("sinf", theta), _libm_f32("cosf", theta)
+    out = np.empty(u.shape, np.float32)
+    out[:, :8] = radius * cos
+    out[:, 8:] = radius * sin
+    if mean == 0.0 and std == 1.0:
+        return out + _f32(0.0)
+    return _fma32(out, _f32(std), _f32(mean))
+
+
+def _fisher_yates(raw: np.ndarray, n: int) -> np.ndarray:
+    """The permutation PyTorch's randperm builds from ``n - 1`` draws.
+
+    Step ``i`` swaps positions ``i`` and ``j[i] = i + raw[i] % (n - i)``;
+    position ``i`` is final after step ``i``.  So ``perm[i]`` is the value
+    sitting at ``j[i]`` before step ``i``: the value carried there by the
+    last earlier step ``k`` with ``j[k] == j[i]`` (which moved the value then
+    at position ``k`` there), or ``j[i]`` itself.  The value at position
+    ``k`` before step ``k`` follows the same rule, which makes chains that
+    pointer jumping resolves in O(log n) passes.
+    """
+    if n <= 256:                      # a plain loop is cheaper than ~30 NumPy calls
+        perm = list(range(n))
+        for i, u in enumerate(raw.tolist()):
+            z = i + u % (n - i)
+            perm[i], perm[z] = perm[z], perm[i]
+        return np.array(perm, np.int64)
+    idx = np.arange(n, dtype=np.int64)
+    j = idx.copy()
+    j[:-1] += raw.astype(np.uint32) % np.arange(n, 1, -1, dtype=np.uint32)
+    # Group equal targets, in step order within a group (stable sort by j).
+    key = j * n
+    key += idx
+    key.sort()
+    order = key % n
+    js = key // n
+    same = np.zeros(n, bool)           # same[q]: sorted entry q continues a group
+    np.equal(js[1:], js[:-1], out=same[1:])
+    prev = np.empty(n, np.int64)       # last earlier step with the same target
+    prev[order] = np.where(same, np.roll(order, 1), -1)
+    last = np.full(n, -1, np.int64)    # last step targeting each position
+    ends = np.flatnonzero(~np.append(same[1:], False))
+    last[js[ends]] = order[ends]
+    # Last step k' < k that targeted position k: all such steps have
+    # k' <= k, and step k itself is the last of its group when j[k] == k.
+    before = np.where(j == idx, prev, last)
+    root = np.where(before < 0, idx, before)
+    while True:
+        nxt = root[root]
+        if np.array_equal(nxt, root):
+            break
+        root = nxt
+    return np.where(prev < 0, j, root[prev])
+
+
+class _DrawBuffer:
+    """Doubles from the generator for samplers that consume a data-dependent
+    number of them: draws ahead in chunks, then rewinds the stream to just
+    after the last double used."""
+
+    def __init__(self, gen: MT19937Generator):
+        self._gen = gen
+        self._saved = gen._bg.state
+        self._fresh = gen._fresh
+        self._buf: list = []
+        self._pos = 0
+        self._used = 0
+
+    def next(self) -> float:
+        if self._pos == len(self._buf):
+            self._buf = self._gen._uniform53(max(256, 2 * len(self._buf))).tolist()
+            self._pos = 0
+        self._pos += 1
+        self._used += 1
+        return self._buf[self._pos - 1]
+
+    def finish(self) -> None:
+        gen = self._gen
+        gen._bg.state = self._saved
+        gen._fresh = self._fresh
+        gen._raw(2 * self._used)
+
+
+def _sample_poisson(lam: float, uniform, lgamma) -> float:
+    """PyTorch's sample_poisson (from NumPy's legacy generator), in doubles."""
+    if lam >= 10:
+        # Transformed rejection (Hoermann 1993).
+        slam = math.sqrt(lam)
+        loglam = math.log(lam)
+        b = 0.931 + 2.53 * slam
+        a = -0.059 + 0.02483 * b
+        invalpha = 1.1239 + 1.1328 / (b - 3.4)
+        vr = 0.9277 - 3.6224 / (b - 2)
+        while True:
+            u = uniform() - 0.5
+            v = uniform()
+            us = 0.5 - abs(u)
+            if us == 0.0:             # u == -0.5: C gets k = -inf and retries
+                continue
+            k = math.floor((2 * a / us + b) * u + lam + 0.43)
+            if us >= 0.07 and v <= vr:
+                return k
+            if k < 0 or (us < 0.013 and v > us):
+                continue
+            lhs = (math.log(v) if v > 0 else -math.inf) + math.log(invalpha) \
+                - math.log(a / (us * us) + b)
+            if lhs <= -lam + k * loglam - lgamma(k + 1):
+                return k
+    if lam == 0:
+        return 0
+    enlam = math.exp(-lam)
+    x = 0
+    prod = 1.0
+    while True:
+        prod *= uniform()
+        if prod > enlam:
+            x += 1
+        else:
+            return x
+
+
+default_generator = MT19937Generator()
+default_generator.seed()
