@@ -426,7 +426,7 @@ class KernelOps:
         if gy.ndim != 4 or not self._ok("max_pool2d_bwd", gy):
             return super().max_pool2d_backward(gy, indices, input_shape)
         xp = self.xp
-        n, c, h, w = input_shape
+        _n, _c, h, w = input_shape
         gy = self._c(gy)
         idx = xp.ascontiguousarray(indices, dtype=np.int64)
         gx = xp.zeros(tuple(input_shape), fused.acc_dtype(gy.dtype))

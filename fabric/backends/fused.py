@@ -24,14 +24,35 @@ import math
 import numpy as np
 
 __all__ = [
-    "softmax", "softmax_backward", "log_softmax", "log_softmax_backward",
-    "cross_entropy", "cross_entropy_backward",
-    "layer_norm", "layer_norm_backward", "rms_norm", "rms_norm_backward",
-    "gelu", "gelu_backward", "silu", "silu_backward", "bias_act", "bias_act_backward",
-    "philox4x32", "dropout_threshold", "dropout",
-    "embedding_backward", "im2col", "col2im", "conv_output_size",
-    "pool_output_size", "max_pool2d", "max_pool2d_backward",
-    "sgd_step", "adam_step", "ACTIVATIONS",
+    "ACTIVATIONS",
+    "adam_step",
+    "bias_act",
+    "bias_act_backward",
+    "col2im",
+    "conv_output_size",
+    "cross_entropy",
+    "cross_entropy_backward",
+    "dropout",
+    "dropout_threshold",
+    "embedding_backward",
+    "gelu",
+    "gelu_backward",
+    "im2col",
+    "layer_norm",
+    "layer_norm_backward",
+    "log_softmax",
+    "log_softmax_backward",
+    "max_pool2d",
+    "max_pool2d_backward",
+    "philox4x32",
+    "pool_output_size",
+    "rms_norm",
+    "rms_norm_backward",
+    "sgd_step",
+    "silu",
+    "silu_backward",
+    "softmax",
+    "softmax_backward",
 ]
 
 _SQRT_HALF = 0.7071067811865476      # 1/sqrt(2)
@@ -330,7 +351,7 @@ def _erf(xp, x):
             return erf(x)
         except ImportError:  # pragma: no cover - scipy is optional
             return np.vectorize(math.erf, otypes=[x.dtype])(x)
-    import cupyx.scipy.special  # noqa: F401  (registers cupyx.scipy.special)
+    import cupyx.scipy.special
     return xp.asarray(cupyx.scipy.special.erf(x))
 
 
@@ -478,30 +499,43 @@ def philox4x32(xp, c0, c1, c2, c3, k0: int, k1: int, rounds: int = 10):
     ['0x6627e8d5', '0xe169c58d', '0xbc57ac4c', '0x9b00dbd8']
     """
     k0, k1 = int(k0) & _U32, int(k1) & _U32
-    m0, m1, mask = np.uint64(_PHILOX_M0), np.uint64(_PHILOX_M1), np.uint64(_U32)
-    s32 = np.uint64(32)
+    m0, m1, mask, s32 = np.uint64(_PHILOX_M0), np.uint64(_PHILOX_M1), np.uint64(_U32), np.uint64(32)
+    c0, c1, c2, c3 = (xp.array(c, dtype=np.uint64) for c in (c0, c1, c2, c3))
+    p0, p1 = xp.empty_like(c0), xp.empty_like(c0)
     for r in range(rounds):
         if r:
             k0, k1 = (k0 + _PHILOX_W0) & _U32, (k1 + _PHILOX_W1) & _U32
-        p0 = c0 * m0
-        p1 = c2 * m1
-        c0, c1, c2, c3 = ((p1 >> s32) ^ c1 ^ np.uint64(k0), p1 & mask,
-                          (p0 >> s32) ^ c3 ^ np.uint64(k1), p0 & mask)
+        xp.multiply(c0, m0, out=p0)          # 32 x 32 -> 64-bit products
+        xp.multiply(c2, m1, out=p1)
+        xp.right_shift(p1, s32, out=c0)      # c0 = hi1 ^ c1 ^ k0 (old c1)
+        c0 ^= c1
+        c0 ^= np.uint64(k0)
+        xp.bitwise_and(p1, mask, out=c1)     # c1 = lo1
+        xp.right_shift(p0, s32, out=c2)      # c2 = hi0 ^ c3 ^ k1 (old c3)
+        c2 ^= c3
+        c2 ^= np.uint64(k1)
+        xp.bitwise_and(p0, mask, out=c3)     # c3 = lo0
     return c0, c1, c2, c3
 
 
 def dropout_threshold(p: float) -> int:
     """The uint32 threshold: an element is kept iff its random word < threshold."""
-    return min(int(round((1.0 - p) * 2.0 ** 32)), _U32)
+    return min(round((1.0 - p) * 2.0 ** 32), _U32)
 
 
-def _philox_words(xp, n: int, seed: int, offset: int):
-    g = xp.arange((n + 3) // 4, dtype=np.uint64)
-    off = xp.full(g.shape, int(offset) & _U32, np.uint64)
-    off_hi = xp.full(g.shape, (int(offset) >> 32) & _U32, np.uint64)
-    words = philox4x32(xp, g & np.uint64(_U32), g >> np.uint64(32), off, off_hi,
-                       int(seed) & _U32, (int(seed) >> 32) & _U32)
-    return xp.stack(words, axis=1).reshape(-1)[:n]
+def _philox_words(xp, n: int, seed: int, offset: int, chunk: int = 1 << 15):
+    """The first ``n`` uint32 words of the dropout stream (see :func:`dropout`).
+    Generated in cache-sized chunks: Philox is ~100 array passes per chunk."""
+    groups = (n + 3) // 4
+    out = xp.empty((groups, 4), np.uint32)
+    off_lo, off_hi = int(offset) & _U32, (int(offset) >> 32) & _U32
+    for start in range(0, groups, chunk):
+        g = xp.arange(start, min(start + chunk, groups), dtype=np.uint64)
+        words = philox4x32(xp, g & np.uint64(_U32), g >> np.uint64(32), xp.full(g.shape, off_lo, np.uint64),
+                           xp.full(g.shape, off_hi, np.uint64), int(seed) & _U32, (int(seed) >> 32) & _U32)
+        for j in range(4):
+            out[start: start + g.size, j] = words[j]
+    return out.reshape(-1)[:n]
 
 
 def dropout(xp, x, p: float, seed: int, offset: int):
@@ -525,7 +559,7 @@ def dropout(xp, x, p: float, seed: int, offset: int):
     if p == 1.0:
         return xp.zeros_like(x), xp.zeros(x.shape, dtype=bool)
     words = _philox_words(xp, x.size, seed, offset)
-    mask = (words < np.uint64(dropout_threshold(p))).reshape(x.shape)
+    mask = (words < np.uint32(dropout_threshold(p))).reshape(x.shape)
     scale = 1.0 / (1.0 - p)
     y = _up(x) * mask
     y *= scale

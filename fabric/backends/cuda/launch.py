@@ -61,7 +61,7 @@ def name_expressions(file: str) -> list[str]:
     return [name_expression(k, dt) for k, dts in KERNELS[file] for dt in dts]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def kernel_file(kernel: str) -> str:
     """The .cu file that defines ``kernel``."""
     for file, entries in KERNELS.items():

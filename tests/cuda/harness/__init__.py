@@ -47,8 +47,17 @@ from fabric.backends.base import Backend
 from fabric.backends.cuda import launch as _launch
 from fabric.backends.cupy_backend import KernelOps
 
-__all__ = ["HarnessModule", "HarnessKernel", "HarnessKernels", "HarnessBackend", "PointerTable",
-           "KernelError", "CompileError", "have_compiler", "module_for"]
+__all__ = [
+    "CompileError",
+    "HarnessBackend",
+    "HarnessKernel",
+    "HarnessKernels",
+    "HarnessModule",
+    "KernelError",
+    "PointerTable",
+    "have_compiler",
+    "module_for",
+]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CXX = os.environ.get("CXX", "g++")
@@ -159,12 +168,12 @@ class _Guarded:
 
 
 # ---- compiling -----------------------------------------------------------------
-_modules: dict[str, "HarnessModule"] = {}
+_modules: dict[str, HarnessModule] = {}
 
 
 def _compiler_id() -> str:
     try:
-        return subprocess.run([CXX, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+        return subprocess.run([CXX, "--version"], capture_output=True, text=True, check=False).stdout.splitlines()[0]
     except (OSError, IndexError):
         return CXX
 
@@ -209,7 +218,7 @@ class HarnessModule:
             with open(src, "w", encoding="utf-8") as f:
                 f.write(text)
             out = os.path.join(tmp, "out.so")
-            r = subprocess.run([CXX, *FLAGS, src, "-o", out], capture_output=True, text=True)
+            r = subprocess.run([CXX, *FLAGS, src, "-o", out], capture_output=True, text=True, check=False)
             if r.returncode:
                 raise CompileError(f"g++ failed to compile {self.name}:\n{r.stderr[-8000:]}")
             os.replace(out, so + f".{os.getpid()}.tmp")
@@ -238,7 +247,7 @@ class HarnessModule:
         self.lib.fabric_set_static_shared(ptrs, sizes, n)
         self.static_shared = regions
 
-    def get_function(self, name_expression: str) -> "HarnessKernel":
+    def get_function(self, name_expression: str) -> HarnessKernel:
         fn = self._functions.get(name_expression)
         if fn is None:
             try:
@@ -295,7 +304,7 @@ class HarnessKernel:
         fn.restype = ctypes.c_int
         fn.argtypes = [ctypes.POINTER(_LaunchCfg), ctypes.c_void_p]
 
-    def configured(self, seed=None, guard=None, timeout_ms=None) -> "HarnessKernel":
+    def configured(self, seed=None, guard=None, timeout_ms=None) -> HarnessKernel:
         return HarnessKernel(self.module, self.name, self._fn, self.codes, self.param_names,
                              self.seed if seed is None else seed, self.guard if guard is None else guard,
                              self.timeout_ms if timeout_ms is None else timeout_ms)
@@ -327,17 +336,26 @@ class HarnessKernel:
     def _launch(self, grid, block, args, shared_mem):
         keep, buffers, outputs = [], [], []   # buffers: (_Guarded, arg index, table position)
         cargs = (ctypes.c_void_p * max(len(args), 1))()
+        placed = {}   # id(array) -> buffer: an array passed twice is one device allocation
+
+        def place(a, i, j, writable):
+            g = placed.get(id(a))
+            if g is None:
+                g = placed[id(a)] = _Guarded(a.nbytes, self.guard)
+                buffers.append((g, i, j))
+                if a.nbytes:
+                    ctypes.memmove(g.ptr, a.ctypes.data, a.nbytes)
+                keep.append(a)
+            if writable and all(o is not a for _, o in outputs):
+                outputs.append((g, a))
+            return g
+
         try:
             for i, (code, a) in enumerate(zip(self.codes, args)):
                 parts = code.split(":")
                 if parts[0] == "p":
                     self._check_array(i, a, parts[1])
-                    g = _Guarded(a.nbytes, self.guard)
-                    buffers.append((g, i, None))
-                    if a.nbytes:
-                        ctypes.memmove(g.ptr, a.ctypes.data, a.nbytes)
-                    if parts[-1] != "const":
-                        outputs.append((g, a))
+                    g = place(a, i, None, parts[-1] != "const")
                     cell = ctypes.c_void_p(g.ptr)
                 elif parts[0] == "pp":
                     if not isinstance(a, PointerTable):
@@ -345,13 +363,7 @@ class HarnessKernel:
                     ptrs = []
                     for j, e in enumerate(a.arrays):
                         self._check_array(i, e, parts[1])
-                        g = _Guarded(e.nbytes, self.guard)
-                        buffers.append((g, i, j))
-                        if e.nbytes:
-                            ctypes.memmove(g.ptr, e.ctypes.data, e.nbytes)
-                        if parts[-1] != "const":
-                            outputs.append((g, e))
-                        ptrs.append(g.ptr)
+                        ptrs.append(place(e, i, j, parts[-1] != "const").ptr)
                     table = np.array(ptrs, dtype=np.uint64)
                     gt = _Guarded(table.nbytes, self.guard)
                     buffers.append((gt, i, "table"))
@@ -359,7 +371,7 @@ class HarnessKernel:
                         ctypes.memmove(gt.ptr, table.ctypes.data, table.nbytes)
                     cell = ctypes.c_void_p(gt.ptr)
                 else:
-                    dtype, ctype, cname = _SCALARS[parts[0]]
+                    dtype, ctype, _cname = _SCALARS[parts[0]]
                     if not isinstance(a, np.generic):
                         raise TypeError(
                             f"{self._describe(i)} got a Python {type(a).__name__}; CuPy passes a Python int as a "

@@ -1,0 +1,45 @@
+"""Fixtures for the CUDA-path tests: the CPU harness (needs only g++) and
+the helpers shared by the kernel tests."""
+from __future__ import annotations
+
+import os
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import harness
+
+
+def pytest_configure(config):
+    for marker in ("cuda: needs a CUDA device (cupy.is_available())",
+                   "torch: needs torch installed", "slow: slow test"):
+        config.addinivalue_line("markers", marker)
+
+
+@pytest.fixture(scope="session")
+def harness_modules():
+    """Every kernel file built for the CPU harness (compiled in parallel, cached on disk)."""
+    if not harness.have_compiler():
+        pytest.skip("the CUDA CPU harness needs g++ and nm")
+    from fabric.backends.cuda import launch
+
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        mods = list(pool.map(harness.module_for, launch.KERNELS))
+    return dict(zip(launch.KERNELS, mods))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """Undo a 'no CUDA device' skip given only because this directory is named
+    ``cuda`` (``"cuda" in item.keywords`` matches path components too): only
+    tests that carry the ``cuda`` marker need a device."""
+    for item in items:
+        if "tests/cuda/" not in item.nodeid.replace("\\", "/") and not item.nodeid.startswith("cuda/"):
+            continue
+        if item.get_closest_marker("cuda") is not None:
+            continue
+        item.own_markers[:] = [m for m in item.own_markers
+                               if not (m.name == "skip" and "CUDA device" in str(m.kwargs.get("reason", "")))]
