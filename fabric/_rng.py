@@ -62,7 +62,8 @@ against PyTorch.
 
 What is not reproduced
 ----------------------
-* bfloat16 (NumPy has no such dtype).
+* bfloat16 needs the optional ``ml_dtypes`` package (NumPy has no such
+  dtype); without it only float16/32/64 and the integer dtypes exist.
 * ``multinomial`` without replacement when ``num_samples`` exceeds the number
   of non-zero probabilities: PyTorch's ``topk`` orders the tied zeros in an
   unspecified way; here the lower index comes first.
@@ -83,7 +84,6 @@ import numpy as np
 
 __all__ = [
     "MT19937Generator",
-    "default_generator",
     "kernel_flavor",
     "set_kernel_flavor",
 ]
@@ -97,6 +97,19 @@ _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 _FLOATS = (_F16, _F32, _F64)
 _DIGITS = {_F16: 11, _F32: 24, _F64: 53}
+_FLOAT_RANGE = {dt: (float(np.finfo(dt).min), float(np.finfo(dt).max)) for dt in _FLOATS}
+try:  # bfloat16 exists in NumPy only through the optional ml_dtypes package
+    import ml_dtypes as _ml_dtypes
+
+    _BF16 = np.dtype(_ml_dtypes.bfloat16)
+    _FLOATS += (_BF16,)
+    _DIGITS[_BF16] = 8
+    _FLOAT_RANGE[_BF16] = (float(_ml_dtypes.finfo(_BF16).min), float(_ml_dtypes.finfo(_BF16).max))
+except ImportError:
+    _BF16 = None
+# Computed in float and rounded down; c10::Half and c10::BFloat16 are built
+# from a float, so casts from double go through float32.
+_REDUCED = tuple(dt for dt in (_F16, _BF16) if dt is not None)
 
 
 # --------------------------------------------------------------------------
@@ -449,9 +462,9 @@ def _shape_of(shape) -> tuple:
 
 
 def _cast(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """``static_cast<scalar_t>`` of float64/int64 values: c10::Half is built
-    from a float, so float16 goes through float32."""
-    if dtype == _F16 and values.dtype != _F32:
+    """``static_cast<scalar_t>`` of float64/int64 values (float16 and
+    bfloat16 through float32)."""
+    if dtype in _REDUCED and values.dtype != _F32:
         values = values.astype(np.float32)
     return values.astype(dtype, copy=False)
 
@@ -472,10 +485,6 @@ def _dtype(dtype) -> np.dtype:
         return dt
 
 
-# (lowest, max) of each float dtype as Python floats.
-_FLOAT_RANGE = {dt: (float(np.finfo(dt).min), float(np.finfo(dt).max)) for dt in _FLOATS}
-
-
 def _float_dtype(dtype, what: str) -> np.dtype:
     dt = _dtype(dtype)
     if dt not in _FLOAT_RANGE:
@@ -484,9 +493,9 @@ def _float_dtype(dtype, what: str) -> np.dtype:
 
 
 def _to_float_scalar(v: float, dt: np.dtype) -> float:
-    """``v`` rounded to ``dt`` (float16 through float32, as c10::Half)."""
-    if dt == _F16:
-        return float(np.float16(np.float32(v)))
+    """``v`` rounded to ``dt`` (float16/bfloat16 through float32)."""
+    if dt in _REDUCED:
+        return float(np.asarray(v, np.float32).astype(dt))
     return float(dt.type(v))
 
 
@@ -703,9 +712,9 @@ class MT19937Generator:
             if not unit:
                 lo = _f32(low)
                 v = _madd32(v, _f32(high) - lo, lo)
-            if dt == _F16:
-                v = v.astype(np.float16)
-        if not unit or dt == _F16:
+            if dt in _REDUCED:
+                v = v.astype(dt)
+        if not unit or dt in _REDUCED:
             # A value that rounded up to `high` is replaced by `low`.
             np.putmask(v, v == _to_float_scalar(high, dt), _to_float_scalar(low, dt))
         return v.reshape(shape)
@@ -813,8 +822,8 @@ class MT19937Generator:
             u = self._uniform24(n)
             body = u[: n - tail]
         else:
-            # float16 computes in a float buffer drawn block by block, so the
-            # tail block follows the last full block directly.
+            # float16/bfloat16 compute in a float buffer drawn block by block,
+            # so the tail block follows the last full block directly.
             body = self._uniform24(n - tail)
         out = _by_rows(_box_muller16_f32, body.reshape(-1, 16), mean, std)
         if tail:
@@ -873,9 +882,9 @@ class MT19937Generator:
             _check_in_range(frm, to_inc, dt)
             return self._random_from_to(n, (to_inc - frm + 1) & _U64_MASK, frm,
                                         dt).reshape(shape)
-        if dt not in (np.dtype(np.int64), _F32, _F64):
+        if dt not in (np.dtype(np.int64), _F32, _F64, _BF16):
             raise NotImplementedError("random_ over the full int64 range handles only int64, "
-                                      "float32 and float64")
+                                      "float32, float64 and bfloat16")
         return _cast(self.random_u64(n).view(np.int64), dt).reshape(shape)
 
     def _random_from_to(self, n: int, rng: int, base: int, dt: np.dtype) -> np.ndarray:
@@ -891,7 +900,7 @@ class MT19937Generator:
             return (self._raw(n) & 1).astype(np.bool_)
         if dt == _F64:
             return (self.random_u64(n) % np.uint64((1 << 53) + 1)).astype(np.float64)
-        if dt in (_F32, _F16):
+        if dt in _FLOATS:
             return _cast(self._raw(n) % np.uint64((1 << _DIGITS[dt]) + 1), dt)
         if dt == np.int64:
             return (self.random_u64(n) % np.uint64(1 << 63)).astype(np.int64)
@@ -1285,6 +1294,3 @@ def _sample_poisson(lam: float, uniform, lgamma) -> float:
         else:
             return x
 
-
-default_generator = MT19937Generator()
-default_generator.seed()

@@ -704,6 +704,40 @@ def test_torch_poisson(torch, dt):
 
 
 @pytest.mark.torch
+@pytest.mark.parametrize("seed", [0, 5])
+def test_torch_bfloat16(torch, seed):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+
+    def theirs(t):
+        return t.contiguous().view(torch.int16).numpy().view(bf16)
+
+    def tensor(a):
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+
+    g = pair(torch, seed)
+    tb = torch.bfloat16
+    for n in (1, 5, 16, 17, 33, 1001):
+        assert_same(g.uniform(n, bf16), theirs(torch.rand(n, dtype=tb)))
+        assert_same(g.uniform(n, bf16, -0.3, 0.7), theirs(torch.empty(n, dtype=tb).uniform_(-0.3, 0.7)))
+        assert_same(g.normal(n, bf16), theirs(torch.randn(n, dtype=tb)))
+        assert_same(g.normal(n, bf16, 0.5, 2.0), theirs(torch.empty(n, dtype=tb).normal_(0.5, 2.0)))
+        assert_same(g.random_(n, bf16), theirs(torch.empty(n, dtype=tb).random_()))
+        assert_same(g.randint(-100, 100, n, bf16), theirs(torch.randint(-100, 100, (n,), dtype=tb)))
+        assert_same(g.random_(n, bf16, -2 ** 63), theirs(torch.empty(n, dtype=tb).random_(-2 ** 63, None)))
+        assert_same(g.exponential(n, bf16), theirs(torch.empty(n, dtype=tb).exponential_()))
+        assert_same(g.bernoulli(0.4, n, bf16), theirs(torch.empty(n, dtype=tb).bernoulli_(0.4)))
+        p = np.linspace(0, 1, n).astype(bf16)
+        assert_same(g.bernoulli(p, n, bf16), theirs(torch.bernoulli(tensor(p))))
+    p = np.random.default_rng(seed).random((3, 9)).astype(bf16)
+    for num, repl in [(1, False), (4, False), (9, True)]:
+        assert_same(g.multinomial(p, num, repl), torch.multinomial(tensor(p), num, repl))
+    lam = np.array([0.5, 3, 30], bf16)
+    assert_same(g.poisson(lam), theirs(torch.poisson(tensor(lam))))
+    in_step(torch, g)
+
+
+@pytest.mark.torch
 def test_torch_state_interop(torch):
     g = pair(torch, 10)
     in_step(torch, g)
