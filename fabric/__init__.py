@@ -27,6 +27,8 @@ from ._creation import *  # noqa: F401,F403
 from ._random_ops import *  # noqa: F401,F403
 from .random import manual_seed, seed, initial_seed, get_rng_state, set_rng_state, Generator  # noqa: F401
 from ._formatting import set_printoptions  # noqa: F401
+import fabric.linalg as linalg  # noqa: E402,F401  (`from . import linalg` would get fabric.ops.linalg)
+from .serialization import save, load  # noqa: F401
 from ._dtype import result_type as _result_type
 
 
