@@ -420,7 +420,7 @@ class HarnessKernels:
 
     def __init__(self, seed: int = 0, guard: str = "end", limits: _launch.Limits | None = None):
         self.seed, self.guard = seed, guard
-        self.limits = limits or _launch.Limits(max_block=128, max_grid=3, max_shared=48 * 1024,
+        self.limits = limits or _launch.Limits(max_block=128, max_grid=3, max_shared=44 * 1024,
                                                elementwise_block=64, chunk_size=96)
         self.launched: list[str] = []
 
