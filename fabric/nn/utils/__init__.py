@@ -1,0 +1,15 @@
+"""``nn.utils``: gradient clipping and parameter/vector conversion.
+
+Example::
+
+    >>> import fabric
+    >>> from fabric import nn
+    >>> nn.utils.parameters_to_vector(nn.Linear(2, 2).parameters()).shape
+    fabric.Size([6])
+"""
+from __future__ import annotations
+
+from . import clip_grad, convert_parameters  # noqa: F401
+from .clip_grad import clip_grad_norm, clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm  # noqa: F401
+from .convert_parameters import parameters_to_vector, vector_to_parameters  # noqa: F401
+# the RNN engineer adds: from . import rnn
