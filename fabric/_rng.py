@@ -29,9 +29,10 @@ How PyTorch draws, and how this module reproduces it
 * ``bernoulli_(float p)``, ``exponential_``, ``geometric_``, ``cauchy_``,
   ``log_normal_``, ``multinomial`` and ``poisson`` draw one double (53 bits)
   per uniform.  ``bernoulli_(p tensor)`` draws a float (24 bits) unless ``p``
-  is float64.  PyTorch >= 2.5 no longer routes ``bernoulli_(float)`` or
-  ``exponential_`` through MKL's VSL outside fbcode, so there is no MCG31
-  stream to emulate.
+  is float64.  PyTorch 2.13 does not route ``bernoulli_(float)`` or
+  ``exponential_`` through MKL's VSL (that path is compiled only into
+  fbcode builds since pytorch#132395), so there is no MCG31 stream to
+  emulate: dropout masks come from the mt19937 stream like everything else.
 * ``random_``/``randint``: ``u % range + from`` with ``u`` a 32-bit draw when
   ``range < 2**28`` and a ``random64`` otherwise.
 * ``randperm(n)`` for ``n < 2**32 / 20``: Fisher-Yates,
@@ -71,6 +72,8 @@ What is not reproduced
 * ``poisson`` is exact but samples element by element in Python
   (rejection sampling consumes a data-dependent number of draws).
 * Threads: one generator must not be used from several threads at once.
+* Argument errors raise RuntimeError (NotImplementedError, a subclass, for
+  unsupported dtypes), as PyTorch does; messages are PyTorch's where cheap.
 """
 from __future__ import annotations
 
@@ -210,7 +213,7 @@ def _fma64(a, b, c):
     err = _two_sum_err(tl, pl, v)
     bits = v.view(np.int64)
     fix = (err != 0) & ((bits & 1) == 0)
-    if fix.any():
+    if np.count_nonzero(fix):
         bits = np.where(fix, bits + np.where((err > 0) == (v > 0), 1, -1), bits)
         v = bits.view(np.float64)
     return th + v
@@ -228,8 +231,9 @@ def _fma32(a, b, c):
         s += c
     else:
         s = s + c
-    tie = np.flatnonzero((s.view(np.int64) & 0x1FFFFFFF) == 0x10000000)
-    if tie.size:
+    tie = (s.view(np.int64) & 0x1FFFFFFF) == 0x10000000
+    if np.count_nonzero(tie):
+        tie = np.flatnonzero(tie)
         flat = s.reshape(-1)
         st = flat[tie]
         p = np.multiply(_pick(a, tie), _pick(b, tie), dtype=np.float64)
@@ -587,7 +591,7 @@ class MT19937Generator:
 
     def seed(self) -> int:
         """Reseed from the OS entropy source and return the new seed."""
-        s = int.from_bytes(os.urandom(8), "little") & ((1 << 63) - 1)
+        s = int.from_bytes(os.urandom(8), "little")
         self.manual_seed(s)
         return s
 
