@@ -12,6 +12,8 @@ from .inplace import *  # noqa: F401,F403
 from .convert import *  # noqa: F401,F403
 from . import arith, reduce, shape, join, inplace, convert
 # catalogue modules: one line each
+from .sorting import *  # noqa: F401,F403
+from . import sorting
 from ._methods import install_tensor_methods
 
 install_tensor_methods()

@@ -11,6 +11,10 @@ sum mean
 reshape view view_as reshape_as flatten transpose swapaxes swapdims permute expand expand_as squeeze unsqueeze
 unbind t narrow
 add_ sub_ mul_ div_ zero_ fill_ copy_
+nansum nanmean prod max min amax amin aminmax argmax argmin var std logsumexp norm cumsum cumprod cummax cummin
+logcumsumexp all any count_nonzero
+sort argsort msort topk kthvalue median nanmedian mode quantile nanquantile unique unique_consecutive bincount
+histc histogram
 """.split()
 
 

@@ -1,20 +1,105 @@
-"""Reductions: sum, mean (the catalogue adds the rest here).
+"""Reductions and scans: sum, mean, nansum, nanmean, prod, max/min, amax/amin,
+aminmax, argmax/argmin, var/std (and var_mean/std_mean), logsumexp, norm,
+cumsum, cumprod, cummax/cummin, logcumsumexp, all/any, count_nonzero.
+
+``dim`` may be an int, a tuple/list of ints or None (all dims) wherever
+PyTorch allows; an empty tuple means "all dims" as in PyTorch (except for
+``all``/``any``, where PyTorch reduces nothing).  Results follow PyTorch's
+dtypes: integer and bool sums/products are int64, arg-reductions int64,
+mean/var/std/logsumexp/norm need (or produce) floating point.
+
+Gradients on ties follow PyTorch: ``max(dim)``/``min(dim)`` send the
+gradient to the returned index; ``max()``/``min()`` without dim, ``amax``,
+``amin`` and ``aminmax`` spread it evenly over the tied elements.
+
+Also home of the index-selection Functions (:func:`_gather`) that the
+sorting ops (:mod:`fabric.ops.sorting`) reuse, and of the result
+namedtuples (``fabric.return_types.max`` ...).
 
 Example::
 
     >>> import fabric
-    >>> fabric.ones(2, 3).sum(1)
-    tensor([3., 3.])
+    >>> x = fabric.tensor([[1., 5., 2.], [4., 0., 4.]])
+    >>> x.max(1)
+    fabric.return_types.max(
+    values=tensor([5., 4.]),
+    indices=tensor([1, 0]))
+    >>> x.amax(1)
+    tensor([5., 4.])
+    >>> x.var(1, correction=0)
+    tensor([2.8889, 3.5556])
 """
 from __future__ import annotations
+
+import builtins
+import collections
+import math
+import sys
+import types
+import warnings
 
 import numpy as np
 
 from .. import _dtype as D
 from ..autograd.function import Function, _apply
-from ._util import normalize_dims
+from ..autograd.grad_mode import state as _grad_state
+from .._tensor import Tensor, _wrap_dim
+from ..backends import backend_of
+from ._util import normalize_dims, xp_of
 
-__all__ = ["sum", "mean"]
+__all__ = ["sum", "mean", "nansum", "nanmean", "prod", "max", "min", "amax", "amin", "aminmax", "argmax",
+           "argmin", "var", "std", "var_mean", "std_mean", "logsumexp", "norm", "cumsum", "cumprod", "cummax",
+           "cummin", "logcumsumexp", "all", "any", "count_nonzero", "return_types"]
+
+# This module defines sum/max/min/all/any: keep the builtins at hand.
+_bool, _int, _float, _range = builtins.bool, builtins.int, builtins.float, builtins.range
+_bmax, _bmin, _bany, _ball = builtins.max, builtins.min, builtins.any, builtins.all
+_INT = np.dtype(np.int64)
+
+
+# --- result namedtuples (torch.return_types) --------------------------------
+
+return_types = types.ModuleType("fabric.return_types", "Named tuples returned by ops with several results "
+                                                       "(``values, indices`` ...), as in ``torch.return_types``.")
+
+
+def _return_type(name, fields):
+    cls = collections.namedtuple(name, fields)
+
+    def __repr__(self):
+        body = ",\n".join(f"{f}={v!r}" for f, v in zip(self._fields, self))
+        return f"fabric.return_types.{name}(\n{body})"
+
+    cls.__repr__ = __repr__
+    cls.__module__ = "fabric.return_types"
+    setattr(return_types, name, cls)
+    return cls
+
+
+for _name in ("max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax", "cummin"):
+    _return_type(_name, ("values", "indices"))
+_return_type("aminmax", ("min", "max"))
+_return_type("histogram", ("hist", "bin_edges"))
+sys.modules.setdefault("fabric.return_types", return_types)
+
+
+# --- helpers ------------------------------------------------------------------
+
+def _const(a):
+    """A constant (non-differentiable) Tensor on an array (NumPy scalars from
+    0-d arithmetic become 0-d arrays)."""
+    if isinstance(a, np.generic):
+        a = np.asarray(a)
+    return Tensor._make(a, False)
+
+
+def _dims(dim, ndim):
+    """``dim`` as a sorted tuple of axes; None or an empty sequence mean all
+    dims (PyTorch); a 0-d tensor accepts dim 0/-1 and reduces nothing."""
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        return tuple(_range(ndim))
+    dims = normalize_dims(dim, ndim)
+    return dims if ndim else ()
 
 
 def _expand_back(gy, shape, dims, keepdim):
@@ -27,13 +112,204 @@ def _expand_back(gy, shape, dims, keepdim):
     return gy.expand(shape)
 
 
+def _keep(a, dims, keepdim):
+    """An array reduced over ``dims`` with the reduced axes restored as 1."""
+    if keepdim or not dims:
+        return a
+    kept = list(a.shape)
+    for d in dims:
+        kept.insert(d, 1)
+    return a.reshape(kept)
+
+
+def _reduced_shape(shape, dims, keepdim):
+    if keepdim:
+        return tuple(1 if d in dims else s for d, s in enumerate(shape))
+    return tuple(s for d, s in enumerate(shape) if d not in dims)
+
+
+def _numel(shape, dims):
+    n = 1
+    for d in dims:
+        n *= shape[d]
+    return n
+
+
 def _reduce_dtype(x, dtype):
     if dtype is not None:
         return D.to_dtype(dtype).np
     if x.dtype.kind in "biu":
-        return np.dtype(np.int64)
+        return _INT
     return None
 
+
+def _out(result, out):
+    if out is None:
+        return result
+    from .inplace import copy_into_out
+
+    return copy_into_out(out, result)
+
+
+def _out_tuple(result, out):
+    """``out=(values, indices)`` for ops returning a namedtuple."""
+    if out is None:
+        return result
+    from .inplace import copy_into_out
+
+    if not isinstance(out, (tuple, list)) or len(out) != len(result):
+        raise TypeError(f"out must be a tuple of {len(result)} Tensors")
+    return type(result)(*(copy_into_out(o, r) for o, r in zip(out, result)))
+
+
+def _torch_name(dt):
+    return {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+            "float32": "Float", "float64": "Double", "float16": "Half"}.get(dt.name, dt.name)
+
+
+def _check_nonempty(x, dims, name, sep="()"):
+    """PyTorch's errors for max-like reductions over an empty dimension."""
+    if x.size:
+        return
+    if len(dims) == x.ndim and x.ndim != 1:
+        raise RuntimeError(f"{name}{sep}: Expected reduction dim to be specified for input.numel() == 0. Specify "
+                           "the reduction dim with the 'dim' argument.")
+    for d in dims:
+        if x.shape[d] == 0:
+            raise IndexError(f"{name}{sep}: Expected reduction dim {d} to have non-zero size.")
+
+
+def _float_input(input, name):
+    x = input._data
+    if x.dtype.kind != "f":
+        raise RuntimeError(f"{name}: Expected a floating point tensor as input. Got {_torch_name(x.dtype)}")
+    return x
+
+
+class _quiet:
+    """Silence NumPy's divide/invalid warnings: PyTorch returns inf/nan quietly."""
+
+    __slots__ = ("old",)
+
+    def __enter__(self):
+        self.old = np.seterr(divide="ignore", invalid="ignore", over="ignore", under="ignore")
+
+    def __exit__(self, *exc):
+        np.seterr(**self.old)
+
+
+# --- gather / scatter along a dim (value-selecting reductions) ----------------
+
+def _flat_index(xp, idx, axis, shape):
+    """Linear (C-order) positions in an array of ``shape`` of the entries
+    ``idx`` selects along ``axis`` (``idx`` matches ``shape`` elsewhere)."""
+    nd = len(shape)
+    strides = [1] * nd
+    acc = 1
+    for d in _range(nd - 1, -1, -1):
+        strides[d] = acc
+        acc *= shape[d]
+    lin = idx.astype(np.int64) * strides[axis]
+    for d in _range(nd):
+        if d != axis and idx.shape[d] > 1:
+            s = [1] * nd
+            s[d] = idx.shape[d]
+            lin = lin + (xp.arange(idx.shape[d], dtype=np.int64) * strides[d]).reshape(s)
+    return lin
+
+
+class _Gather(Function):
+    """``take_along_axis(x, idx, axis)`` (squeezing ``axis`` unless keepdim);
+    backward scatters the gradient back to the selected positions."""
+
+    _array_forward = True
+    _node_name = "GatherBackward0"
+
+    @staticmethod
+    def forward(ctx, x, idx, axis, keepdim, unique):
+        ctx.idx, ctx.axis, ctx.shape, ctx.keepdim, ctx.unique = idx, axis, x.shape, keepdim, unique
+        y = xp_of(x).take_along_axis(x, idx, axis)
+        return y if keepdim else y.squeeze(axis)
+
+    @staticmethod
+    def backward(ctx, gy):
+        if not ctx.keepdim:
+            gy = gy.unsqueeze(ctx.axis)
+        g = _apply(_ScatterAdd, (gy, ctx.idx, ctx.axis, ctx.shape, ctx.unique),
+                   (gy._data, ctx.idx, ctx.axis, ctx.shape, ctx.unique))
+        return g, None, None, None, None
+
+
+class _ScatterAdd(Function):
+    """Zeros of ``shape`` with ``g`` added at ``idx`` along ``axis``
+    (repeated indices accumulate); the adjoint of :class:`_Gather`."""
+
+    _array_forward = True
+    _node_name = "ScatterAddBackward0"
+
+    @staticmethod
+    def forward(ctx, g, idx, axis, shape, unique):
+        ctx.idx, ctx.axis, ctx.unique = idx, axis, unique
+        xp = xp_of(g)
+        out = xp.zeros(shape, g.dtype)
+        if g.size:
+            lin = _flat_index(xp, idx, axis, shape).ravel()
+            flat = out.reshape(-1)
+            if unique:
+                flat[lin] = g.ravel()
+            else:
+                backend_of(out).scatter_add(flat, lin, g.ravel())
+        return out
+
+    @staticmethod
+    def backward(ctx, gg):
+        return _gather(gg, ctx.idx, ctx.axis, True, ctx.unique, _Gather), None, None, None, None
+
+
+def _selector(name):
+    """A :class:`_Gather` whose graph node is named like PyTorch's (``MaxBackward0``)."""
+    return type(name, (_Gather,), {"_node_name": name + "Backward0", "__module__": __name__})
+
+
+def _gather(input, idx, axis, keepdim, unique, cls):
+    return _apply(cls, (input, idx, axis, keepdim, unique), (input._data, idx, axis, keepdim, unique))
+
+
+_MaxDim, _MinDim = _selector("Max"), _selector("Min")
+_Cummax, _Cummin = _selector("Cummax"), _selector("Cummin")
+
+
+class _Flip(Function):
+    _array_forward = True
+    _node_name = "FlipBackward0"
+
+    @staticmethod
+    def forward(ctx, x, axis):
+        ctx.axis = axis
+        return xp_of(x).flip(x, axis)
+
+    @staticmethod
+    def backward(ctx, gy):
+        return _flip(gy, ctx.axis), None
+
+
+def _flip(t, axis):
+    return _apply(_Flip, (t, axis), (t._data, axis))
+
+
+def _movedim_last(t, axis):
+    """``t`` with ``axis`` moved to the end (a view), and the inverse permutation."""
+    nd = t._data.ndim
+    if axis == nd - 1:
+        return t, None
+    perm = tuple(d for d in _range(nd) if d != axis) + (axis,)
+    inv = [0] * nd
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return t.permute(perm), tuple(inv)
+
+
+# --- sum, mean, nansum, nanmean -------------------------------------------------
 
 class Sum(Function):
     _array_forward = True
@@ -56,16 +332,11 @@ class Mean(Function):
     @staticmethod
     def forward(ctx, x, dims, keepdim, dtype):
         ctx.shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
-        n = 1
-        for d in dims:
-            n *= x.shape[d]
-        ctx.n = n
+        ctx.n = _numel(x.shape, dims)
         if dtype is None and x.dtype == np.float16:
             return x.mean(axis=dims, keepdims=keepdim, dtype=np.float32).astype(np.float16)
-        if n == 0:
-            import warnings
-
-            with warnings.catch_warnings():
+        if ctx.n == 0:
+            with warnings.catch_warnings(), _quiet():
                 warnings.simplefilter("ignore", RuntimeWarning)
                 return x.mean(axis=dims, keepdims=keepdim, dtype=dtype)
         return x.mean(axis=dims, keepdims=keepdim, dtype=dtype)
@@ -76,39 +347,941 @@ class Mean(Function):
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
-    """Sum over ``dim`` (int, tuple, or None for all); ints and bools sum as int64."""
+    """Sum over ``dim`` (int, tuple, or None for all); ints and bools sum as int64.
+
+    Example::
+
+        >>> fabric.tensor([[1, 2], [3, 4]]).sum(0)
+        tensor([4, 6])
+    """
     if axis is not None:
         dim = axis
     x = input._data
-    dims = normalize_dims(dim, x.ndim)
+    dims = _dims(dim, x.ndim)
     r = _apply(Sum, (input, dims, keepdim, dtype), (x, dims, keepdim, _reduce_dtype(x, dtype)))
-    if out is not None:
-        from .inplace import copy_into_out
-
-        return copy_into_out(out, r)
-    return r
+    return _out(r, out)
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
-    """Arithmetic mean over ``dim``; floating inputs only, as in PyTorch."""
+    """Arithmetic mean over ``dim``; floating inputs only, as in PyTorch.
+
+    Example::
+
+        >>> fabric.tensor([1., 2., 6.]).mean()
+        tensor(3.)
+    """
     if axis is not None:
         dim = axis
     x = input._data
     if dtype is None and x.dtype.kind != "f":
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating point or "
                            f"complex dtype. Got: {_torch_name(input.dtype)}")
-    dims = normalize_dims(dim, x.ndim)
+    dims = _dims(dim, x.ndim)
     dt = D.to_dtype(dtype).np if dtype is not None else None
     if dt is not None and x.dtype != dt:
         x = x.astype(dt)
     r = _apply(Mean, (input, dims, keepdim, dtype), (x, dims, keepdim, None))
-    if out is not None:
-        from .inplace import copy_into_out
-
-        return copy_into_out(out, r)
-    return r
+    return _out(r, out)
 
 
-def _torch_name(dt):
-    return {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
-            "float32": "Float", "float64": "Double", "float16": "Half"}.get(dt.name, dt.name)
+class NanSum(Function):
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, x, dims, keepdim, dtype):
+        ctx.shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
+        if x.dtype.kind != "f":
+            return x.sum(axis=dims, keepdims=keepdim, dtype=dtype)
+        ctx.save_for_backward(x)
+        return xp_of(x).nansum(x, axis=dims, keepdims=keepdim, dtype=dtype)
+
+    @staticmethod
+    def backward(ctx, gy):
+        x, = ctx.saved_tensors
+        keep = _const(~xp_of(x._data).isnan(x._data))
+        return _expand_back(gy, ctx.shape, ctx.dims, ctx.keepdim) * keep, None, None, None
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    """Sum treating NaN as zero.
+
+    Example::
+
+        >>> fabric.tensor([1., float('nan'), 2.]).nansum()
+        tensor(3.)
+    """
+    x = input._data
+    dims = _dims(dim, x.ndim)
+    dt = _reduce_dtype(x, dtype)
+    if dt is not None and x.dtype.kind == "f" and dt != x.dtype:
+        x = x.astype(dt)
+    return _out(_apply(NanSum, (input, dims, keepdim, dt), (x, dims, keepdim, dt)), out)
+
+
+def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    """Mean of the non-NaN elements (NaN where there are none).
+
+    Example::
+
+        >>> fabric.tensor([1., float('nan'), 2.]).nanmean()
+        tensor(1.5000)
+    """
+    x = input._data
+    if x.dtype.kind != "f":
+        raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "
+                           f"{_torch_name(x.dtype)}")
+    dims = _dims(dim, x.ndim)
+    count = (~xp_of(x).isnan(x)).sum(axis=dims, keepdims=keepdim)
+    s = nansum(input, dims, keepdim, dtype=dtype)
+    with _quiet():
+        return _out(s / _const(count.astype(s._data.dtype)), out)
+
+
+# --- prod, cumsum, cumprod ------------------------------------------------------
+
+class Prod(Function):
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim, dtype):
+        ctx.dim, ctx.keepdim, ctx.shape = dim, keepdim, x.shape
+        dims = (dim,) if dim is not None else tuple(_range(x.ndim))
+        ctx.dims = dims
+        y = x.prod(axis=dims, keepdims=keepdim, dtype=dtype)
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, gy):
+        x, y = ctx.saved_tensors
+        xd = x._data
+        if xd.ndim == 0:
+            return gy, None, None, None
+        gye = _expand_back(gy, ctx.shape, ctx.dims, ctx.keepdim)
+        xp = xp_of(xd)
+        if not _bool((xd == 0).any()):
+            return gye * (_expand_back(y, ctx.shape, ctx.dims, ctx.keepdim) / x), None, None, None
+        if ctx.dim is None:  # product over everything: work on the flat vector
+            x1 = x.reshape(-1)
+            axis = 0
+        else:
+            x1, axis = x, ctx.dim
+        if not _grad_state.enabled:
+            ex = _const(_exclusive_prods(xp, x1._data, axis).reshape(ctx.shape))
+            return gye * ex, None, None, None
+        return gye * _exclusive_prods_t(x1, axis).reshape(ctx.shape), None, None, None
+
+
+def _exclusive_prods(xp, x, axis):
+    """prod of all other elements along ``axis`` for each element (zero-safe)."""
+    n = x.shape[axis]
+    ones = xp.ones(_reduced_shape(x.shape, (axis,), True), x.dtype)
+    left = xp.cumprod(xp.concatenate([ones, xp.take(x, xp.arange(n - 1), axis=axis)], axis=axis), axis=axis)
+    rx = xp.flip(x, axis)
+    right = xp.cumprod(xp.concatenate([ones, xp.take(rx, xp.arange(n - 1), axis=axis)], axis=axis), axis=axis)
+    return left * xp.flip(right, axis)
+
+
+def _exclusive_prods_t(x, axis):
+    """:func:`_exclusive_prods` in Tensor ops (differentiable again)."""
+    from .join import cat
+
+    n = x._data.shape[axis]
+    if n == 1:
+        return x * 0 + 1
+    ones = _const(xp_of(x._data).ones(_reduced_shape(x._data.shape, (axis,), True), x._data.dtype))
+    left = cumprod(cat([ones, x.narrow(axis, 0, n - 1)], axis), axis)
+    right = cumprod(cat([ones, _flip(x.narrow(axis, 1, n - 1), axis)], axis), axis)
+    return left * _flip(right, axis)
+
+
+def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    """Product of all elements, or along one ``dim``; ints and bools give int64.
+    The gradient is exact with zeros in the input (as in PyTorch).
+
+    Example::
+
+        >>> fabric.tensor([[1., 2.], [3., 4.]]).prod(1)
+        tensor([ 2., 12.])
+    """
+    x = input._data
+    if dim is not None:
+        if isinstance(dim, (tuple, list)):
+            raise TypeError("prod(): argument 'dim' must be int, not tuple")
+        dim = _wrap_dim(dim, x.ndim)
+        if x.ndim == 0:
+            dim = None
+    dt = _reduce_dtype(x, dtype)
+    if dt is not None and x.dtype.kind == "f" and dt != x.dtype:
+        x = x.astype(dt)
+    return _out(_apply(Prod, (input, dim, keepdim, dt), (x, dim, keepdim, dt)), out)
+
+
+class CumSum(Function):
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, x, axis, reverse, dtype):
+        ctx.axis, ctx.reverse = axis, reverse
+        xp = xp_of(x)
+        if x.ndim == 0:
+            return x.astype(dtype) if dtype is not None else x.copy()
+        if reverse:
+            return xp.flip(xp.cumsum(xp.flip(x, axis), axis=axis, dtype=dtype), axis)
+        return xp.cumsum(x, axis=axis, dtype=dtype)
+
+    @staticmethod
+    def backward(ctx, gy):
+        return _cumsum(gy, ctx.axis, not ctx.reverse), None, None, None
+
+
+def _cumsum(t, axis, reverse=False):
+    return _apply(CumSum, (t, axis, reverse, None), (t._data, axis, reverse, None))
+
+
+def cumsum(input, dim, *, dtype=None, out=None):
+    """Cumulative sum along ``dim``; ints and bools accumulate as int64.
+
+    Example::
+
+        >>> fabric.tensor([1, 2, 3]).cumsum(0)
+        tensor([1, 3, 6])
+    """
+    x = input._data
+    axis = _wrap_dim(dim, x.ndim)
+    dt = _reduce_dtype(x, dtype)
+    return _out(_apply(CumSum, (input, axis, False, dt), (x, axis, False, dt)), out)
+
+
+class CumProd(Function):
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, x, axis, dtype):
+        ctx.axis = axis
+        if x.ndim == 0:
+            y = x.astype(dtype) if dtype is not None else x.copy()
+        else:
+            y = xp_of(x).cumprod(x, axis=axis, dtype=dtype)
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, gy):
+        x, y = ctx.saved_tensors
+        xd = x._data
+        axis = ctx.axis
+        if xd.ndim == 0 or xd.shape[axis] <= 1:
+            return gy, None, None
+        if not _bool((xd == 0).any()):
+            return _cumsum(gy * y, axis, True) / x, None, None
+        if not _grad_state.enabled:
+            return _const(_cumprod_grad_zeros(xd, y._data, gy._data, axis)), None, None
+        # create_graph with zeros: the O(n^2) form whose derivative is exact (as PyTorch)
+        xm, inv = _movedim_last(x, axis)
+        gm, _ = _movedim_last(gy, axis)
+        xp = xp_of(xd)
+        n = xd.shape[axis]
+        eye = xp.eye(n, dtype=xd.dtype)
+        rows = xm.unsqueeze(-2) * _const(1 - eye) + _const(eye)  # row k: x with x_k replaced by 1
+        c = cumprod(rows, -1)                                    # c[k, j] = prod_{i<=j, i!=k} x_i
+        gx = (gm.unsqueeze(-2) * c * _const(xp.triu(xp.ones((n, n), xd.dtype)))).sum(-1)
+        return (gx.permute(inv) if inv is not None else gx), None, None
+
+
+def _cumprod_grad_zeros(x, y, g, axis):
+    """First-order cumprod gradient for inputs with zeros, O(n) (PyTorch's
+    derivation): before the first zero z, reverse-cumsum(g*y)/x; at z,
+    prod(x[:z]) * sum_{j>=z} g_j prod(x[z+1:j+1]); after z, zero."""
+    xp = xp_of(x)
+    xm, ym, gm = (xp.moveaxis(a, axis, -1) for a in (x, y, g))
+    is_zero = xm == 0
+    nz = xp.cumsum(is_zero, axis=-1)
+    before = nz == 0
+    first = is_zero & (nz == 1)
+    with _quiet():
+        w = gm * ym
+        rc = xp.flip(xp.cumsum(xp.flip(w, -1), axis=-1), -1)
+        gx = xp.where(before, rc / xp.where(before, xm, 1), 0)
+        u = xp.cumprod(xp.where(before | first, 1, xm), axis=-1)
+        p = xp.prod(xp.where(before, xm, 1), axis=-1, keepdims=True)
+        s = xp.sum(xp.where(before, 0, gm * u), axis=-1, keepdims=True)
+        gx = xp.where(first, p * s, gx)
+    return xp.moveaxis(gx, -1, axis).astype(x.dtype, copy=False)
+
+
+def cumprod(input, dim, *, dtype=None, out=None):
+    """Cumulative product along ``dim``; ints and bools accumulate as int64.
+    The gradient is exact with zeros in the input.
+
+    Example::
+
+        >>> fabric.tensor([1., 2., 3.]).cumprod(0)
+        tensor([1., 2., 6.])
+    """
+    x = input._data
+    axis = _wrap_dim(dim, x.ndim)
+    dt = _reduce_dtype(x, dtype)
+    if dt is not None and x.dtype.kind == "f" and dt != x.dtype:
+        x = x.astype(dt)
+    return _out(_apply(CumProd, (input, axis, dt), (x, axis, dt)), out)
+
+
+# --- max / min / amax / amin / aminmax / argmax / argmin ------------------------
+
+class _ExtremeAll(Function):
+    """max()/min() over all elements; the gradient is shared evenly by the ties."""
+
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, x, is_max, name):
+        if x.size == 0:
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify "
+                               "the reduction dim with the 'dim' argument.")
+        xp = xp_of(x)
+        y = xp.max(x) if is_max else xp.min(x)
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, gy):
+        x, y = ctx.saved_tensors
+        return gy * _const(_even_share(x._data, y._data)), None, None
+
+
+class MaxAll(_ExtremeAll):
+    _node_name = "MaxBackward1"
+
+
+class MinAll(_ExtremeAll):
+    _node_name = "MinBackward1"
+
+
+def _even_share(x, value):
+    """Mask of the elements equal to the 0-d ``value`` (NaNs if it is NaN),
+    divided by their count: how max()/median() without dim share the gradient."""
+    xp = xp_of(x)
+    mask = xp.isnan(x) if x.dtype.kind == "f" and _bool(xp.isnan(value)) else x == value
+    return mask / mask.sum(dtype=x.dtype)
+
+
+def _extreme_dim(input, dim, keepdim, is_max, name):
+    x = input._data
+    xp = xp_of(x)
+    if x.ndim == 0:
+        _wrap_dim(dim, 0)
+        idx = xp.zeros((1,), np.int64)
+        values = _gather(input.reshape(1), idx, 0, False, True, _MaxDim if is_max else _MinDim)
+        return getattr(return_types, name)(values, _const(idx.reshape(())))
+    axis = _wrap_dim(dim, x.ndim)
+    if x.shape[axis] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {dim} to have non-zero size.")
+    idx = (xp.argmax if is_max else xp.argmin)(x, axis=axis, keepdims=True)
+    values = _gather(input, idx, axis, keepdim, True, _MaxDim if is_max else _MinDim)
+    return getattr(return_types, name)(values, _const(idx if keepdim else idx.squeeze(axis)))
+
+
+def _binary_extreme(name, input, other, out):
+    from . import pointwise
+
+    return getattr(pointwise, name)(input, other, out=out)
+
+
+def max(input, dim=None, keepdim=False, *, out=None, other=None):
+    """``max(input)``: the largest element; ``max(input, dim, keepdim=False)``:
+    ``(values, indices)`` along ``dim`` (ties: the first index); ``max(input,
+    other)``: elementwise :func:`maximum`.
+
+    Example::
+
+        >>> fabric.tensor([[1., 5.], [7., 2.]]).max(1).indices
+        tensor([1, 0])
+    """
+    if isinstance(dim, Tensor) or other is not None:
+        return _binary_extreme("maximum", input, dim if other is None else other, out)
+    if dim is None:
+        return _out(_apply(MaxAll, (input, True, "max"), (input._data, True, "max")), out)
+    return _out_tuple(_extreme_dim(input, dim, keepdim, True, "max"), out)
+
+
+def min(input, dim=None, keepdim=False, *, out=None, other=None):
+    """``min(input)``, ``min(input, dim, keepdim=False)`` -> ``(values, indices)``
+    (ties: the first index), or elementwise :func:`minimum` with a Tensor.
+
+    Example::
+
+        >>> fabric.tensor([3., 1., 2.]).min()
+        tensor(1.)
+    """
+    if isinstance(dim, Tensor) or other is not None:
+        return _binary_extreme("minimum", input, dim if other is None else other, out)
+    if dim is None:
+        return _out(_apply(MinAll, (input, False, "min"), (input._data, False, "min")), out)
+    return _out_tuple(_extreme_dim(input, dim, keepdim, False, "min"), out)
+
+
+class _AExtreme(Function):
+    """amax/amin; the gradient is shared evenly by the tied elements."""
+
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, x, dims, keepdim, is_max):
+        ctx.dims, ctx.keepdim = dims, keepdim
+        xp = xp_of(x)
+        y = (xp.amax if is_max else xp.amin)(x, axis=dims, keepdims=keepdim)
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, gy):
+        x, y = ctx.saved_tensors
+        xd = x._data
+        mask = xd == _keep(y._data, ctx.dims, ctx.keepdim)
+        with _quiet():
+            share = mask / mask.sum(axis=ctx.dims, keepdims=True, dtype=xd.dtype)
+        return _expand_back(gy, xd.shape, ctx.dims, ctx.keepdim) * _const(share), None, None, None
+
+
+class Amax(_AExtreme):
+    pass
+
+
+class Amin(_AExtreme):
+    pass
+
+
+def _aextreme(input, dim, keepdim, is_max, name, sep="()"):
+    x = input._data
+    dims = _dims(dim, x.ndim)
+    _check_nonempty(x, dims, name, sep)
+    return _apply(Amax if is_max else Amin, (input, dims, keepdim, is_max), (x, dims, keepdim, is_max))
+
+
+def amax(input, dim=(), keepdim=False, *, out=None):
+    """Largest value over ``dim`` (int or tuple; ``()`` means all). Ties share
+    the gradient evenly.
+
+    Example::
+
+        >>> fabric.tensor([[1., 4.], [4., 2.]]).amax()
+        tensor(4.)
+    """
+    return _out(_aextreme(input, dim, keepdim, True, "amax"), out)
+
+
+def amin(input, dim=(), keepdim=False, *, out=None):
+    """Smallest value over ``dim`` (int or tuple; ``()`` means all).
+
+    Example::
+
+        >>> fabric.tensor([[1., 4.], [4., 2.]]).amin(0)
+        tensor([1., 2.])
+    """
+    return _out(_aextreme(input, dim, keepdim, False, "amin"), out)
+
+
+def aminmax(input, *, dim=None, keepdim=False, out=None):
+    """``(min, max)`` over all elements or one ``dim``.
+
+    Example::
+
+        >>> fabric.tensor([3., 1., 2.]).aminmax()
+        fabric.return_types.aminmax(
+        min=tensor(1.),
+        max=tensor(3.))
+    """
+    x = input._data
+    if dim is None:
+        if x.size == 0:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
+                               "identity.")
+        d = None
+    else:
+        d = _wrap_dim(dim, x.ndim)
+    lo = _aextreme(input, d, keepdim, False, "aminmax", "")
+    hi = _aextreme(input, d, keepdim, True, "aminmax", "")
+    return _out_tuple(return_types.aminmax(lo, hi), out)
+
+
+def _arg_extreme(input, dim, keepdim, is_max, name):
+    x = input._data
+    xp = xp_of(x)
+    if x.dtype == np.bool_:
+        raise RuntimeError(f"{name}(): does not support bool input")
+    if dim is None:
+        if x.size == 0:
+            raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
+        i = (xp.argmax if is_max else xp.argmin)(x.reshape(-1))
+        r = xp.asarray(i, dtype=np.int64)
+        return _const(r.reshape((1,) * x.ndim) if keepdim else r.reshape(()))
+    axis = _wrap_dim(dim, x.ndim)
+    if x.ndim == 0:
+        return _const(xp.zeros((), np.int64))
+    if x.shape[axis] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {dim} to have non-zero size.")
+    r = (xp.argmax if is_max else xp.argmin)(x, axis=axis, keepdims=keepdim)
+    return _const(r.astype(np.int64, copy=False))
+
+
+def argmax(input, dim=None, keepdim=False, *, out=None):
+    """Index of the largest value (of the flattened tensor when ``dim`` is
+    None); ties give the first index, NaN counts as largest.
+
+    Example::
+
+        >>> fabric.tensor([1., 3., 3.]).argmax()
+        tensor(1)
+    """
+    return _out(_arg_extreme(input, dim, keepdim, True, "argmax"), out)
+
+
+def argmin(input, dim=None, keepdim=False, *, out=None):
+    """Index of the smallest value; ties give the first index.
+
+    Example::
+
+        >>> fabric.tensor([[2., 0.], [1., 1.]]).argmin(1)
+        tensor([1, 0])
+    """
+    return _out(_arg_extreme(input, dim, keepdim, False, "argmin"), out)
+
+
+# --- var / std --------------------------------------------------------------------
+
+class _VarStd(Function):
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, x, dims, correction, keepdim, is_std):
+        ctx.dims, ctx.keepdim, ctx.shape = dims, keepdim, x.shape
+        n = _numel(x.shape, dims)
+        ctx.divisor = divisor = _bmax(n - correction, 0)
+        xp = xp_of(x)
+        xc = x.astype(np.float32) if x.dtype == np.float16 else x
+        with _quiet(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            m = xc.mean(axis=dims, keepdims=True)
+            d = xc - m
+            y = (d * d).sum(axis=dims, keepdims=keepdim) / xc.dtype.type(divisor)
+            if is_std:
+                y = xp.sqrt(y)
+        y = y.astype(x.dtype, copy=False)
+        ctx.save_for_backward(x, y if is_std else None)
+        return y
+
+    @staticmethod
+    def backward(ctx, gy):
+        x, y = ctx.saved_tensors
+        dims, keepdim = ctx.dims, ctx.keepdim
+        centered = x - x.mean(dims, keepdim=True) if dims else x * 0
+        gye = _expand_back(gy, ctx.shape, dims, keepdim)
+        if y is None:  # var
+            return gye * centered * (2.0 / ctx.divisor if ctx.divisor else math.inf), None, None, None, None
+        # std: d std = d var / (2 std), and 0 where std == 0 (as PyTorch)
+        yz = _keep(y._data, dims, keepdim) == 0
+        ye = _expand_back(y + _const((y._data == 0).astype(y._data.dtype)), ctx.shape, dims, keepdim)
+        scale = 1.0 / ctx.divisor if ctx.divisor else math.inf
+        with _quiet():
+            return gye * centered * scale / ye * _const(~yz), None, None, None, None
+
+
+class Var(_VarStd):
+    pass
+
+
+class Std(_VarStd):
+    pass
+
+
+def _var_args(name, input, dim, unbiased, keepdim, correction):
+    x = input._data
+    if x.dtype.kind != "f":
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    if isinstance(dim, _bool):  # var(input, unbiased)
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise RuntimeError(f"{name}: can't use both unbiased and correction arguments")
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    dims = _dims(dim, x.ndim)
+    if _numel(x.shape, dims) - correction <= 0:
+        warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
+                      "factor (input numel divided by output numel).", UserWarning, stacklevel=3)
+    return x, dims, correction
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+    """Variance over ``dim``, divided by ``N - correction`` (``correction=1`` by
+    default; ``unbiased=False`` means ``correction=0``). NaN (with a warning)
+    when ``N - correction <= 0``.
+
+    Example::
+
+        >>> fabric.tensor([1., 2., 3., 4.]).var()
+        tensor(1.6667)
+    """
+    x, dims, c = _var_args("var", input, dim, unbiased, keepdim, correction)
+    return _out(_apply(Var, (input, dims, c, keepdim, False), (x, dims, c, keepdim, False)), out)
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+    """Standard deviation over ``dim`` (see :func:`var` for ``correction``).
+
+    Example::
+
+        >>> fabric.tensor([1., 2., 3., 4.]).std(correction=0)
+        tensor(1.1180)
+    """
+    x, dims, c = _var_args("std", input, dim, unbiased, keepdim, correction)
+    return _out(_apply(Std, (input, dims, c, keepdim, True), (x, dims, c, keepdim, True)), out)
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """``(var, mean)`` over ``dim`` (a plain tuple, as in PyTorch).
+
+    Example::
+
+        >>> fabric.var_mean(fabric.tensor([1., 2., 3.]))
+        (tensor(1.), tensor(2.))
+    """
+    v = var(input, dim, unbiased, keepdim, correction=correction)
+    return v, mean(input, None if isinstance(dim, _bool) else dim, keepdim)
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """``(std, mean)`` over ``dim``.
+
+    Example::
+
+        >>> fabric.std_mean(fabric.tensor([1., 3.]))
+        (tensor(1.4142), tensor(2.))
+    """
+    s = std(input, dim, unbiased, keepdim, correction=correction)
+    return s, mean(input, None if isinstance(dim, _bool) else dim, keepdim)
+
+
+# --- logsumexp, logcumsumexp ------------------------------------------------------
+
+class LogSumExp(Function):
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, x, dims, keepdim):
+        ctx.dims, ctx.keepdim, ctx.shape = dims, keepdim, x.shape
+        xp = xp_of(x)
+        if x.size == 0 or _numel(x.shape, dims) == 0:
+            y = xp.full(_reduced_shape(x.shape, dims, keepdim), -xp.inf, x.dtype)
+        else:
+            m = xp.amax(x, axis=dims, keepdims=True)
+            m = xp.where(xp.isfinite(m), m, 0)
+            with _quiet():
+                y = xp.log(xp.sum(xp.exp(x - m), axis=dims, keepdims=True)) + m
+            if not keepdim:
+                y = y.reshape(_reduced_shape(x.shape, dims, False))
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, gy):
+        x, y = ctx.saved_tensors
+        from .arith import exp
+
+        ye = _expand_back(y, ctx.shape, ctx.dims, ctx.keepdim)
+        return _expand_back(gy, ctx.shape, ctx.dims, ctx.keepdim) * exp(x - ye), None, None
+
+
+def _float_or_default(x):
+    return x if x.dtype.kind == "f" else x.astype(D.get_default_dtype().np)
+
+
+def logsumexp(input, dim, keepdim=False, *, out=None):
+    """``log(sum(exp(input), dim))`` computed stably (no overflow for large
+    inputs); integer inputs give the default float dtype.
+
+    Example::
+
+        >>> fabric.logsumexp(fabric.tensor([1e4, 1e4]), 0)
+        tensor(10000.6934)
+    """
+    x = input._data
+    dims = _dims(dim, x.ndim)
+    xf = _float_or_default(x)
+    return _out(_apply(LogSumExp, (input, dims, keepdim), (xf, dims, keepdim)), out)
+
+
+class LogCumSumExp(Function):
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, x, axis):
+        ctx.axis = axis
+        xp = xp_of(x)
+        if x.ndim == 0 or x.size == 0:
+            y = x.copy()
+        elif xp is np:
+            y = np.logaddexp.accumulate(x, axis=axis)
+        else:  # CuPy: shift by the running maximum, then log(cumsum(exp))
+            m = xp.maximum.accumulate(x, axis=axis)
+            mf = xp.where(xp.isfinite(m), m, 0)
+            last = xp.take(mf, [-1], axis=axis)
+            y = xp.log(xp.cumsum(xp.exp(x - last), axis=axis)) + last
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, gy):
+        # PyTorch's formula: split the gradient by sign, work in log space, so
+        # nothing overflows; built from Tensor ops so it differentiates again.
+        x, y = ctx.saved_tensors
+        if x._data.ndim == 0:
+            return gy, None
+        from .arith import exp, log
+
+        axis = ctx.axis
+        g = gy._data
+        lowest = np.finfo(g.dtype).min
+        out = None
+        for sign in (1, -1):
+            m = (g * sign) > 0
+            mf = m.astype(g.dtype)
+            log_g = log(gy * _const(mf * sign) + _const(1 - mf)) + _const((1 - mf) * lowest)
+            rev = _flip(logcumsumexp(_flip(log_g - y, axis), axis), axis)
+            part = exp(rev + x)
+            out = part if out is None else out - part
+        return out, None
+
+
+def logcumsumexp(input, dim, *, out=None):
+    """``log(cumsum(exp(input), dim))`` computed stably.
+
+    Example::
+
+        >>> fabric.tensor([0., 0., 0.]).logcumsumexp(0)
+        tensor([0.0000, 0.6931, 1.0986])
+    """
+    x = input._data
+    axis = _wrap_dim(dim, x.ndim)
+    if x.dtype.kind != "f":
+        raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for '{_torch_name(x.dtype)}'")
+    return _out(_apply(LogCumSumExp, (input, axis), (x, axis)), out)
+
+
+# --- cummax / cummin ------------------------------------------------------------------
+
+def _cum_extreme(input, dim, is_max, name):
+    x = input._data
+    xp = xp_of(x)
+    if x.ndim == 0:
+        _wrap_dim(dim, 0)
+        idx = xp.zeros((1,), np.int64)
+        v = _gather(input.reshape(1), idx, 0, False, True, _Cummax if is_max else _Cummin)
+        return getattr(return_types, name)(v, _const(idx.reshape(())))
+    axis = _wrap_dim(dim, x.ndim)
+    if x.size == 0:
+        idx = xp.zeros(x.shape, np.int64)
+    else:
+        ufunc = xp.maximum if is_max else xp.minimum
+        running = ufunc.accumulate(x, axis=axis)
+        # an element becomes the running extreme when it ties it (>=, as PyTorch) or is NaN
+        mark = x == running
+        if x.dtype.kind == "f":
+            mark |= xp.isnan(x)
+        shape = [1] * x.ndim
+        shape[axis] = x.shape[axis]
+        pos = xp.where(mark, xp.arange(x.shape[axis], dtype=np.int64).reshape(shape), 0)
+        idx = xp.maximum.accumulate(pos, axis=axis)
+    v = _gather(input, idx, axis, True, False, _Cummax if is_max else _Cummin)
+    return getattr(return_types, name)(v, _const(idx))
+
+
+def cummax(input, dim, *, out=None):
+    """Running maximum along ``dim`` and where it was attained (the latest
+    index on ties, as PyTorch).
+
+    Example::
+
+        >>> fabric.tensor([1., 3., 2., 3.]).cummax(0).indices
+        tensor([0, 1, 1, 3])
+    """
+    return _out_tuple(_cum_extreme(input, dim, True, "cummax"), out)
+
+
+def cummin(input, dim, *, out=None):
+    """Running minimum along ``dim`` and its (latest on ties) index.
+
+    Example::
+
+        >>> fabric.tensor([2., 1., 3.]).cummin(0).values
+        tensor([2., 1., 1.])
+    """
+    return _out_tuple(_cum_extreme(input, dim, False, "cummin"), out)
+
+
+# --- norm -----------------------------------------------------------------------------
+
+class VectorNorm(Function):
+    _array_forward = True
+    _node_name = "LinalgVectorNormBackward0"
+
+    @staticmethod
+    def forward(ctx, x, ord, dims, keepdim):
+        ctx.ord, ctx.dims, ctx.keepdim, ctx.shape = ord, dims, keepdim, x.shape
+        xp = xp_of(x)
+        a = xp.abs(x)
+        with _quiet():
+            if ord == 2:
+                y = xp.sqrt((x * x).sum(axis=dims, keepdims=keepdim))
+            elif ord == 1:
+                y = a.sum(axis=dims, keepdims=keepdim)
+            elif ord == math.inf:
+                y = xp.amax(a, axis=dims, keepdims=keepdim)
+            elif ord == -math.inf:
+                y = xp.amin(a, axis=dims, keepdims=keepdim)
+            elif ord == 0:
+                y = (x != 0).sum(axis=dims, keepdims=keepdim).astype(x.dtype)
+            else:
+                y = ((a ** ord).sum(axis=dims, keepdims=keepdim)) ** (1.0 / ord)
+        y = xp.asarray(y, dtype=x.dtype)
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, gy):
+        # PyTorch's norm_backward, with masks as constants (derivative 0 a.e.)
+        x, y = ctx.saved_tensors
+        p, dims, keepdim, shape = ctx.ord, ctx.dims, ctx.keepdim, ctx.shape
+        xd = x._data
+        xp = xp_of(xd)
+        if p == 0:
+            return _expand_back(gy, shape, dims, keepdim) * 0, None, None, None
+        gye = _expand_back(gy, shape, dims, keepdim)
+        sgn = xp.sign(xd)
+        if p == 1:
+            return gye * _const(sgn), None, None, None
+        yk = _keep(y._data, dims, keepdim)
+        ye = _expand_back(y, shape, dims, keepdim)
+        if math.isinf(p):
+            ax = xp.abs(xd)
+            mask = (ax == yk) | xp.isnan(ax)
+            with _quiet():
+                share = sgn * (mask / mask.sum(axis=dims, keepdims=True, dtype=xd.dtype))
+            return gye * _const(share), None, None, None
+        ynz = _const((yk != 0).astype(xd.dtype))
+        ysafe = ye + _const(xp.broadcast_to(yk == 0, shape).astype(xd.dtype))
+        absx = x * _const(sgn)
+        if p == 2:
+            return gye * (x / ysafe) * ynz, None, None, None
+        if p < 1:
+            xnz = (xd != 0).astype(xd.dtype)
+            scaled = _const(sgn) * (absx + _const(1 - xnz)) ** (p - 1) * _const(xnz)
+            return scaled * gye * ye ** (1 - p), None, None, None
+        if p < 2:
+            scaled = _const(sgn) * absx ** (p - 1)
+        else:
+            scaled = x * absx ** (p - 2)
+        return scaled * (gye / ysafe ** (p - 1)) * ynz, None, None, None
+
+
+def _vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None, name="linalg.vector_norm"):
+    """The vector p-norm behind :func:`norm` (``linalg.vector_norm``'s
+    semantics: ``ord`` any float incl. ``inf``/``-inf``/0; ``dim`` int, tuple or
+    None for all; floating inputs only; ``dtype`` casts before computing)."""
+    x = input._data
+    if x.dtype.kind != "f":
+        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
+                           f"{_torch_name(x.dtype)}")
+    if isinstance(ord, str) or isinstance(ord, _bool):
+        raise TypeError(f"{name}: ord must be a number, got {ord!r}")
+    ord = _float(ord)
+    dims = _dims(dim, x.ndim)
+    if dtype is not None:
+        dt = D.to_dtype(dtype).np
+        if dt != x.dtype:
+            x = x.astype(dt)
+    if ord < 0 or math.isinf(ord):
+        empty = x.size == 0 if not dims else _bany(x.shape[d] == 0 for d in dims)
+        if empty:
+            shown = "inf" if ord == math.inf else ("-inf" if ord == -math.inf else f"{ord:g}")
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {shown} norm on an empty tensor because "
+                               "the operation does not have an identity")
+    return _apply(VectorNorm, (input, ord, dims, keepdim), (x, ord, dims, keepdim))
+
+
+def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+    """``torch.norm``: the vector ``p``-norm over ``dim`` (int, tuple or None
+    for all) for numeric ``p`` (incl. ``inf``, ``-inf``, 0) and for ``'fro'``
+    (the 2-norm of the flattened dims). ``'nuc'`` and other matrix norms call
+    ``fabric.linalg.matrix_norm`` (``fabric/ops/linalg.py``).
+
+    The vector case lives here (:func:`_vector_norm`, which
+    ``fabric.linalg.vector_norm`` may reuse).
+
+    Example::
+
+        >>> fabric.tensor([[3., 4.], [0., 1.]]).norm(dim=1)
+        tensor([5., 1.])
+    """
+    if isinstance(p, str):
+        if p == "fro" and (dim is None or isinstance(dim, (_int, np.integer)) or len(dim) <= 2):
+            r = _vector_norm(input, 2, dim, keepdim, dtype=dtype)
+        else:
+            try:
+                from .linalg import matrix_norm
+            except ImportError:
+                raise NotImplementedError(f"norm(p={p!r}) needs fabric.linalg.matrix_norm, which is not "
+                                          "available") from None
+            d = tuple(_range(input.ndim)) if dim is None else dim
+            r = matrix_norm(input, p, d, keepdim, dtype=dtype)
+        return _out(r, out)
+    return _out(_vector_norm(input, 2.0 if p is None else p, dim, keepdim, dtype=dtype), out)
+
+
+# --- all / any / count_nonzero ------------------------------------------------------
+
+def _logical_reduce(input, dim, keepdim, is_all):
+    x = input._data
+    xp = xp_of(x)
+    if isinstance(dim, (tuple, list)) and len(dim) == 0:
+        dims = ()  # PyTorch: an empty dim list reduces nothing here
+    else:
+        dims = _dims(dim, x.ndim)
+    r = (xp.all if is_all else xp.any)(x, axis=dims, keepdims=keepdim)
+    return _const(xp.asarray(r, dtype=np.uint8 if x.dtype == np.uint8 else np.bool_))
+
+
+def all(input, dim=None, keepdim=False, *, out=None):
+    """Whether all elements (over ``dim``: int, tuple or None) are nonzero.
+    bool result (uint8 for uint8 input, as PyTorch).
+
+    Example::
+
+        >>> fabric.tensor([[1, 0], [1, 1]]).all(1)
+        tensor([False,  True])
+    """
+    return _out(_logical_reduce(input, dim, keepdim, True), out)
+
+
+def any(input, dim=None, keepdim=False, *, out=None):
+    """Whether any element (over ``dim``) is nonzero.
+
+    Example::
+
+        >>> fabric.tensor([0., 0., 2.]).any()
+        tensor(True)
+    """
+    return _out(_logical_reduce(input, dim, keepdim, False), out)
+
+
+def count_nonzero(input, dim=None):
+    """Number of nonzero elements over ``dim`` (int, tuple or None), int64.
+
+    Example::
+
+        >>> fabric.tensor([[0, 1], [2, 3]]).count_nonzero(0)
+        tensor([1, 2])
+    """
+    x = input._data
+    dims = _dims(dim, x.ndim)
+    return _const(xp_of(x).asarray((x != 0).sum(axis=dims), dtype=np.int64))
