@@ -14,6 +14,8 @@ from . import arith, reduce, shape, join, inplace, convert
 # catalogue modules: one line each
 from .sorting import *  # noqa: F401,F403
 from . import sorting
+from .indexing import *  # noqa: F401,F403
+from . import indexing
 from ._methods import install_tensor_methods
 
 install_tensor_methods()

@@ -1,19 +1,27 @@
-"""Joining and splitting: cat, stack (the catalogue adds split, chunk, ...).
+"""Joining and splitting: cat, stack and their h/v/d/column variants;
+split, chunk, tensor_split and h/v/dsplit (which return views).
 
 Example::
 
     >>> import fabric
     >>> fabric.stack([fabric.zeros(2), fabric.ones(2)]).shape
     fabric.Size([2, 2])
+    >>> [t.tolist() for t in fabric.arange(5).split(2)]
+    [[0, 1], [2, 3], [4]]
 """
 from __future__ import annotations
+
+import builtins
+
+import numpy as np
 
 from .. import _dtype as D
 from ..autograd.function import Function, _apply
 from .._tensor import Tensor, _wrap_dim
 from ._util import xp_of
 
-__all__ = ["cat", "concat", "concatenate", "stack"]
+__all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_stack", "dstack", "column_stack",
+           "split", "split_with_sizes", "chunk", "tensor_split", "hsplit", "vsplit", "dsplit"]
 
 
 def _prepare(tensors, name):
@@ -109,3 +117,220 @@ def stack(tensors, dim=0, *, out=None):
 
         return copy_into_out(out, r)
     return r
+
+
+def _seq(tensors, name):
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{name}(): argument 'tensors' must be tuple of Tensors, not {type(tensors).__name__}")
+    return list(tensors)
+
+
+def hstack(tensors, *, out=None):
+    """Concatenate along dim 1 (dim 0 for 1-D tensors); 0-d tensors count as 1-D.
+
+    Example::
+
+        >>> fabric.hstack([fabric.tensor([1, 2]), fabric.tensor([3])])
+        tensor([1, 2, 3])
+    """
+    from .shape import atleast_1d
+
+    ts = [atleast_1d(t) for t in _seq(tensors, "hstack")]
+    return cat(ts, 0 if ts and ts[0]._data.ndim == 1 else 1, out=out)
+
+
+def vstack(tensors, *, out=None):
+    """Concatenate along dim 0 after making every tensor at least 2-D.
+
+    Example::
+
+        >>> fabric.vstack([fabric.tensor([1, 2]), fabric.tensor([3, 4])])
+        tensor([[1, 2],
+                [3, 4]])
+    """
+    from .shape import atleast_2d
+
+    return cat([atleast_2d(t) for t in _seq(tensors, "vstack")], 0, out=out)
+
+
+row_stack = vstack
+
+
+def dstack(tensors, *, out=None):
+    """Concatenate along dim 2 after making every tensor at least 3-D."""
+    from .shape import atleast_3d
+
+    return cat([atleast_3d(t) for t in _seq(tensors, "dstack")], 2, out=out)
+
+
+def column_stack(tensors, *, out=None):
+    """Stack 0-/1-D tensors as columns (and 2-D ones as they are) along dim 1.
+
+    Example::
+
+        >>> fabric.column_stack([fabric.tensor([1, 2]), fabric.tensor([3, 4])])
+        tensor([[1, 3],
+                [2, 4]])
+    """
+    from .shape import reshape
+
+    ts = [reshape(t, (t._data.size, 1)) if t._data.ndim <= 1 else t for t in _seq(tensors, "column_stack")]
+    return cat(ts, 1, out=out)
+
+
+class Split(Function):
+    """Pieces ``x[start:end]`` along ``dim`` (views); backward concatenates."""
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, x, dim, bounds):
+        ctx.dim = dim
+        lead = (slice(None),) * dim
+        return tuple(x[lead + (slice(a, b),)] for a, b in bounds)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return cat(grads, ctx.dim), None, None
+
+
+def _split_at(input, dim, bounds):
+    from .shape import _mark_views
+
+    if not input._data.ndim:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    r = _apply(Split, (input, dim, tuple(bounds)), (input._data, dim, tuple(bounds)))
+    return _mark_views(input, r)
+
+
+def split_with_sizes(input, split_sizes, dim=0):
+    """Split along ``dim`` into pieces of the given sizes (views)."""
+    d = _wrap_dim(dim, input._data.ndim)
+    n = input._data.shape[d] if input._data.ndim else 1
+    sizes = [builtins.int(s) for s in split_sizes]
+    if any(s < 0 for s in sizes):
+        raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
+                           f"split_sizes={sizes}")
+    if sum(sizes) != n:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
+                           f"dimension {d}), but got split_sizes={sizes}")
+    bounds, start = [], 0
+    for s in sizes:
+        bounds.append((start, start + s))
+        start += s
+    return _split_at(input, d, bounds)
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    """Split along ``dim`` into pieces of ``split_size`` (the last may be
+    smaller) or of the listed sizes; the pieces are views.
+
+    Example::
+
+        >>> [t.tolist() for t in fabric.arange(5).split([1, 4])]
+        [[0], [1, 2, 3, 4]]
+    """
+    if isinstance(split_size_or_sections, (list, tuple)):
+        return split_with_sizes(tensor, split_size_or_sections, dim)
+    s = builtins.int(split_size_or_sections)
+    d = _wrap_dim(dim, tensor._data.ndim)
+    n = tensor._data.shape[d] if tensor._data.ndim else 1
+    if s < 0:
+        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={s}")
+    if s == 0 and n != 0:
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
+    if n == 0:
+        return _split_at(tensor, d, [(0, 0)])
+    return _split_at(tensor, d, [(a, min(a + s, n)) for a in range(0, n, s)])
+
+
+def chunk(input, chunks, dim=0):
+    """Split into ``chunks`` pieces of equal size (the last may be smaller;
+    there may be fewer pieces), as views.
+
+    Example::
+
+        >>> [t.tolist() for t in fabric.arange(5).chunk(3)]
+        [[0, 1], [2, 3], [4]]
+    """
+    chunks = builtins.int(chunks)
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    if input._data.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    d = _wrap_dim(dim, input._data.ndim)
+    n = input._data.shape[d]
+    if n == 0:
+        return _split_at(input, d, [(0, 0)] * chunks)
+    return split(input, -(-n // chunks), d)
+
+
+def tensor_split(input, indices_or_sections, dim=0):
+    """Split into ``sections`` nearly equal pieces (the first ``n % sections``
+    one longer), or at the given ``indices``, as views.
+
+    Example::
+
+        >>> [t.tolist() for t in fabric.arange(7).tensor_split(3)]
+        [[0, 1, 2], [3, 4], [5, 6]]
+        >>> [t.tolist() for t in fabric.arange(7).tensor_split([1, 5])]
+        [[0], [1, 2, 3, 4], [5, 6]]
+    """
+    if input._data.ndim == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
+    d = _wrap_dim(dim, input._data.ndim)
+    n = input._data.shape[d]
+    ios = indices_or_sections
+    if isinstance(ios, Tensor):
+        if ios._data.dtype != np.int64 or ios.is_cuda:
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to have int64 dtype on the CPU")
+        if ios._data.ndim > 1:
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
+                               f"one-dimensional tensor, but got a tensor with {ios._data.ndim} dims")
+        ios = ios.item() if ios._data.ndim == 0 else ios.tolist()
+    if isinstance(ios, (list, tuple)):
+        idx = []
+        for i in ios:
+            i = builtins.int(i)
+            if i < 0:
+                i = max(i + n, 0)
+            idx.append(min(i, n))
+        edges = [0] + idx + [n]
+        return _split_at(input, d, [(a, max(a, b)) for a, b in zip(edges, edges[1:])])
+    s = builtins.int(ios)
+    if s <= 0:
+        raise RuntimeError(f"number of sections must be larger than 0, got {s}")
+    q, r = divmod(n, s)
+    bounds, start = [], 0
+    for k in range(s):
+        size = q + (1 if k < r else 0)
+        bounds.append((start, start + size))
+        start += size
+    return _split_at(input, d, bounds)
+
+
+def _dir_split(input, sections, dim, name, min_dims):
+    nd = input._data.ndim
+    if nd < min_dims:
+        raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dims} dimension, but got a tensor with "
+                           f"{nd} dimensions!")
+    if isinstance(sections, (builtins.int, np.integer)):
+        n = input._data.shape[dim]
+        if sections == 0 or n % sections:
+            raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the size of the dimension "
+                               f"{n} is not divisible by the split_size {sections}!")
+    return tensor_split(input, sections, dim)
+
+
+def hsplit(input, indices_or_sections):
+    """:func:`tensor_split` along dim 1 (dim 0 for 1-D); an int must divide evenly."""
+    return _dir_split(input, indices_or_sections, 1 if input._data.ndim > 1 else 0, "hsplit", 1)
+
+
+def vsplit(input, indices_or_sections):
+    """:func:`tensor_split` along dim 0 of a tensor with at least 2 dims."""
+    return _dir_split(input, indices_or_sections, 0, "vsplit", 2)
+
+
+def dsplit(input, indices_or_sections):
+    """:func:`tensor_split` along dim 2 of a tensor with at least 3 dims."""
+    return _dir_split(input, indices_or_sections, 2, "dsplit", 3)

@@ -1,7 +1,10 @@
-"""Shape and view ops: reshape/view, transpose, permute, expand, squeeze,
-unsqueeze, indexing (``__getitem__`` / ``__setitem__``), unbind.
+"""Shape and view ops: reshape/view, transpose/permute/movedim, expand and
+broadcasting, squeeze/unsqueeze (and their in-place forms), flips and rolls,
+diagonals and triangles, ``as_strided``/``unfold``, meshgrid and friends,
+and ``__getitem__`` / ``__setitem__``.
 
-Views share memory and the version counter with their base.
+Views share memory and the version counter with their base (``_base`` is
+the root tensor that owns the memory).
 
 Example::
 
@@ -9,24 +12,60 @@ Example::
     >>> x = fabric.arange(6).reshape(2, 3)
     >>> x.t().shape
     fabric.Size([3, 2])
+    >>> x[:, 1:].flip(1)
+    tensor([[2, 1],
+            [5, 4]])
 """
 from __future__ import annotations
 
 import builtins
+import warnings
 
 import numpy as np
 
 from .. import _dtype as D
 from ..autograd.function import Function, _apply, _check_inplace
 from ..autograd.grad_mode import state as _state
-from .._tensor import Tensor, _wrap_dim
+from .._tensor import Tensor, Size, _wrap_dim
 from ..backends import backend_of
 from ._util import infer_size, shape_args, xp_of
 
-__all__ = ["reshape", "view", "transpose", "swapaxes", "swapdims", "permute", "expand", "squeeze", "unsqueeze",
-           "getitem", "setitem", "unbind", "t", "flatten", "expand_as", "view_as", "reshape_as", "clone",
-           "contiguous", "narrow"]
+__all__ = ["reshape", "view", "view_as", "reshape_as", "flatten", "unflatten", "ravel", "transpose", "swapaxes",
+           "swapdims", "permute", "movedim", "moveaxis", "t", "adjoint", "expand", "expand_as", "broadcast_to",
+           "broadcast_tensors", "broadcast_shapes", "squeeze", "unsqueeze", "repeat", "repeat_interleave", "tile",
+           "flip", "fliplr", "flipud", "roll", "rot90", "narrow", "select", "unbind", "diagonal", "diag",
+           "diag_embed", "diagflat", "tril", "triu", "tril_", "triu_", "as_strided", "as_strided_", "unfold",
+           "atleast_1d", "atleast_2d", "atleast_3d", "meshgrid", "cartesian_prod", "block_diag", "combinations",
+           "t_", "squeeze_", "unsqueeze_", "transpose_", "swapaxes_", "swapdims_",
+           "getitem", "setitem", "clone", "contiguous"]
 
+_SLICE = slice(None)
+
+
+def _prod(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _dims_arg(dims, name="dims"):
+    """``f(x, 0, 1)``, ``f(x, (0, 1))`` or ``f(x, [0, 1])`` -> tuple of ints."""
+    return shape_args(dims, name)
+
+
+def _mark_views(base, outs):
+    """Make every tensor in ``outs`` a view of ``base`` (multi-output views:
+    unbind, split, chunk ... share memory and the version counter)."""
+    root = base._base if base._base is not None else base
+    vc = root._shared_vc()
+    for o in outs:
+        o._base = root
+        o._vc = vc
+    return outs
+
+
+# --- reshape / view ------------------------------------------------------------
 
 class Reshape(Function):
     _array_forward = True
@@ -69,39 +108,59 @@ def _is_viewable(x, shape):
         return False
 
 
+def _view(input, shape):
+    return _apply(Reshape, (input, shape), (input._data, shape))
+
+
 def reshape(input, *shape):
-    """Same data in a new shape; a view when possible, else a copy."""
+    """Same data in a new shape; a view when possible, else a copy.
+
+    Example::
+
+        >>> fabric.arange(6).reshape(2, -1).shape
+        fabric.Size([2, 3])
+    """
     shape = infer_size(shape_args(shape), input._data.size)
     if shape == input._data.shape:
-        return _apply(Reshape, (input, shape), (input._data, shape))
+        return _view(input, shape)
     cls = Reshape if _is_viewable(input._data, shape) else ReshapeCopy
     return _apply(cls, (input, shape), (input._data, shape))
 
 
 def view(input, *shape):
-    """A view with a new shape; errors when the strides do not allow it."""
+    """A view with a new shape (or, given a dtype of the same size, a
+    reinterpretation of the bytes); errors when the strides do not allow it."""
     if len(shape) == 1 and isinstance(shape[0], (D.dtype, np.dtype, type)) and not isinstance(shape[0], (tuple, list)):
         dt = D.to_dtype(shape[0])
         if dt.itemsize != input._data.itemsize:
             raise RuntimeError("view(dtype) with a different element size is not supported")
-        return Tensor._make(input._data.view(dt.np), False, None, 0, input._shared_vc())
+        t = Tensor._make(input._data.view(dt.np), False)
+        return _mark_views(input, (t,))[0]
     shape = infer_size(shape_args(shape), input._data.size)
     if not _is_viewable(input._data, shape):
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one dimension "
                            "spans across two contiguous subspaces). Use .reshape(...) instead.")
-    return _apply(Reshape, (input, shape), (input._data, shape))
+    return _view(input, shape)
 
 
 def view_as(input, other):
+    """``input.view(other.shape)``."""
     return view(input, other._data.shape)
 
 
 def reshape_as(input, other):
+    """``input.reshape(other.shape)``."""
     return reshape(input, other._data.shape)
 
 
 def flatten(input, start_dim=0, end_dim=-1):
-    """Merge dims ``start_dim..end_dim`` into one."""
+    """Merge dims ``start_dim..end_dim`` into one.
+
+    Example::
+
+        >>> fabric.zeros(2, 3, 4).flatten(1).shape
+        fabric.Size([2, 12])
+    """
     nd = input._data.ndim
     if nd == 0:
         return reshape(input, (1,))
@@ -112,11 +171,43 @@ def flatten(input, start_dim=0, end_dim=-1):
     if s == e:
         return input
     shp = input._data.shape
-    n = 1
-    for d in shp[s:e + 1]:
-        n *= d
-    return reshape(input, shp[:s] + (n,) + shp[e + 1:])
+    return reshape(input, shp[:s] + (_prod(shp[s:e + 1]),) + shp[e + 1:])
 
+
+def ravel(input):
+    """The elements as a 1-D tensor (a view when contiguous)."""
+    return reshape(input, (-1,))
+
+
+def unflatten(input, dim, sizes):
+    """Split dim ``dim`` into ``sizes`` (one entry may be -1).
+
+    Example::
+
+        >>> fabric.zeros(2, 12).unflatten(1, (3, -1)).shape
+        fabric.Size([2, 3, 4])
+    """
+    shp = input._data.shape
+    d = _wrap_dim(dim, len(shp))
+    sizes = shape_args((sizes,), "sizes")
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    if sum(1 for s in sizes if s == -1) > 1:
+        raise RuntimeError("unflatten: only one dimension can be inferred")
+    n = shp[d] if shp else 1
+    known = _prod(s for s in sizes if s != -1)
+    if -1 in sizes:
+        if known == 0 or n % known:
+            raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {d} "
+                               f"({n}) in the input tensor")
+        sizes = tuple(n // known if s == -1 else s for s in sizes)
+    elif known != n:
+        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {d} ({n}) "
+                           "in the input tensor")
+    return reshape(input, shp[:d] + sizes + shp[d + 1:])
+
+
+# --- permutations ---------------------------------------------------------------
 
 class Permute(Function):
     _array_forward = True
@@ -136,9 +227,15 @@ class Permute(Function):
 
 
 def permute(input, *dims):
-    """Reorder dimensions (a view)."""
+    """Reorder dimensions (a view).
+
+    Example::
+
+        >>> fabric.zeros(2, 3, 4).permute(2, 0, 1).shape
+        fabric.Size([4, 2, 3])
+    """
     nd = input._data.ndim
-    dims = shape_args(dims, "dims")
+    dims = _dims_arg(dims)
     if len(dims) != nd:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the length "
                            f"of the desired ordering of dimensions i.e. input.dim() = {nd} is not equal to "
@@ -164,11 +261,17 @@ class Transpose(Function):
 
 
 def transpose(input, dim0, dim1):
-    """Swap two dimensions (a view)."""
+    """Swap two dimensions (a view).
+
+    Example::
+
+        >>> fabric.zeros(2, 3).transpose(0, 1).shape
+        fabric.Size([3, 2])
+    """
     nd = input._data.ndim
     d0, d1 = _wrap_dim(dim0, nd), _wrap_dim(dim1, nd)
     if nd == 0:
-        return input.detach() if not input._requires_grad else _apply(Reshape, (input, ()), (input._data, ()))
+        return _view(input, ())
     return _apply(Transpose, (input, d0, d1), (input._data, d0, d1))
 
 
@@ -176,13 +279,56 @@ swapaxes = swapdims = transpose
 
 
 def t(input):
-    """Transpose a tensor of at most 2 dims."""
+    """Transpose a tensor of at most 2 dims (0-d and 1-d are returned as views)."""
     if input._data.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input._data.ndim}D")
     if input._data.ndim < 2:
-        return _apply(Reshape, (input, input._data.shape), (input._data, input._data.shape))
+        return _view(input, input._data.shape)
     return transpose(input, 0, 1)
 
+
+def adjoint(input):
+    """The conjugate transpose of the last two dims (``x.mH``); real dtypes only."""
+    if input._data.ndim < 2:
+        raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. Got "
+                           f"{input._data.ndim}-D tensor.")
+    return transpose(input, -2, -1)
+
+
+def movedim(input, source, destination):
+    """Move dims ``source`` to positions ``destination`` (a view).
+
+    Example::
+
+        >>> fabric.zeros(2, 3, 4).movedim(0, -1).shape
+        fabric.Size([3, 4, 2])
+    """
+    nd = input._data.ndim
+    src = (source,) if isinstance(source, (builtins.int, np.integer)) else tuple(source)
+    dst = (destination,) if isinstance(destination, (builtins.int, np.integer)) else tuple(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) should contain "
+                           f"the same number of dims as destination ({list(dst)} dims)")
+    src = tuple(_wrap_dim(d, nd) for d in src)
+    dst = tuple(_wrap_dim(d, nd) for d in dst)
+    if len(set(src)) != len(src):
+        raise RuntimeError(f"movedim: repeated dim in `source` ({list(src)})")
+    if len(set(dst)) != len(dst):
+        raise RuntimeError(f"movedim: repeated dim in `destination` ({list(dst)})")
+    if nd == 0:
+        return _view(input, ())
+    order = [None] * nd
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(d for d in range(nd) if d not in src)
+    order = tuple(o if o is not None else next(rest) for o in order)
+    return permute(input, order)
+
+
+moveaxis = movedim
+
+
+# --- broadcasting ---------------------------------------------------------------
 
 class Expand(Function):
     _array_forward = True
@@ -190,7 +336,7 @@ class Expand(Function):
 
     @staticmethod
     def forward(ctx, x, shape):
-        return backend_of(x).xp.broadcast_to(x, shape)
+        return xp_of(x).broadcast_to(x, shape)
 
     @staticmethod
     def backward(ctx, gy):
@@ -198,7 +344,13 @@ class Expand(Function):
 
 
 def expand(input, *sizes):
-    """Broadcast to a larger shape without copying (-1 keeps a size)."""
+    """Broadcast to a larger shape without copying (-1 keeps a size).
+
+    Example::
+
+        >>> fabric.zeros(3, 1).expand(2, 3, 4).shape
+        fabric.Size([2, 3, 4])
+    """
     sizes = shape_args(sizes, "size")
     shp = input._data.shape
     if len(sizes) < len(shp):
@@ -211,7 +363,7 @@ def expand(input, *sizes):
         if i < lead:
             if s < 0:
                 raise RuntimeError(f"The expanded size of the tensor ({s}) isn't allowed in a leading, "
-                                   "non-existing dimension 0")
+                                   f"non-existing dimension {i}")
             target.append(s)
             continue
         cur = shp[i - lead]
@@ -225,35 +377,398 @@ def expand(input, *sizes):
                                f"{list(shp)}")
     target = tuple(target)
     if target == shp:
-        return input
+        return _view(input, shp)
     return _apply(Expand, (input, target), (input._data, target))
 
 
 def expand_as(input, other):
+    """``input.expand(other.shape)``."""
     return expand(input, other._data.shape)
 
 
-def squeeze(input, dim=None):
-    """Remove size-1 dims (all, or those in ``dim``)."""
-    shp = input._data.shape
+broadcast_to = expand
+
+
+def broadcast_shapes(*shapes):
+    """The shape that tensors of ``shapes`` broadcast to.
+
+    Example::
+
+        >>> fabric.broadcast_shapes((2, 1), (3,))
+        fabric.Size([2, 3])
+    """
+    norm = []
+    for s in shapes:
+        if isinstance(s, (builtins.int, np.integer)):
+            norm.append((builtins.int(s),))
+        else:
+            norm.append(shape_args((s,)))
+    ndim = max((len(s) for s in norm), default=0)
+    out = [1] * ndim
+    for i, s in enumerate(norm):
+        for k, n in enumerate(s):
+            j = ndim - len(s) + k
+            if n < 0:
+                raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {list(s)}")
+            if out[j] == 1:
+                out[j] = n
+            elif n != 1 and n != out[j]:
+                raise RuntimeError(f"Attempting to broadcast a dimension of length {n} at {k - len(s)}! Mismatching "
+                                   f"argument at index {i} had {tuple(s)}; but expected shape should be broadcastable "
+                                   f"to {out}")
+    return Size(out)
+
+
+def _broadcast_shape_of(tensors):
+    shape = ()
+    for t in tensors:
+        s = t._data.shape
+        if s == shape:
+            continue
+        nd = max(len(shape), len(s))
+        a = (1,) * (nd - len(shape)) + shape
+        b = (1,) * (nd - len(s)) + s
+        out = []
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y and x != 1 and y != 1:
+                raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
+                                   f"non-singleton dimension {i}")
+            out.append(y if x == 1 else x)
+        shape = tuple(out)
+    return shape
+
+
+def broadcast_tensors(*tensors):
+    """Expand every tensor to their common broadcast shape (views).
+
+    Example::
+
+        >>> a, b = fabric.broadcast_tensors(fabric.zeros(2, 1), fabric.zeros(3))
+        >>> a.shape, b.shape
+        (fabric.Size([2, 3]), fabric.Size([2, 3]))
+    """
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    shape = _broadcast_shape_of(tensors)
+    return tuple(expand(t, shape) for t in tensors)
+
+
+# --- squeeze / unsqueeze --------------------------------------------------------
+
+def _squeezed_shape(shp, dim):
     if dim is None:
-        new = tuple(s for s in shp if s != 1)
-    else:
-        dims = (dim,) if isinstance(dim, (builtins.int, np.integer)) else tuple(dim)
-        dims = {_wrap_dim(d, len(shp)) for d in dims}
-        new = tuple(s for i, s in enumerate(shp) if not (i in dims and s == 1))
-    if new == shp:
-        return _apply(Reshape, (input, shp), (input._data, shp))
-    return _apply(Reshape, (input, new), (input._data, new))
+        return tuple(s for s in shp if s != 1)
+    dims = (dim,) if isinstance(dim, (builtins.int, np.integer, Tensor)) else tuple(dim)
+    dims = {_wrap_dim(d, len(shp)) for d in dims}
+    return tuple(s for i, s in enumerate(shp) if not (i in dims and s == 1))
+
+
+def squeeze(input, dim=None):
+    """Remove size-1 dims (all, or those in ``dim``: an int or a tuple).
+
+    Example::
+
+        >>> fabric.zeros(2, 1, 3, 1).squeeze((1, 3)).shape
+        fabric.Size([2, 3])
+    """
+    return _view(input, _squeezed_shape(input._data.shape, dim))
+
+
+def _unsqueezed_shape(shp, dim):
+    d = _wrap_dim(dim, len(shp) + 1)
+    return shp[:d] + (1,) + shp[d:]
 
 
 def unsqueeze(input, dim):
-    """Insert a size-1 dim at ``dim``."""
-    shp = input._data.shape
-    d = _wrap_dim(dim, len(shp) + 1)
-    new = shp[:d] + (1,) + shp[d:]
-    return _apply(Reshape, (input, new), (input._data, new))
+    """Insert a size-1 dim at ``dim``.
 
+    Example::
+
+        >>> fabric.zeros(2, 3).unsqueeze(-1).shape
+        fabric.Size([2, 3, 1])
+    """
+    return _view(input, _unsqueezed_shape(input._data.shape, dim))
+
+
+# --- in-place view ops (change the tensor's own shape) --------------------------
+
+def _inplace_view(self, result):
+    """Make ``self`` take the geometry and history of ``result`` (a view of
+    ``self``): the in-place forms ``t_``, ``squeeze_``, ``transpose_`` ..."""
+    self._data = result._data
+    if result._requires_grad:
+        self.grad_fn = result.grad_fn
+        self._output_nr = result._output_nr
+        self._requires_grad = True
+    self._bump_version()
+    return self
+
+
+def _check_inplace_view(self):
+    if _state.enabled and self._requires_grad and self.grad_fn is None:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+
+
+def t_(self):
+    """In-place :func:`t`."""
+    _check_inplace_view(self)
+    return _inplace_view(self, t(self))
+
+
+def squeeze_(self, dim=None):
+    """In-place :func:`squeeze`."""
+    _check_inplace_view(self)
+    return _inplace_view(self, squeeze(self, dim))
+
+
+def unsqueeze_(self, dim):
+    """In-place :func:`unsqueeze`."""
+    _check_inplace_view(self)
+    return _inplace_view(self, unsqueeze(self, dim))
+
+
+def transpose_(self, dim0, dim1):
+    """In-place :func:`transpose`."""
+    _check_inplace_view(self)
+    return _inplace_view(self, transpose(self, dim0, dim1))
+
+
+swapaxes_ = swapdims_ = transpose_
+
+
+def as_strided_(self, size, stride, storage_offset=None):
+    """In-place :func:`as_strided`."""
+    _check_inplace_view(self)
+    return _inplace_view(self, as_strided(self, size, stride, storage_offset))
+
+
+# --- repeat / tile ----------------------------------------------------------------
+
+class Repeat(Function):
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, x, reps):
+        lead = len(reps) - x.ndim
+        ctx.shape = x.shape
+        ctx.reps = reps
+        return xp_of(x).tile(x.reshape((1,) * lead + x.shape), reps)
+
+    @staticmethod
+    def backward(ctx, gy):
+        reps = ctx.reps
+        shp = (1,) * (len(reps) - len(ctx.shape)) + ctx.shape
+        inter = []
+        for r, s in zip(reps, shp):
+            inter += [r, s]
+        g = gy.reshape(inter).sum(tuple(range(0, 2 * len(reps), 2)))
+        return g.reshape(ctx.shape), None
+
+
+def repeat(input, *sizes):
+    """Tile ``input`` ``sizes`` times along each dim (a copy).
+
+    Example::
+
+        >>> fabric.tensor([1, 2]).repeat(2, 2)
+        tensor([[1, 2, 1, 2],
+                [1, 2, 1, 2]])
+    """
+    reps = shape_args(sizes, "repeats")
+    if len(reps) < input._data.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of "
+                           "tensor")
+    if any(r < 0 for r in reps):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(reps)}: {list(reps)}")
+    return _apply(Repeat, (input, reps), (input._data, reps))
+
+
+def tile(input, dims):
+    """Like :func:`repeat`, padding ``dims`` with leading 1s when it is short."""
+    reps = shape_args((dims,) if not isinstance(dims, (builtins.int, np.integer)) else (dims,), "dims")
+    nd = input._data.ndim
+    if len(reps) < nd:
+        reps = (1,) * (nd - len(reps)) + reps
+    return repeat(input, reps)
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Repeat each element ``repeats`` times (an int, or a tensor with one
+    count per element along ``dim``). With only a tensor of counts, returns
+    the indices repeated by those counts.
+
+    Example::
+
+        >>> fabric.tensor([1, 2]).repeat_interleave(2)
+        tensor([1, 1, 2, 2])
+        >>> fabric.repeat_interleave(fabric.tensor([2, 1]))
+        tensor([0, 0, 1])
+    """
+    from .indexing import index_select
+
+    if repeats is None:  # repeat_interleave(repeats)
+        counts = _repeat_counts(input, None)
+        xp = xp_of(input._data)
+        idx = xp.repeat(xp.arange(counts.shape[0], dtype=np.int64), counts)
+        _check_output_size(idx.shape[0], output_size)
+        return Tensor._make(idx, False)
+    if dim is None:
+        input = flatten(input)
+        d = 0
+    else:
+        d = _wrap_dim(dim, input._data.ndim)
+    if input._data.ndim == 0:
+        input = reshape(input, (1,))
+    n = input._data.shape[d]
+    if isinstance(repeats, Tensor) and (repeats._data.ndim > 0 and repeats._data.size != 1):
+        counts = _repeat_counts(repeats, n)
+        xp = xp_of(input._data)
+        idx = xp.repeat(xp.arange(n, dtype=np.int64), xp.asarray(counts))
+        _check_output_size(idx.shape[0], output_size)
+        return index_select(input, d, Tensor._make(idx, False))
+    r = builtins.int(repeats.item()) if isinstance(repeats, Tensor) else builtins.int(repeats)
+    if r < 0:
+        raise RuntimeError("repeats can not be negative")
+    _check_output_size(n * r, output_size)
+    shp = input._data.shape
+    return reshape(expand(unsqueeze(input, d + 1), shp[:d + 1] + (r,) + shp[d + 1:]),
+                   shp[:d] + (n * r,) + shp[d + 1:])
+
+
+def _repeat_counts(repeats, n):
+    r = repeats._data
+    if r.dtype.kind not in "iu":
+        raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+    if r.ndim != 1:
+        raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+    if n is not None and r.shape[0] != n:
+        raise RuntimeError(f"repeats must have the same size as input along dim, but got repeats.size(0) = "
+                           f"{r.shape[0]} and input.size(0) = {n}")
+    if r.size and builtins.int(r.min()) < 0:
+        raise RuntimeError("repeats can not be negative")
+    return r
+
+
+def _check_output_size(n, output_size):
+    if output_size is not None and output_size != n:
+        raise RuntimeError("allocated size does not match required size")
+
+
+# --- flips and rolls --------------------------------------------------------------
+
+class Flip(Function):
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, x, dims):
+        ctx.dims = dims
+        return xp_of(x).flip(x, dims).copy() if dims else x.copy()
+
+    @staticmethod
+    def backward(ctx, gy):
+        return _apply(Flip, (gy, ctx.dims), (gy._data, ctx.dims)), None
+
+
+def flip(input, *dims):
+    """Reverse the order of elements along ``dims`` (a copy, as in PyTorch).
+
+    Example::
+
+        >>> fabric.tensor([[1, 2], [3, 4]]).flip(0, 1)
+        tensor([[4, 3],
+                [2, 1]])
+    """
+    dims = _dims_arg(dims)
+    nd = input._data.ndim
+    wrapped = tuple(_wrap_dim(d, nd) for d in dims)
+    if len(set(wrapped)) != len(wrapped):
+        dup = next(d for d in wrapped if wrapped.count(d) > 1)
+        raise RuntimeError(f"dim {dup} appears multiple times in the list of dims")
+    if nd == 0:
+        wrapped = ()
+    return _apply(Flip, (input, wrapped), (input._data, wrapped))
+
+
+def fliplr(input):
+    """Flip left/right (dim 1); needs at least 2 dims."""
+    if input._data.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return flip(input, (1,))
+
+
+def flipud(input):
+    """Flip up/down (dim 0); needs at least 1 dim."""
+    if input._data.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return flip(input, (0,))
+
+
+class Roll(Function):
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, x, shifts, dims):
+        ctx.shifts, ctx.dims = shifts, dims
+        return xp_of(x).roll(x, shifts, dims)
+
+    @staticmethod
+    def backward(ctx, gy):
+        neg = tuple(-s for s in ctx.shifts)
+        return _apply(Roll, (gy, neg, ctx.dims), (gy._data, neg, ctx.dims)), None, None
+
+
+def roll(input, shifts, dims=None):
+    """Rotate elements along ``dims`` by ``shifts`` (flattened when ``dims`` is None).
+
+    Example::
+
+        >>> fabric.tensor([1, 2, 3]).roll(1)
+        tensor([3, 1, 2])
+    """
+    shifts = (shifts,) if isinstance(shifts, (builtins.int, np.integer)) else shape_args((shifts,), "shifts")
+    if dims is None:
+        if len(shifts) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
+        return reshape(roll(flatten(input), shifts, 0), input._data.shape)
+    dims = (dims,) if isinstance(dims, (builtins.int, np.integer)) else shape_args((dims,), "dims")
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+    nd = input._data.ndim
+    dims = tuple(_wrap_dim(d, nd) for d in dims)
+    if nd == 0:
+        return clone(input)
+    return _apply(Roll, (input, shifts, dims), (input._data, shifts, dims))
+
+
+def rot90(input, k=1, dims=(0, 1)):
+    """Rotate by 90 degrees ``k`` times in the plane of ``dims``.
+
+    Example::
+
+        >>> fabric.tensor([[1, 2], [3, 4]]).rot90()
+        tensor([[2, 4],
+                [1, 3]])
+    """
+    dims = shape_args((dims,), "dims")
+    nd = input._data.ndim
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if nd < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {nd}")
+    d0, d1 = _wrap_dim(dims[0], nd), _wrap_dim(dims[1], nd)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
+    k %= 4
+    if k == 1:
+        return transpose(flip(input, (d1,)), d0, d1)
+    if k == 2:
+        return flip(input, (d0, d1))
+    if k == 3:
+        return transpose(flip(input, (d0,)), d0, d1)
+    return clone(input)
+
+
+# --- clone ---------------------------------------------------------------------------
 
 class Clone(Function):
     _array_forward = True
@@ -276,215 +791,56 @@ def contiguous(input, memory_format=None):
     return input.contiguous()
 
 
-# --- indexing ------------------------------------------------------------------
+# --- narrow / select / unbind -------------------------------------------------------
 
-def _convert_key(key, x):
-    """Turn a PyTorch index into a NumPy one. Returns (key, advanced)."""
-    if not isinstance(key, tuple):
-        key = (key,)
-    out = []
-    advanced = False
-    for k in key:
-        if isinstance(k, Tensor):
-            kd = k._data
-            if kd.dtype.kind == "f":
-                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-            if kd.dtype.kind == "u" and kd.dtype != np.uint8:
-                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-            if kd.dtype == np.uint8:
-                kd = kd.astype(bool)
-            if kd.ndim == 0 and kd.dtype.kind in "i":
-                out.append(builtins.int(kd))
-                continue
-            if kd.__class__ is not x.__class__:
-                kd = backend_of(x).xp.asarray(kd) if x.__class__ is not np.ndarray else backend_of(kd).to_numpy(kd)
-            out.append(kd)
-            advanced = True
-        elif isinstance(k, slice):
-            if k.step is not None:
-                step = k.step.item() if isinstance(k.step, Tensor) else k.step
-                if step <= 0:
-                    raise ValueError("step must be greater than zero")
-            out.append(slice(*(v.item() if isinstance(v, Tensor) else v for v in (k.start, k.stop, k.step))))
-        elif k is None or k is Ellipsis:
-            out.append(k)
-        elif isinstance(k, (builtins.bool, np.bool_)):
-            out.append(builtins.bool(k))
-            advanced = True
-        elif isinstance(k, (builtins.int, np.integer)):
-            out.append(builtins.int(k))
-        elif isinstance(k, (list, np.ndarray)):
-            arr = np.asarray([v.item() if isinstance(v, Tensor) else v for v in k] if isinstance(k, list) else k)
-            if arr.dtype.kind == "f":
-                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-            if arr.size == 0:
-                arr = arr.astype(np.int64)
-            if x.__class__ is not np.ndarray:
-                arr = backend_of(x).xp.asarray(arr)
-            out.append(arr)
-            advanced = True
-        elif isinstance(k, float):
-            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
-                             "valid indices (got float)")
-        else:
-            raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
-                             f"valid indices (got {type(k).__name__})")
-    _check_int_bounds(out, x.shape)
-    return tuple(out), advanced
+def narrow(input, dim, start, length):
+    """The slice ``start:start+length`` along ``dim`` (a view).
+
+    Example::
+
+        >>> fabric.arange(5).narrow(0, 1, 3)
+        tensor([1, 2, 3])
+    """
+    nd = input._data.ndim
+    if nd == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    d = _wrap_dim(dim, nd)
+    size = input._data.shape[d]
+    if isinstance(start, Tensor):
+        start = builtins.int(start.item())
+    if isinstance(length, Tensor):
+        length = builtins.int(length.item())
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
+    if start < 0:
+        start += size
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    key = ((_SLICE,) * d + (slice(start, start + length),), None)
+    return _apply(Slice, (input, key), (input._data, key))
 
 
-def _check_int_bounds(key, shape):
-    if sum(1 for k in key if k is not None and k is not Ellipsis and not isinstance(k, builtins.bool)
-           and not (hasattr(k, "dtype") and k.dtype == bool)) > len(shape) + sum(
-            k.ndim - 1 for k in key if hasattr(k, "dtype") and k.dtype == bool):
-        raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
-    dim = 0
-    for i, k in enumerate(key):
-        if k is Ellipsis:
-            rest = sum(1 for kk in key[i + 1:] if kk is not None and not isinstance(kk, builtins.bool))
-            dim = len(shape) - rest
-            continue
-        if k is None or isinstance(k, builtins.bool):
-            continue
-        if isinstance(k, builtins.int):
-            if dim < len(shape) and not -shape[dim] <= k < shape[dim]:
-                raise IndexError(f"index {k} is out of bounds for dimension {dim} with size {shape[dim]}")
-        dim += k.ndim if hasattr(k, "dtype") and k.dtype == bool else 1
+def select(input, dim, index):
+    """The slice at ``index`` along ``dim``, without that dim (a view).
 
+    Example::
 
-class Slice(Function):
-    """Basic indexing (ints, slices, None, Ellipsis): a view."""
-    _array_forward = True
-    _is_view = True
-    _node_name = "SliceBackward0"
-
-    @staticmethod
-    def forward(ctx, x, key):
-        ctx.shape, ctx.key = x.shape, key
-        return x[key]
-
-    @staticmethod
-    def backward(ctx, gy):
-        return _IndexBackward.apply(gy, ctx.shape, ctx.key, False), None
-
-
-class Index(Function):
-    """Advanced indexing (integer/bool arrays): a copy."""
-    _array_forward = True
-
-    @staticmethod
-    def forward(ctx, x, key):
-        ctx.shape, ctx.key = x.shape, key
-        return x[key]
-
-    @staticmethod
-    def backward(ctx, gy):
-        return _IndexBackward.apply(gy, ctx.shape, ctx.key, True), None
-
-
-class _IndexBackward(Function):
-    """Scatter ``gy`` into zeros of the input shape (duplicates add up)."""
-    _array_forward = True
-    _node_name = "IndexPutBackward0"
-
-    @staticmethod
-    def forward(ctx, gy, shape, key, advanced):
-        ctx.key, ctx.advanced = key, advanced
-        xp = xp_of(gy)
-        z = xp.zeros(shape, gy.dtype)
-        if advanced:
-            backend_of(gy).scatter_add(z, key if len(key) != 1 else key[0], gy)
-        else:
-            z[key] = gy
-        return z
-
-    @staticmethod
-    def backward(ctx, ggz):
-        cls = Index if ctx.advanced else Slice
-        return _apply(cls, (ggz, ctx.key), (ggz._data, ctx.key)), None, None, None
-
-
-def getitem(input, key):
-    """``input[key]`` with PyTorch's indexing rules."""
-    if key.__class__ is builtins.int and input._data.ndim:
-        n = input._data.shape[0]
-        if not -n <= key < n:
-            raise IndexError(f"index {key} is out of bounds for dimension 0 with size {n}")
-        return _apply(Slice, (input, (key,)), (input._data, (key,)))
-    if input._data.ndim == 0 and key is not None and key is not Ellipsis and not (
-            isinstance(key, tuple) and all(k is None or k is Ellipsis for k in key)) and not isinstance(
-            key, (builtins.bool, Tensor)):
-        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
-                         "C++ to convert a 0-dim tensor to a number")
-    k, advanced = _convert_key(key, input._data)
-    cls = Index if advanced else Slice
-    return _apply(cls, (input, k), (input._data, k))
-
-
-class SetItem(Function):
-    """``x[key] = value`` recorded as an in-place op on ``x``."""
-    _array_forward = True
-    _is_inplace = True
-    _node_name = "CopySlices"
-
-    @staticmethod
-    def forward(ctx, x, value, key, advanced):
-        ctx.key, ctx.advanced = key, advanced
-        x[key] = value
-        return x
-
-    @staticmethod
-    def backward(ctx, gy):
-        need_x, need_v = ctx.needs_input_grad[:2]
-        gx = gv = None
-        cls = Index if ctx.advanced else Slice
-        if need_v:
-            gv = _apply(cls, (gy, ctx.key), (gy._data, ctx.key))
-        if need_x:
-            gx = _MaskOut.apply(gy, ctx.key)
-        return gx, gv, None, None
-
-
-class _MaskOut(Function):
-    """Copy of ``g`` with ``g[key] = 0`` (gradient of overwritten elements)."""
-    _array_forward = True
-
-    @staticmethod
-    def forward(ctx, g, key):
-        ctx.key = key
-        out = g.copy()
-        out[key] = 0
-        return out
-
-    @staticmethod
-    def backward(ctx, gg):
-        return _MaskOut.apply(gg, ctx.key), None
-
-
-def setitem(input, key, value):
-    """``input[key] = value``: in place, bumps the version, differentiable."""
-    k, advanced = _convert_key(key, input._data)
-    x = input._data
-    if isinstance(value, Tensor):
-        v = value._data
-        if v.__class__ is not x.__class__:
-            if v.ndim == 0:
-                v = backend_of(x).xp.asarray(backend_of(v).to_numpy(v))
-            else:
-                from ._util import device_mismatch
-
-                device_mismatch(input, value)
-        if v.dtype != x.dtype:
-            v = v.astype(x.dtype)
-    else:
-        v = value
-        if isinstance(v, (list, tuple, np.ndarray)):
-            v = xp_of(x).asarray(np.asarray(v), dtype=x.dtype)
-    if _state.enabled and (input._requires_grad or (isinstance(value, Tensor) and value._requires_grad)):
-        _apply(SetItem, (input, value, k, advanced), (x, v, k, advanced))
-        return
-    x[k] = v
-    input._bump_version()
+        >>> fabric.arange(6).reshape(2, 3).select(1, -1)
+        tensor([2, 5])
+    """
+    nd = input._data.ndim
+    if nd == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = _wrap_dim(dim, nd)
+    n = input._data.shape[d]
+    index = builtins.int(index)
+    if not -n <= index < n:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(input._data.shape)} at "
+                         f"dimension {d}")
+    key = ((_SLICE,) * d + (index, Ellipsis), None)
+    return _apply(Slice, (input, key), (input._data, key))
 
 
 class Unbind(Function):
@@ -492,8 +848,9 @@ class Unbind(Function):
 
     @staticmethod
     def forward(ctx, x, dim):
-        ctx.dim, ctx.shape = dim, x.shape
-        return tuple(x[(slice(None),) * dim + (i,)] for i in range(x.shape[dim]))
+        ctx.dim = dim
+        lead = (_SLICE,) * dim
+        return tuple(x[lead + (i, Ellipsis)] for i in range(x.shape[dim]))
 
     @staticmethod
     def backward(ctx, *grads):
@@ -503,23 +860,1032 @@ class Unbind(Function):
 
 
 def unbind(input, dim=0):
-    """Split along ``dim`` into a tuple of tensors without that dim."""
+    """Split along ``dim`` into a tuple of views without that dim.
+
+    Example::
+
+        >>> a, b = fabric.tensor([[1, 2], [3, 4]]).unbind(1)
+        >>> a
+        tensor([1, 3])
+    """
+    if input._data.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     d = _wrap_dim(dim, input._data.ndim)
     if input._data.shape[d] == 0:
         return ()
-    return _apply(Unbind, (input, d), (input._data, d))
+    return _mark_views(input, _apply(Unbind, (input, d), (input._data, d)))
 
 
-def narrow(input, dim, start, length):
-    """The slice ``start:start+length`` along ``dim`` (a view)."""
+# --- diagonals and triangles --------------------------------------------------------
+
+def _diagonal_view(x, offset, d1, d2):
+    """A writeable strided view of a diagonal of array ``x`` (NumPy's own
+    ``diagonal`` is read-only)."""
+    shape, st = x.shape, x.strides
+    n1, n2 = shape[d1], shape[d2]
+    if offset >= 0:
+        length = max(0, min(n1, n2 - offset))
+        key = (_SLICE,) * d2 + (slice(offset, None),)
+    else:
+        length = max(0, min(n1 + offset, n2))
+        key = (_SLICE,) * d1 + (slice(-offset, None),)
+    src = x[key] if length else x
+    keep = [i for i in range(x.ndim) if i != d1 and i != d2]
+    new_shape = tuple(shape[i] for i in keep) + (length,)
+    new_strides = tuple(st[i] for i in keep) + (st[d1] + st[d2],)
+    return backend_of(x).as_strided(src, new_shape, new_strides)
+
+
+class Diagonal(Function):
+    _array_forward = True
+    _is_view = True
+
+    @staticmethod
+    def forward(ctx, x, offset, d1, d2):
+        ctx.args = (x.shape, offset, d1, d2)
+        return _diagonal_view(x, offset, d1, d2)
+
+    @staticmethod
+    def backward(ctx, gy):
+        return _apply(DiagonalBackward, (gy, *ctx.args), (gy._data, *ctx.args)), None, None, None
+
+
+class DiagonalBackward(Function):
+    """Zeros of the input shape with ``gy`` written on the diagonal."""
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, gy, shape, offset, d1, d2):
+        ctx.args = (offset, d1, d2)
+        z = xp_of(gy).zeros(shape, gy.dtype)
+        _diagonal_view(z, offset, d1, d2)[...] = gy
+        return z
+
+    @staticmethod
+    def backward(ctx, gg):
+        return diagonal(gg, *ctx.args), None, None, None, None
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    """The diagonal of the ``dim1``/``dim2`` planes, as a view; the
+    diagonal becomes the last dim.
+
+    Example::
+
+        >>> fabric.arange(9).reshape(3, 3).diagonal(1)
+        tensor([1, 5])
+    """
     nd = input._data.ndim
-    d = _wrap_dim(dim, nd)
-    size = input._data.shape[d]
-    if isinstance(start, Tensor):
-        start = builtins.int(start.item())
-    if start < 0:
-        start += size
-    if not 0 <= start <= size or length < 0 or start + length > size:
-        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
-    key = (slice(None),) * d + (slice(start, start + length),)
-    return _apply(Slice, (input, key), (input._data, key))
+    d1, d2 = _wrap_dim(dim1, nd), _wrap_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return _apply(Diagonal, (input, offset, d1, d2), (input._data, offset, d1, d2))
+
+
+class DiagEmbed(Function):
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, x, offset, d1, d2):
+        ctx.args = (offset, d1, d2)
+        n = x.shape[-1] + abs(offset)
+        rest = list(x.shape[:-1])
+        shape = []
+        for i in range(x.ndim + 1):
+            shape.append(n if i in (d1, d2) else rest.pop(0))
+        z = xp_of(x).zeros(shape, x.dtype)
+        _diagonal_view(z, offset, d1, d2)[...] = x
+        return z
+
+    @staticmethod
+    def backward(ctx, gy):
+        return diagonal(gy, *ctx.args), None, None, None
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """Tensors whose ``dim1``/``dim2`` diagonals hold the last dim of ``input``.
+
+    Example::
+
+        >>> fabric.diag_embed(fabric.tensor([1, 2]))
+        tensor([[1, 0],
+                [0, 2]])
+    """
+    nd = input._data.ndim + 1
+    d1, d2 = _wrap_dim(dim1, nd), _wrap_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    if input._data.ndim == 0:
+        input = reshape(input, (1,))
+    return _apply(DiagEmbed, (input, offset, d1, d2), (input._data, offset, d1, d2))
+
+
+def diag(input, diagonal=0):
+    """1-D input: a square matrix with ``input`` on diagonal ``diagonal``;
+    2-D input: that diagonal as a new 1-D tensor.
+
+    Example::
+
+        >>> fabric.diag(fabric.tensor([1, 2]))
+        tensor([[1, 0],
+                [0, 2]])
+    """
+    nd = input._data.ndim
+    if nd == 1:
+        return diag_embed(input, diagonal, 0, 1)
+    if nd == 2:
+        k = builtins.int(diagonal)
+        return clone(_apply(Diagonal, (input, k, 0, 1), (input._data, k, 0, 1)))
+    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {nd}D")
+
+
+def diagflat(input, offset=0):
+    """A 2-D tensor with the flattened ``input`` on diagonal ``offset``."""
+    return diag_embed(flatten(input), offset, 0, 1)
+
+
+def _tri_mask(xp, n, m, k, upper):
+    mask = xp.tri(n, m, k - 1 if upper else k, dtype=bool)
+    return ~mask if upper else mask
+
+
+class Tri(Function):
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, x, k, upper):
+        ctx.k, ctx.upper = k, upper
+        xp = xp_of(x)
+        mask = _tri_mask(xp, x.shape[-2], x.shape[-1], k, upper)
+        return xp.where(mask, x, xp.zeros((), x.dtype))
+
+    @staticmethod
+    def backward(ctx, gy):
+        return _apply(Tri, (gy, ctx.k, ctx.upper), (gy._data, ctx.k, ctx.upper)), None, None
+
+
+class TriInplace(Function):
+    _array_forward = True
+    _is_inplace = True
+
+    @staticmethod
+    def forward(ctx, x, k, upper):
+        ctx.k, ctx.upper = k, upper
+        x[..., ~_tri_mask(xp_of(x), x.shape[-2], x.shape[-1], k, upper)] = 0
+        return x
+
+    backward = Tri.backward
+
+
+def _tri(input, diagonal, upper, inplace):
+    name = "triu" if upper else "tril"
+    if input._data.ndim < 2:
+        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+    k = builtins.int(diagonal)
+    cls = TriInplace if inplace else Tri
+    return _apply(cls, (input, k, upper), (input._data, k, upper))
+
+
+def tril(input, diagonal=0):
+    """The lower triangle (elements on and below diagonal ``diagonal``) of the
+    last two dims; the rest zero.
+
+    Example::
+
+        >>> fabric.ones(2, 2).tril()
+        tensor([[1., 0.],
+                [1., 1.]])
+    """
+    return _tri(input, diagonal, False, False)
+
+
+def triu(input, diagonal=0):
+    """The upper triangle (on and above diagonal ``diagonal``) of the last two dims."""
+    return _tri(input, diagonal, True, False)
+
+
+def tril_(self, diagonal=0):
+    """In-place :func:`tril`."""
+    return _tri(self, diagonal, False, True)
+
+
+def triu_(self, diagonal=0):
+    """In-place :func:`triu`."""
+    return _tri(self, diagonal, True, True)
+
+
+# --- as_strided / unfold ------------------------------------------------------------
+
+def _ptr(a):
+    return a.__array_interface__["data"][0] if a.__class__ is np.ndarray else a.data.ptr
+
+
+def _storage_of(a):
+    """``(storage, offset)``: a 1-D array over the whole memory block that
+    ``a`` lives in (PyTorch's storage), and the index of ``a``'s first
+    element in it."""
+    if a.__class__ is not np.ndarray:
+        import cupy
+
+        mem = a.data.mem
+        storage = cupy.ndarray((mem.size // a.itemsize,), a.dtype, cupy.cuda.MemoryPointer(mem, 0))
+    else:
+        root = a
+        b = a.base
+        while b is not None:  # through views and as_strided's wrapper objects to the owner
+            if isinstance(b, np.ndarray):
+                root = b
+            b = getattr(b, "base", None)
+        if not (root.flags.c_contiguous or root.flags.f_contiguous):
+            raise NotImplementedError("as_strided: the tensor's memory is not a contiguous block fabric can address")
+        storage = root.ravel(order="K")
+        if storage.dtype != a.dtype:
+            storage = storage.view(a.dtype) if storage.dtype.itemsize == a.itemsize else \
+                storage.view(np.uint8)[:(storage.nbytes // a.itemsize) * a.itemsize].view(a.dtype)
+    return storage, (_ptr(a) - _ptr(storage)) // a.itemsize
+
+
+def _geometry_index(xp, shape, strides, offset):
+    """Storage index of every element of a strided view (shape ``shape``)."""
+    idx = xp.asarray(offset, dtype=np.int64)
+    nd = len(shape)
+    for k, (n, s) in enumerate(zip(shape, strides)):
+        idx = idx + (xp.arange(n, dtype=np.int64) * s).reshape((n,) + (1,) * (nd - k - 1))
+    return xp.broadcast_to(idx, shape)
+
+
+class AsStrided(Function):
+    _array_forward = True
+    _is_view = True
+
+    @staticmethod
+    def forward(ctx, x, size, stride, offset, storage, own_offset):
+        it = x.itemsize
+        ctx.geom = ((x.shape, tuple(s // it for s in x.strides), own_offset), (size, stride, offset))
+        src = storage[offset:] if _prod(size) else storage
+        return backend_of(x).as_strided(src, size, tuple(s * it for s in stride))
+
+    @staticmethod
+    def backward(ctx, gy):
+        from .indexing import put, take
+
+        (ishape, istride, ioff), (oshape, ostride, ooff) = ctx.geom
+        xp = xp_of(gy._data)
+        in_idx = _geometry_index(xp, ishape, istride, ioff)
+        out_idx = _geometry_index(xp, oshape, ostride, ooff)
+        if in_idx.size == 0:
+            return gy.new_zeros(ishape), None, None, None, None, None
+        lo = builtins.int(in_idx.min()) if out_idx.size == 0 else builtins.int(min(in_idx.min(), out_idx.min()))
+        hi = builtins.int(in_idx.max()) if out_idx.size == 0 else builtins.int(max(in_idx.max(), out_idx.max()))
+        g = gy.new_zeros((hi - lo + 1,))
+        g = put(g, Tensor._make(out_idx - lo, False), gy, accumulate=True)
+        in_rel = in_idx - lo
+        gx = take(g, Tensor._make(in_rel, False))
+        counts = xp.bincount(in_rel.reshape(-1), minlength=hi - lo + 1)
+        if builtins.int(counts.max()) > 1:  # overlapping input (e.g. expanded): share the gradient
+            gx = gx / Tensor._make(counts[in_rel].astype(gy._data.dtype), False)
+        return gx, None, None, None, None, None
+
+
+def as_strided(input, size, stride, storage_offset=None):
+    """A view with arbitrary ``size``/``stride`` (in elements) over the
+    memory of ``input`` starting at ``storage_offset`` (default: that of
+    ``input``).
+
+    Example::
+
+        >>> fabric.arange(4).as_strided((3, 2), (1, 1))
+        tensor([[0, 1],
+                [1, 2],
+                [2, 3]])
+    """
+    size = shape_args((size,), "size")
+    stride = shape_args((stride,), "stride")
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got strides: {list(stride)}")
+    if any(s < 0 for s in size):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(size)}: {list(size)}")
+    x = input._data
+    storage, own = _storage_of(x)
+    off = own if storage_offset is None else builtins.int(storage_offset)
+    if off < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {off}")
+    need = 0 if 0 in size else off + 1 + sum((n - 1) * s for n, s in zip(size, stride))
+    if need > storage.shape[0]:
+        it = x.itemsize
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {off}, and itemsize "
+                           f"{it} requiring a storage size of {need * it} are out of bounds for storage of size "
+                           f"{storage.shape[0] * it}")
+    return _apply(AsStrided, (input, size, stride, off, storage, own), (x, size, stride, off, storage, own))
+
+
+class Unfold(Function):
+    _array_forward = True
+    _is_view = True
+
+    @staticmethod
+    def forward(ctx, x, d, size, step):
+        ctx.args = (x.shape, d, size, step)
+        count = (x.shape[d] - size) // step + 1
+        shape = x.shape[:d] + (count,) + x.shape[d + 1:] + (size,)
+        st = x.strides
+        strides = st[:d] + (st[d] * step,) + st[d + 1:] + (st[d],)
+        return backend_of(x).as_strided(x, shape, strides)
+
+    @staticmethod
+    def backward(ctx, gy):
+        from .indexing import index_add
+
+        shape, d, size, step = ctx.args
+        count = gy._data.shape[d]
+        xp = xp_of(gy._data)
+        idx = (xp.arange(count, dtype=np.int64)[:, None] * step + xp.arange(size, dtype=np.int64)[None, :]).reshape(-1)
+        g = movedim(gy, -1, d + 1)
+        g = reshape(g, shape[:d] + (count * size,) + shape[d + 1:])
+        return index_add(gy.new_zeros(shape), d, Tensor._make(idx, False), g), None, None, None
+
+
+def unfold(input, dimension, size, step):
+    """``Tensor.unfold``: all windows of length ``size`` (every ``step``
+    elements) along ``dimension``, as a view with the window as a new last dim.
+
+    Example::
+
+        >>> fabric.arange(5).unfold(0, 2, 2)
+        tensor([[0, 1],
+                [2, 3]])
+    """
+    x = input._data
+    if x.ndim == 0:  # a scalar unfolds to its single window, without a window-count dim
+        _wrap_dim(dimension, 0)
+        return reshape(unfold(reshape(input, (1,)), 0, size, step), (builtins.int(size),))
+    d = _wrap_dim(dimension, x.ndim)
+    size, step = builtins.int(size), builtins.int(step)
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    if size > x.shape[d]:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {x.shape[d]} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    return _apply(Unfold, (input, d, size, step), (x, d, size, step))
+
+
+# --- atleast_nd, meshgrid, cartesian_prod, block_diag, combinations -------------------
+
+def _atleast(tensors, fn):
+    if len(tensors) == 1:
+        a = tensors[0]
+        if isinstance(a, (list, tuple)):
+            return tuple(fn(t) for t in a)
+        return fn(a)
+    return tuple(fn(t) for t in tensors)
+
+
+def _at1(t):
+    return reshape(t, (1,)) if t._data.ndim == 0 else t
+
+
+def _at2(t):
+    nd = t._data.ndim
+    return reshape(t, (1, 1)) if nd == 0 else unsqueeze(t, 0) if nd == 1 else t
+
+
+def _at3(t):
+    nd = t._data.ndim
+    if nd == 0:
+        return reshape(t, (1, 1, 1))
+    if nd == 1:
+        return reshape(t, (1, t._data.shape[0], 1))
+    return unsqueeze(t, -1) if nd == 2 else t
+
+
+def atleast_1d(*tensors):
+    """Each tensor viewed with at least 1 dim (a tuple for several tensors)."""
+    return _atleast(tensors, _at1)
+
+
+def atleast_2d(*tensors):
+    """Each tensor viewed with at least 2 dims (a tuple for several tensors)."""
+    return _atleast(tensors, _at2)
+
+
+def atleast_3d(*tensors):
+    """Each tensor viewed with at least 3 dims (a tuple for several tensors)."""
+    return _atleast(tensors, _at3)
+
+
+def meshgrid(*tensors, indexing=None):
+    """Coordinate grids from 1-D tensors (views via expand).
+
+    ``indexing='ij'`` (the default, with a warning when not given as in
+    PyTorch) gives shape ``(len(t0), len(t1), ...)``; ``'xy'`` swaps the
+    first two dims.
+
+    Example::
+
+        >>> gx, gy = fabric.meshgrid(fabric.arange(2), fabric.arange(3), indexing="ij")
+        >>> gx.shape
+        fabric.Size([2, 3])
+    """
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing is None:
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.",
+                      UserWarning, stacklevel=2)
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    for t_ in tensors:
+        if t_._data.ndim > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: "
+                               f"{list(t_._data.shape)}")
+        if t_._data.dtype != tensors[0]._data.dtype:
+            raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+        if t_.device != tensors[0].device:
+            raise RuntimeError("meshgrid expects all tensors to have the same device")
+    n = len(tensors)
+    shape = tuple(t_._data.size for t_ in tensors)
+    out = []
+    for i, t_ in enumerate(tensors):
+        v = reshape(t_, (1,) * i + (shape[i],) + (1,) * (n - i - 1))
+        out.append(expand(v, shape))
+    if indexing == "xy" and n >= 2:
+        out = [transpose(o, 0, 1) for o in out]
+    return tuple(out)
+
+
+def cartesian_prod(*tensors):
+    """The Cartesian product of 1-D tensors, one combination per row.
+
+    Example::
+
+        >>> fabric.cartesian_prod(fabric.tensor([1, 2]), fabric.tensor([3, 4]))
+        tensor([[1, 3],
+                [1, 4],
+                [2, 3],
+                [2, 4]])
+    """
+    from .join import stack
+
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    for t_ in tensors:
+        if t_._data.ndim != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t_._data.shape)}")
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = meshgrid(*tensors, indexing="ij")
+    return stack([flatten(g) for g in grids], 1)
+
+
+class BlockDiag(Function):
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, dtype, *mats):
+        ctx.shapes = [m.shape for m in mats]
+        rows = sum(m.shape[0] for m in mats)
+        cols = sum(m.shape[1] for m in mats)
+        out = xp_of(mats[0]).zeros((rows, cols), dtype)
+        r = c = 0
+        for m in mats:
+            out[r:r + m.shape[0], c:c + m.shape[1]] = m
+            r += m.shape[0]
+            c += m.shape[1]
+        return out
+
+    @staticmethod
+    def backward(ctx, gy):
+        grads = [None]
+        r = c = 0
+        for shp in ctx.shapes:
+            grads.append(gy[r:r + shp[0], c:c + shp[1]])
+            r += shp[0]
+            c += shp[1]
+        return tuple(grads)
+
+
+def block_diag(*tensors):
+    """A block-diagonal matrix from 0-, 1- or 2-D tensors.
+
+    Example::
+
+        >>> fabric.block_diag(fabric.tensor([[1]]), fabric.tensor([2, 3]))
+        tensor([[1, 0, 0],
+                [0, 2, 3]])
+    """
+    from .._creation import empty
+
+    if not tensors:
+        return empty((1, 0))
+    mats = []
+    for i, t_ in enumerate(tensors):
+        nd = t_._data.ndim
+        if nd > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has {nd} "
+                               "dimensions")
+        mats.append(reshape(t_, (1, 1)) if nd == 0 else reshape(t_, (1, t_._data.shape[0])) if nd == 1 else t_)
+        if t_.device != tensors[0].device:
+            raise RuntimeError("torch.block_diag: input tensors must all be on the same device. Input 0 is on device "
+                               f"{tensors[0].device} and input {i} is on device {t_.device}.")
+    dt = D.result_type(*tensors).np
+    return _apply(BlockDiag, (None, *mats), (dt, *(m._data for m in mats)))
+
+
+def combinations(input, r=2, with_replacement=False):
+    """All length-``r`` combinations of the elements of a 1-D tensor (like
+    ``itertools.combinations``, one per row).
+
+    Example::
+
+        >>> fabric.combinations(fabric.tensor([1, 2, 3]))
+        tensor([[1, 2],
+                [1, 3],
+                [2, 3]])
+    """
+    from .indexing import index_select
+    from .join import stack
+
+    if input._data.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input._data.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return input.new_empty((0,))
+    n = input._data.shape[0]
+    grids = np.meshgrid(*([np.arange(n)] * r), indexing="ij")
+    mask = np.ones(grids[0].shape, bool)
+    for a, b in zip(grids, grids[1:]):
+        mask &= (a <= b) if with_replacement else (a < b)
+    xp = xp_of(input._data)
+    return stack([index_select(input, 0, Tensor._make(xp.asarray(g[mask]), False)) for g in grids], 1)
+
+
+# --- indexing: x[key] and x[key] = value --------------------------------------------
+#
+# A key is compiled into ``(basic, adv)``: ``basic`` holds ints, slices and
+# None (NumPy basic indexing, always a view; ints select first, as in
+# PyTorch), ``adv`` (or None) the integer index arrays applied to that view,
+# with full slices for the other dims, so NumPy's placement rule for the
+# result dims (adjacent index arrays stay in place, else go first) matches
+# PyTorch's.  Bool masks become their nonzero() arrays; a bool scalar adds a
+# dim indexed by [0] (True) or [] (False).
+
+_K_INT, _K_SLICE, _K_NONE, _K_ELL, _K_BOOL, _K_MASK, _K_ARR = range(7)
+_INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32))
+_FLOAT_INDEX = ("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices "
+                "(got {})")
+
+
+def _seq_as_tuple(seq):
+    """PyTorch's legacy rule: ``x[[0, slice(None)]]`` indexes like a tuple."""
+    if len(seq) >= 32:
+        return False
+    return any(k is None or k is Ellipsis or isinstance(k, (slice, Tensor, list, tuple)) for k in seq)
+
+
+def _on_device(arr, x):
+    if arr.__class__ is x.__class__:
+        return arr
+    if x.__class__ is np.ndarray:
+        raise RuntimeError("indices should be either on cpu or on the same device as the indexed tensor (cpu)")
+    return backend_of(x).xp.asarray(arr)
+
+
+def _slice_int(v):
+    if v is None or v.__class__ is builtins.int:
+        return v
+    if isinstance(v, Tensor):
+        return builtins.int(v.item())
+    import operator
+
+    return operator.index(v)
+
+
+def _norm_slice(k):
+    start, stop, step = _slice_int(k.start), _slice_int(k.stop), _slice_int(k.step)
+    if step is not None:
+        if step == 0:
+            raise ValueError("slice step cannot be zero")
+        if step < 0:
+            raise ValueError("step must be greater than zero")
+    return slice(start, stop, step)
+
+
+def _classify_array(arr, x, from_tensor):
+    dt = arr.dtype
+    if dt == np.bool_ or dt == np.uint8:
+        if dt == np.uint8:
+            warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool "
+                          "instead.", UserWarning, stacklevel=4)
+            arr = arr.astype(bool)
+        if arr.ndim == 0:
+            return _K_BOOL, builtins.bool(arr)
+        return _K_MASK, _on_device(arr, x)
+    if dt in _INDEX_DTYPES or (not from_tensor and dt.kind in "iu"):
+        if arr.ndim == 0 and arr.__class__ is np.ndarray:
+            return _K_INT, builtins.int(arr)  # a 0-d CPU index tensor selects (a view), as in PyTorch
+        return _K_ARR, _on_device(arr, x)
+    raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+
+
+def _seq_to_array(seq):
+    from .._tensor import _to_array
+
+    try:
+        arr = _to_array(seq)
+    except ValueError:
+        raise IndexError("index sequences must be rectangular (nested lists of equal length)") from None
+    if arr.size == 0:
+        return arr.astype(np.int64)
+    if arr.dtype.kind == "f":
+        return arr.astype(np.int64)  # PyTorch truncates floats inside index lists
+    if arr.dtype.kind not in "iub":
+        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+    return arr
+
+
+def _classify(k, x):
+    cls = k.__class__
+    if cls is builtins.int:
+        return _K_INT, k
+    if cls is slice:
+        return _K_SLICE, _norm_slice(k)
+    if k is None:
+        return _K_NONE, None
+    if k is Ellipsis:
+        return _K_ELL, None
+    if cls is builtins.bool or cls is np.bool_:
+        return _K_BOOL, builtins.bool(k)
+    if isinstance(k, Tensor):
+        return _classify_array(k._data, x, True)
+    if isinstance(k, np.integer):
+        return _K_INT, builtins.int(k)
+    if isinstance(k, np.ndarray):
+        if k.dtype.kind == "f":
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        return _classify_array(k, x, False)
+    if isinstance(k, (list, tuple, range)):
+        return _classify_array(_seq_to_array(k), x, False)
+    if isinstance(k, (builtins.float, np.floating)):
+        raise IndexError(_FLOAT_INDEX.format("float"))
+    if isinstance(k, str):
+        raise TypeError(f"new(): invalid data type 'str'")
+    if hasattr(k, "__index__"):
+        import operator
+
+        return _K_INT, operator.index(k)
+    raise IndexError(_FLOAT_INDEX.format(type(k).__name__))
+
+
+def _check_bounds(arr, n, dim):
+    if arr.size:
+        lo, hi = builtins.int(arr.min()), builtins.int(arr.max())
+        if lo < -n or hi >= n:
+            bad = lo if lo < -n else hi
+            raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {n}")
+
+
+def _compile_key(key, x):
+    """PyTorch index -> ``(basic, adv)`` (see the comment above)."""
+    if key.__class__ is not tuple:
+        if isinstance(key, list) and _seq_as_tuple(key):
+            warnings.warn("Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed "
+                          "in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be "
+                          "interpreted as tensor index, x[torch.tensor(seq)], which will result either in an error or "
+                          "a different result", UserWarning, stacklevel=3)
+            key = tuple(key)
+        else:
+            key = (key,)
+    items = [_classify(k, x) for k in key]
+    shape = x.shape
+    nd = len(shape)
+    consumed = 0
+    for kind, v in items:
+        if kind == _K_INT or kind == _K_SLICE or kind == _K_ARR:
+            consumed += 1
+        elif kind == _K_MASK:
+            consumed += v.ndim
+    if consumed > nd:
+        if nd == 0 and any(kind == _K_INT for kind, _ in items):
+            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
+                             "C++ to convert a 0-dim tensor to a number")
+        raise IndexError(f"too many indices for tensor of dimension {nd}")
+    basic, adv = [], []
+    dim = 0
+    has_adv = seen_ellipsis = False
+    for kind, v in items:
+        if kind == _K_INT:
+            n = shape[dim]
+            if not -n <= v < n:
+                raise IndexError(f"index {v} is out of bounds for dimension {dim} with size {n}")
+            basic.append(v)
+            dim += 1
+        elif kind == _K_SLICE:
+            basic.append(v)
+            adv.append(_SLICE)
+            dim += 1
+        elif kind == _K_NONE:
+            basic.append(None)
+            adv.append(_SLICE)
+        elif kind == _K_ELL:
+            cnt = 0 if seen_ellipsis else nd - consumed
+            seen_ellipsis = True
+            basic.extend((_SLICE,) * cnt)
+            adv.extend((_SLICE,) * cnt)
+            dim += cnt
+        elif kind == _K_BOOL:
+            basic.append(None)
+            adv.append(xp_of(x).zeros(1 if v else 0, np.int64))
+            has_adv = True
+        elif kind == _K_MASK:
+            k = v.ndim
+            for j in range(k):
+                if v.shape[j] != shape[dim + j]:
+                    raise IndexError(f"The shape of the mask {list(v.shape)} at index {j} does not match the shape of "
+                                     f"the indexed tensor {list(shape)} at index {dim + j}")
+            basic.extend((_SLICE,) * k)
+            adv.extend(v.nonzero())
+            dim += k
+            has_adv = True
+        else:
+            _check_bounds(v, shape[dim], dim)
+            basic.append(_SLICE)
+            adv.append(v)
+            dim += 1
+            has_adv = True
+    basic.append(Ellipsis)
+    if not has_adv:
+        return tuple(basic), None
+    while adv[-1].__class__ is slice:
+        adv.pop()
+    shapes = [a.shape for a in adv if a.__class__ is not slice]
+    if len(shapes) > 1:
+        try:
+            np.broadcast_shapes(*shapes)
+        except ValueError:
+            raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
+                             + ", ".join(str(list(s)) for s in shapes)) from None
+    return tuple(basic), tuple(adv)
+
+
+def _adv_layout(vshape, adv):
+    """``(result shape, positions of the index arrays, their broadcast
+    shape, whether they are adjacent)`` for ``view[adv]``."""
+    pos = [i for i, a in enumerate(adv) if a.__class__ is not slice]
+    b = np.broadcast_shapes(*(adv[i].shape for i in pos))
+    adjacent = pos[-1] - pos[0] + 1 == len(pos)
+    if adjacent:
+        shape = vshape[:pos[0]] + b + vshape[pos[-1] + 1:]
+    else:
+        shape = b + tuple(s for i, s in enumerate(vshape) if i not in pos)
+    return shape, pos, b, adjacent
+
+
+def _index_put_acc(target, adv, values):
+    """``target[adv] += values`` with repeated indices accumulating (in place).
+
+    The index arrays are folded into one linear index over their dims, so
+    the accumulation is a single 1-D ``Backend.scatter_add`` into a
+    ``(positions, rest)`` buffer (fast on both backends)."""
+    xp = xp_of(target)
+    rshape, pos, b, adjacent = _adv_layout(target.shape, adv)
+    if values.shape != rshape:
+        values = xp.broadcast_to(values, rshape)
+    nb = len(b)
+    if adjacent and pos[0] and nb:
+        values = xp.moveaxis(values, tuple(range(pos[0], pos[0] + nb)), tuple(range(nb)))
+    sizes = [target.shape[i] for i in pos]
+    rest = [i for i in range(target.ndim) if i not in pos]
+    rsizes = [target.shape[i] for i in rest]
+    lin = None
+    for i, n in zip(pos, sizes):
+        a = adv[i].astype(np.int64, copy=False)
+        a = xp.where(a < 0, a + n, a)
+        lin = a if lin is None else lin * n + a
+    lin = xp.broadcast_to(lin, b).reshape(-1)
+    rows, cols = _prod(sizes), _prod(rsizes)
+    buf = xp.zeros((rows, cols), target.dtype)
+    backend_of(target).scatter_add(buf, lin, values.reshape(lin.shape[0], cols))
+    perm = pos + rest
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    target += buf.reshape(sizes + rsizes).transpose(inv)
+
+
+def _index_array(x, key):
+    basic, adv = key
+    y = x[basic]
+    return y if adv is None else y[adv]
+
+
+class Slice(Function):
+    """Basic indexing (ints, slices, None): a view."""
+    _array_forward = True
+    _is_view = True
+    _node_name = "SliceBackward0"
+
+    @staticmethod
+    def forward(ctx, x, key):
+        ctx.shape, ctx.key = x.shape, key
+        return x[key[0]]
+
+    @staticmethod
+    def backward(ctx, gy):
+        return _apply(IndexBackward, (gy, ctx.shape, ctx.key), (gy._data, ctx.shape, ctx.key)), None
+
+
+class Index(Function):
+    """Advanced indexing (integer arrays, bool masks): a copy."""
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, x, key):
+        ctx.shape, ctx.key = x.shape, key
+        return _index_array(x, key)
+
+    backward = Slice.backward
+
+
+class IndexBackward(Function):
+    """Scatter ``gy`` into zeros of the input shape (duplicates add up)."""
+    _array_forward = True
+    _node_name = "IndexPutBackward0"
+
+    @staticmethod
+    def forward(ctx, gy, shape, key):
+        ctx.key = key
+        z = xp_of(gy).zeros(shape, gy.dtype)
+        basic, adv = key
+        if adv is None:
+            z[basic] = gy
+        else:
+            _index_put_acc(z[basic], adv, gy)
+        return z
+
+    @staticmethod
+    def backward(ctx, gg):
+        return _index_key(gg, ctx.key), None, None
+
+
+def _index_key(t, key):
+    """``t`` indexed by a compiled key (differentiable)."""
+    return _apply(Slice if key[1] is None else Index, (t, key), (t._data, key))
+
+
+def getitem(input, key):
+    """``input[key]`` with PyTorch's indexing rules: ints, slices (positive
+    steps), None, Ellipsis, integer tensors/lists/arrays, bool masks and
+    bool scalars, in any mix. Basic indexing gives a view, advanced a copy.
+
+    Example::
+
+        >>> x = fabric.arange(12).reshape(3, 4)
+        >>> x[1, 1:3]
+        tensor([5, 6])
+        >>> x[[0, 2], -1]
+        tensor([ 3, 11])
+        >>> x[x > 9]
+        tensor([10, 11])
+    """
+    x = input._data
+    if key.__class__ is builtins.int and x.ndim:
+        n = x.shape[0]
+        if not -n <= key < n:
+            raise IndexError(f"index {key} is out of bounds for dimension 0 with size {n}")
+        k = ((key, Ellipsis), None)
+        return _apply(Slice, (input, k), (x, k))
+    k = _compile_key(key, x)
+    return _apply(Slice if k[1] is None else Index, (input, k), (x, k))
+
+
+class SetItem(Function):
+    """``x[key] = value`` recorded as an in-place op on ``x``."""
+    _array_forward = True
+    _is_inplace = True
+    _node_name = "CopySlices"
+
+    @staticmethod
+    def forward(ctx, x, value, key, vshape):
+        ctx.key, ctx.vshape = key, vshape
+        basic, adv = key
+        if adv is None:
+            x[basic] = value
+        else:
+            x[basic][adv] = value
+        return x
+
+    @staticmethod
+    def backward(ctx, gy):
+        need_x, need_v = ctx.needs_input_grad[:2]
+        gx = gv = None
+        if need_v:
+            gv = _index_key(gy, ctx.key)
+            extra = len(ctx.vshape) - gv._data.ndim
+            if extra > 0:
+                gv = reshape(gv, (1,) * extra + gv._data.shape)
+        if need_x:
+            gx = _apply(MaskOut, (gy, ctx.key), (gy._data, ctx.key))
+        return gx, gv, None, None
+
+
+class MaskOut(Function):
+    """Copy of ``g`` with ``g[key] = 0`` (the gradient of overwritten elements)."""
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, g, key):
+        ctx.key = key
+        out = g.copy()
+        basic, adv = key
+        if adv is None:
+            out[basic] = 0
+        else:
+            out[basic][adv] = 0
+        return out
+
+    @staticmethod
+    def backward(ctx, gg):
+        return _apply(MaskOut, (gg, ctx.key), (gg._data, ctx.key)), None
+
+
+def _value_array(input, value, x):
+    """``value`` (Tensor, number, sequence) as something NumPy/CuPy can assign into ``x``."""
+    if isinstance(value, Tensor):
+        v = value._data
+        if v.__class__ is not x.__class__:
+            if v.ndim != 0:
+                from ._util import device_mismatch
+
+                device_mismatch(input, value)
+            v = backend_of(x).xp.asarray(backend_of(v).to_numpy(v)) if x.__class__ is not np.ndarray else \
+                backend_of(v).to_numpy(v)
+        return v if v.dtype == x.dtype else v.astype(x.dtype)
+    if isinstance(value, (builtins.bool, builtins.int, builtins.float, np.generic)):
+        return value
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return xp_of(x).asarray(np.asarray(value), dtype=x.dtype)
+    raise TypeError(f"can't assign a {type(value).__name__} to a {input.type()}")
+
+
+def _fit_value(v, tshape, advanced):
+    """Check that ``v`` broadcasts to the indexed shape (leading 1s may be
+    dropped, as in PyTorch) and drop them."""
+    vs = v.shape
+    while len(vs) > len(tshape) and vs[0] == 1:
+        vs = vs[1:]
+    if len(vs) <= len(tshape) and all(a == b or a == 1 for a, b in zip(vs[::-1], tshape[::-1])):
+        return v.reshape(vs) if len(vs) != v.ndim else v
+    if advanced:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(v.shape)} cannot be broadcast to indexing "
+                           f"result of shape {list(tshape)}")
+    if len(vs) > len(tshape):
+        raise RuntimeError(f"expand(torch.FloatTensor{{{list(v.shape)}}}, size={list(tshape)}): the number of sizes "
+                           f"provided ({len(tshape)}) must be greater or equal to the number of dimensions in the "
+                           f"tensor ({len(v.shape)})")
+    lead = len(tshape) - len(vs)
+    for i in range(len(vs) - 1, -1, -1):
+        if vs[i] != 1 and vs[i] != tshape[lead + i]:
+            raise RuntimeError(f"The expanded size of the tensor ({tshape[lead + i]}) must match the existing size "
+                               f"({vs[i]}) at non-singleton dimension {lead + i}.  Target sizes: {list(tshape)}.  "
+                               f"Tensor sizes: {list(v.shape)}")
+    raise AssertionError("unreachable")
+
+
+def setitem(input, key, value):
+    """``input[key] = value``: in place, bumps the version, differentiable
+    (on non-leaf tensors; on leaves that require grad only under no_grad).
+
+    Example::
+
+        >>> x = fabric.zeros(2, 3)
+        >>> x[:, [0, 2]] = fabric.tensor([1., 2.])
+        >>> x
+        tensor([[1., 0., 2.],
+                [1., 0., 2.]])
+    """
+    x = input._data
+    k = _compile_key(key, x) if not (key.__class__ is builtins.int and x.ndim and -x.shape[0] <= key < x.shape[0]) \
+        else ((key, Ellipsis), None)
+    v = _value_array(input, value, x)
+    basic, adv = k
+    view = x[basic]
+    if hasattr(v, "shape"):
+        tshape = view.shape if adv is None else _adv_layout(view.shape, adv)[0]
+        vshape = v.shape
+        v = _fit_value(v, tshape, adv is not None)
+    else:
+        vshape = ()
+    if _state.enabled and (input._requires_grad or (isinstance(value, Tensor) and value._requires_grad)):
+        _apply(SetItem, (input, value, k, vshape), (x, v, k, vshape))
+        return
+    if adv is None:
+        view[...] = v
+    else:
+        view[adv] = v
+    input._bump_version()
