@@ -39,9 +39,9 @@ def pytest_collection_modifyitems(config, items):
     skip_torch = pytest.mark.skip(reason="torch is not installed")
     skip_cuda = pytest.mark.skip(reason="no CUDA device (cupy.is_available() is False)")
     for item in items:
-        if "torch" in item.keywords and not has_torch:
+        if item.get_closest_marker("torch") is not None and not has_torch:
             item.add_marker(skip_torch)
-        if "cuda" in item.keywords and not has_cuda:
+        if item.get_closest_marker("cuda") is not None and not has_cuda:
             item.add_marker(skip_cuda)
 
 

@@ -15,33 +15,41 @@ Example::
 """
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 
 from .base import Backend
 from .numpy_backend import NumpyBackend
 
-__all__ = ["Backend", "backend_of", "backend_for", "cpu_backend", "cupy_backend"]
+__all__ = ["Backend", "backend_of", "backend_for", "cpu_backend", "get_cupy_backend"]
 
 cpu_backend = NumpyBackend()
-_cupy_backend = None
+_cupy_instance = None
 
 
-def cupy_backend():
+def _get_cupy_backend():
     """The CuPy backend, created on first use. Raises RuntimeError (saying
     why) when CuPy is missing or finds no CUDA device."""
-    global _cupy_backend
-    if _cupy_backend is None:
-        from .cupy_backend import CupyBackend
+    global _cupy_instance
+    if _cupy_instance is None:
+        # imported by path: importing the submodule would rebind the package
+        # attribute ``cupy_backend`` (this accessor's public name) to it
+        module = importlib.import_module(".cupy_backend", __name__)
+        _cupy_instance = module.CupyBackend()
+    return _cupy_instance
 
-        _cupy_backend = CupyBackend()
-    return _cupy_backend
+
+def get_cupy_backend():
+    """Public accessor for the CuPy backend (see :func:`_get_cupy_backend`)."""
+    return _get_cupy_backend()
 
 
 def backend_of(array) -> Backend:
     """The backend that owns ``array`` (a NumPy or CuPy array)."""
     if array.__class__ is np.ndarray or isinstance(array, (np.ndarray, np.generic)):
         return cpu_backend
-    return cupy_backend()
+    return _get_cupy_backend()
 
 
 def backend_for(device) -> Backend:
@@ -49,5 +57,5 @@ def backend_for(device) -> Backend:
     if device.type == "cpu":
         return cpu_backend
     if device.type == "cuda":
-        return cupy_backend()
+        return _get_cupy_backend()
     raise RuntimeError(f"no backend for device type {device.type!r}")

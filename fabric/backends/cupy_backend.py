@@ -12,7 +12,7 @@ to the reference twin in :mod:`fabric.backends.fused`, run on CuPy arrays.
 Example (on a machine with a CUDA device)::
 
     >>> from fabric.backends import cupy_backend          # doctest: +SKIP
-    >>> be = cupy_backend()                               # doctest: +SKIP
+    >>> be = get_cupy_backend()                           # doctest: +SKIP
     >>> be.softmax(be.xp.zeros((2, 4), "float32"), -1)    # doctest: +SKIP
     array([[0.25, 0.25, 0.25, 0.25],
            [0.25, 0.25, 0.25, 0.25]], dtype=float32)

@@ -29,17 +29,3 @@ def harness_modules():
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
         mods = list(pool.map(harness.module_for, launch.KERNELS))
     return dict(zip(launch.KERNELS, mods))
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(config, items):
-    """Undo a 'no CUDA device' skip given only because this directory is named
-    ``cuda`` (``"cuda" in item.keywords`` matches path components too): only
-    tests that carry the ``cuda`` marker need a device."""
-    for item in items:
-        if "tests/cuda/" not in item.nodeid.replace("\\", "/") and not item.nodeid.startswith("cuda/"):
-            continue
-        if item.get_closest_marker("cuda") is not None:
-            continue
-        item.own_markers[:] = [m for m in item.own_markers
-                               if not (m.name == "skip" and "CUDA device" in str(m.kwargs.get("reason", "")))]

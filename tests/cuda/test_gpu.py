@@ -20,9 +20,9 @@ def gpu():
     cupy = pytest.importorskip("cupy")
     if not cupy.is_available():
         pytest.skip("no CUDA device (cupy.is_available() is False)")
-    from fabric.backends import cupy_backend
+    from fabric.backends import get_cupy_backend
 
-    return cupy_backend()
+    return get_cupy_backend()
 
 
 def to_dev(be, v):
