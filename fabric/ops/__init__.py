@@ -16,6 +16,8 @@ from .sorting import *  # noqa: F401,F403
 from . import sorting
 from .indexing import *  # noqa: F401,F403
 from . import indexing
+from .linalg import *  # noqa: F401,F403
+from . import linalg
 from ._methods import install_tensor_methods
 
 install_tensor_methods()
