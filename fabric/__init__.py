@@ -29,6 +29,7 @@ from .random import manual_seed, seed, initial_seed, get_rng_state, set_rng_stat
 from ._formatting import set_printoptions  # noqa: F401
 import fabric.linalg as linalg  # noqa: E402,F401  (`from . import linalg` would get fabric.ops.linalg)
 from .serialization import save, load  # noqa: F401
+from . import nn, optim  # noqa: F401,E402
 from ._dtype import result_type as _result_type
 
 
@@ -66,3 +67,11 @@ def numel(input) -> int:
 
 
 builtins_bool = __builtins__["bool"] if isinstance(__builtins__, dict) else __builtins__.bool
+
+
+# --- softmax family (nn activations engineer): fabric.softmax / fabric.log_softmax and the
+# Tensor methods; implemented in fabric.nn.functional._activation (stable, fused kernels).
+from .nn.functional._activation import _softmax as softmax, _log_softmax as log_softmax  # noqa: E402,F401
+
+Tensor.softmax = softmax
+Tensor.log_softmax = log_softmax

@@ -1,0 +1,179 @@
+"""RMSprop, Adagrad, Adadelta, Rprop and ASGD."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..backends import backend_of
+from . import _functional as F
+from .adam import _bump
+from .optimizer import Optimizer
+
+__all__ = ["RMSprop", "Adagrad", "Adadelta", "Rprop", "ASGD"]
+
+
+def _check_lr(lr, **others):
+    if lr < 0.0:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    for name, v in others.items():
+        if v < 0.0:
+            raise ValueError(f"Invalid {name} value: {v}")
+
+
+class RMSprop(Optimizer):
+    """PyTorch's ``torch.optim.RMSprop`` (centered, momentum)."""
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
+                 capturable=False, foreach=None, maximize=False, differentiable=False):
+        _check_lr(lr, epsilon=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha)
+        defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
+                        weight_decay=weight_decay, capturable=capturable, foreach=foreach, maximize=maximize,
+                        differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def _step_group(self, group):
+        params = self._params_with_grad(group)
+        if not params:
+            return
+        extra = {}
+        if group["momentum"] > 0:
+            extra["momentum_buffer"] = None
+        if group["centered"]:
+            extra["grad_avg"] = None
+        for p in params:
+            self._init_state(p, square_avg=None, **extra)
+        xp = backend_of(params[0]._data).xp
+        st = [self.state[p] for p in params]
+        F.rmsprop(xp, [p._data for p in params], [p._grad._data for p in params],
+                  [s["square_avg"]._data for s in st],
+                  [s["grad_avg"]._data for s in st] if group["centered"] else None,
+                  [s["momentum_buffer"]._data for s in st] if group["momentum"] > 0 else None,
+                  group["lr"], group["alpha"], group["eps"], group["weight_decay"], group["momentum"],
+                  group["centered"], group["maximize"])
+        _bump(params, self.state)
+
+
+class Adagrad(Optimizer):
+    """PyTorch's ``torch.optim.Adagrad``; state is created at construction."""
+
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
+                 foreach=None, *, maximize=False, differentiable=False, fused=None):
+        _check_lr(lr, lr_decay=lr_decay, weight_decay=weight_decay,
+                  initial_accumulator_value=initial_accumulator_value, epsilon=eps)
+        defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+                        initial_accumulator_value=initial_accumulator_value, foreach=foreach, maximize=maximize,
+                        differentiable=differentiable, fused=fused)
+        super().__init__(params, defaults)
+        for group in self.param_groups:
+            for p in group["params"]:
+                self._init_state(p, sum=group["initial_accumulator_value"])
+
+    def _step_group(self, group):
+        params = self._params_with_grad(group)
+        if not params:
+            return
+        for p in params:
+            self._init_state(p, sum=group["initial_accumulator_value"])
+        xp = backend_of(params[0]._data).xp
+        for step, idx in self._steps(params):
+            ps = [params[i] for i in idx]
+            F.adagrad(xp, [p._data for p in ps], [p._grad._data for p in ps], [self.state[p]["sum"]._data for p in ps],
+                      step + 1, group["lr"], group["lr_decay"], group["weight_decay"], group["eps"],
+                      group["maximize"])
+            _bump(ps, self.state)
+
+
+class Adadelta(Optimizer):
+    """PyTorch's ``torch.optim.Adadelta``."""
+
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
+                 maximize=False, differentiable=False):
+        _check_lr(lr, epsilon=eps, weight_decay=weight_decay)
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Invalid rho value: {rho}")
+        defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize, capturable=capturable,
+                        foreach=foreach, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def _step_group(self, group):
+        params = self._params_with_grad(group)
+        if not params:
+            return
+        for p in params:
+            self._init_state(p, square_avg=None, acc_delta=None)
+        xp = backend_of(params[0]._data).xp
+        st = [self.state[p] for p in params]
+        F.adadelta(xp, [p._data for p in params], [p._grad._data for p in params],
+                   [s["square_avg"]._data for s in st], [s["acc_delta"]._data for s in st], group["lr"],
+                   group["rho"], group["eps"], group["weight_decay"], group["maximize"])
+        _bump(params, self.state)
+
+
+class Rprop(Optimizer):
+    """PyTorch's ``torch.optim.Rprop`` (sign-based steps with adaptive sizes)."""
+
+    def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False, foreach=None,
+                 maximize=False, differentiable=False):
+        _check_lr(lr)
+        if not 0.0 < etas[0] < 1.0 < etas[1]:
+            raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
+        defaults = dict(lr=lr, etas=tuple(etas), step_sizes=tuple(step_sizes), foreach=foreach, maximize=maximize,
+                        differentiable=differentiable, capturable=capturable)
+        super().__init__(params, defaults)
+
+    def _step_group(self, group):
+        params = self._params_with_grad(group)
+        if not params:
+            return
+        for p in params:
+            self._init_state(p, prev=None, step_size=group["lr"])
+        xp = backend_of(params[0]._data).xp
+        st = [self.state[p] for p in params]
+        etaminus, etaplus = group["etas"]
+        smin, smax = group["step_sizes"]
+        F.rprop(xp, [p._data for p in params], [p._grad._data for p in params], [s["prev"]._data for s in st],
+                [s["step_size"]._data for s in st], etaminus, etaplus, smin, smax, group["maximize"])
+        _bump(params, self.state)
+
+
+class ASGD(Optimizer):
+    """Averaged SGD, PyTorch's ``torch.optim.ASGD`` (state: eta, mu, ax)."""
+
+    def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,
+                 maximize=False, differentiable=False, capturable=False):
+        _check_lr(lr, weight_decay=weight_decay)
+        defaults = dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, capturable=capturable)
+        super().__init__(params, defaults)
+
+    def _step_group(self, group):
+        params = self._params_with_grad(group)
+        if not params:
+            return
+        from .._tensor import Tensor
+
+        for p in params:
+            st = self.state[p]
+            if not st:
+                self._init_state(p)
+                xp = backend_of(p._data).xp
+                st["eta"] = Tensor._make(xp.asarray(group["lr"], dtype=np.float32), False)
+                st["mu"] = Tensor._make(xp.ones((), np.float32), False)
+                st["ax"] = Tensor._make(xp.zeros_like(p._data), False)
+        xp = backend_of(params[0]._data).xp
+        buckets = {}
+        for i, p in enumerate(params):
+            st = self.state[p]
+            key = (float(st["step"]._data), float(st["eta"]._data), float(st["mu"]._data))
+            buckets.setdefault(key, []).append(i)
+        lr, lambd, alpha, t0 = group["lr"], group["lambd"], group["alpha"], group["t0"]
+        for (step, eta, mu), idx in buckets.items():
+            ps = [params[i] for i in idx]
+            F.asgd(xp, [p._data for p in ps], [p._grad._data for p in ps], [self.state[p]["ax"]._data for p in ps],
+                   eta, mu, lr, lambd, alpha, group["weight_decay"], group["maximize"])
+            _bump(ps, self.state)
+            step += 1
+            new_eta = lr / ((1 + lambd * lr * step) ** alpha)
+            new_mu = 1 / max(1, step - t0)
+            for p in ps:
+                self.state[p]["eta"]._data[...] = new_eta
+                self.state[p]["mu"]._data[...] = new_mu
