@@ -15,3 +15,4 @@ from .adam import Adam, AdamW, Adamax, NAdam, RAdam  # noqa: F401
 from .rmsprop import RMSprop, Adagrad, Adadelta, Rprop, ASGD  # noqa: F401
 from .lbfgs import LBFGS  # noqa: F401
 
+from . import lr_scheduler  # noqa: F401
