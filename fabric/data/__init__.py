@@ -1,0 +1,29 @@
+"""``fabric.data`` (also ``fabric.utils.data``): datasets, samplers and the
+``DataLoader``, with the names and behaviour of ``torch.utils.data``;
+``fabric.data.datasets`` holds MNIST, FashionMNIST and Digits,
+``fabric.data.transforms`` the basic image transforms.
+
+Example::
+
+    >>> import fabric
+    >>> from fabric.utils.data import DataLoader, TensorDataset
+    >>> ds = TensorDataset(fabric.arange(6).reshape(3, 2), fabric.tensor([0, 1, 0]))
+    >>> x, y = next(iter(DataLoader(ds, batch_size=2)))
+    >>> x.shape, y
+    (fabric.Size([2, 2]), tensor([0, 1]))
+"""
+from __future__ import annotations
+
+from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset, Subset, TensorDataset,
+                      random_split)
+from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler,
+                      WeightedRandomSampler)
+from .distributed import DistributedSampler
+from .dataloader import DataLoader, _DatasetKind, default_collate, default_convert, get_worker_info
+from ._worker import WorkerInfo
+from . import dataset, sampler, distributed, dataloader, datasets, transforms  # noqa: F401
+
+__all__ = ["BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "DistributedSampler",
+           "IterableDataset", "RandomSampler", "Sampler", "SequentialSampler", "StackDataset", "Subset",
+           "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler", "WorkerInfo", "_DatasetKind",
+           "default_collate", "default_convert", "get_worker_info", "random_split"]
