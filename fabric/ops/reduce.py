@@ -167,15 +167,16 @@ def _torch_name(dt):
             "float32": "Float", "float64": "Double", "float16": "Half"}.get(dt.name, dt.name)
 
 
-def _check_nonempty(x, dims, name, sep="()"):
-    """PyTorch's errors for max-like reductions over an empty dimension."""
+def _check_nonempty(x, dim, name, sep="()"):
+    """PyTorch's errors for identity-less reductions (max-like) over an empty
+    dimension; ``dim`` as the caller gave it (the message repeats it)."""
     if x.size:
         return
-    if len(dims) == x.ndim and x.ndim != 1:
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         raise RuntimeError(f"{name}{sep}: Expected reduction dim to be specified for input.numel() == 0. Specify "
                            "the reduction dim with the 'dim' argument.")
-    for d in dims:
-        if x.shape[d] == 0:
+    for d in (dim if isinstance(dim, (tuple, list)) else (dim,)):
+        if x.shape[_wrap_dim(d, x.ndim)] == 0:
             raise IndexError(f"{name}{sep}: Expected reduction dim {d} to have non-zero size.")
 
 
@@ -676,7 +677,7 @@ def _extreme_dim(input, dim, keepdim, is_max, name):
         return getattr(return_types, name)(values, _const(idx.reshape(())))
     axis = _wrap_dim(dim, x.ndim)
     if x.shape[axis] == 0:
-        raise IndexError(f"{name}(): Expected reduction dim {dim} to have non-zero size.")
+        raise IndexError(f"{name}(): Expected reduction dim {axis} to have non-zero size.")
     idx = (xp.argmax if is_max else xp.argmin)(x, axis=axis, keepdims=True)
     values = _gather(input, idx, axis, keepdim, True, _MaxDim if is_max else _MinDim)
     return getattr(return_types, name)(values, _const(idx if keepdim else idx.squeeze(axis)))
@@ -755,7 +756,7 @@ class Amin(_AExtreme):
 def _aextreme(input, dim, keepdim, is_max, name, sep="()"):
     x = input._data
     dims = _dims(dim, x.ndim)
-    _check_nonempty(x, dims, name, sep)
+    _check_nonempty(x, dim, name, sep)
     return _apply(Amax if is_max else Amin, (input, dims, keepdim, is_max), (x, dims, keepdim, is_max))
 
 
@@ -820,7 +821,7 @@ def _arg_extreme(input, dim, keepdim, is_max, name):
     if x.ndim == 0:
         return _const(xp.zeros((), np.int64))
     if x.shape[axis] == 0:
-        raise IndexError(f"{name}(): Expected reduction dim {dim} to have non-zero size.")
+        raise IndexError(f"{name}(): Expected reduction dim {axis} to have non-zero size.")
     r = (xp.argmax if is_max else xp.argmin)(x, axis=axis, keepdims=keepdim)
     return _const(r.astype(np.int64, copy=False))
 
@@ -1006,6 +1007,8 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
         tensor(10000.6934)
     """
     x = input._data
+    if dim is None:
+        raise TypeError("logsumexp(): argument 'dim' must be tuple of ints, not NoneType")
     dims = _dims(dim, x.ndim)
     xf = _float_or_default(x)
     return _out(_apply(LogSumExp, (input, dims, keepdim), (xf, dims, keepdim)), out)
@@ -1200,12 +1203,15 @@ def _vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None, name="lin
         dt = D.to_dtype(dtype).np
         if dt != x.dtype:
             x = x.astype(dt)
-    if ord < 0 or math.isinf(ord):
-        empty = x.size == 0 if not dims else _bany(x.shape[d] == 0 for d in dims)
-        if empty:
-            shown = "inf" if ord == math.inf else ("-inf" if ord == -math.inf else f"{ord:g}")
-            raise RuntimeError(f"linalg.vector_norm cannot compute the {shown} norm on an empty tensor because "
-                               "the operation does not have an identity")
+    if (ord < 0 or math.isinf(ord)) and x.size == 0:
+        shown = "inf" if ord == math.inf else ("-inf" if ord == -math.inf else f"{ord:g}")
+        if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+            raise RuntimeError(f"{name} cannot compute the {shown} norm on an empty tensor because the operation "
+                               "does not have an identity")
+        for d in (dim if isinstance(dim, (tuple, list)) else (dim,)):
+            if x.shape[_wrap_dim(d, x.ndim)] == 0:
+                raise RuntimeError(f"{name} cannot compute the {shown} norm on the dimension {d}because this "
+                                   "dimension is empty and the operation does not have an identity")
     return _apply(VectorNorm, (input, ord, dims, keepdim), (x, ord, dims, keepdim))
 
 
@@ -1213,7 +1219,7 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     """``torch.norm``: the vector ``p``-norm over ``dim`` (int, tuple or None
     for all) for numeric ``p`` (incl. ``inf``, ``-inf``, 0) and for ``'fro'``
     (the 2-norm of the flattened dims). ``'nuc'`` and other matrix norms call
-    ``fabric.linalg.matrix_norm`` (``fabric/ops/linalg.py``).
+    ``fabric.linalg.matrix_norm`` (``fabric/linalg.py``).
 
     The vector case lives here (:func:`_vector_norm`, which
     ``fabric.linalg.vector_norm`` may reuse).
@@ -1228,7 +1234,7 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
             r = _vector_norm(input, 2, dim, keepdim, dtype=dtype)
         else:
             try:
-                from .linalg import matrix_norm
+                from ..linalg import matrix_norm  # fabric.linalg (fabric/linalg.py)
             except ImportError:
                 raise NotImplementedError(f"norm(p={p!r}) needs fabric.linalg.matrix_norm, which is not "
                                           "available") from None

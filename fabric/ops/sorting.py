@@ -99,9 +99,10 @@ def _last_axis(input, dim, name):
     return xp_of(x).moveaxis(x, axis, -1), axis, False
 
 
-def _check_dim_size(x, axis, dim, name):
-    if x.shape[axis] == 0:
-        raise IndexError(f"{name}(): Expected reduction dim {dim} to have non-zero size.")
+def _check_dim_size(xm, axis, name):
+    """``xm`` has the reduced dim last; ``axis`` is its original (wrapped) position."""
+    if xm.shape[-1] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {axis} to have non-zero size.")
 
 
 def _select(input, idx_last, axis, was_0d, keepdim, cls, rtype):
@@ -223,6 +224,7 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     """
     k = _int(k)
     xm, axis, was_0d = _last_axis(input, dim, "kthvalue")
+    _check_dim_size(xm, axis, "kthvalue")
     if k < 1 or k > xm.shape[-1]:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
     idx = _kth_index(xm, k - 1)
@@ -230,6 +232,10 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
 
 
 # --- median / nanmedian / mode -----------------------------------------------------
+
+_EMPTY_MEDIAN = {"int64": np.iinfo(np.int64).min, "int32": np.iinfo(np.int32).min, "int16": 0, "int8": 0,
+                 "uint8": 0, "bool": True}
+
 
 class _MedianAll(Function):
     """median()/nanmedian() of all elements; ties share the gradient evenly."""
@@ -240,8 +246,8 @@ class _MedianAll(Function):
     def forward(ctx, x, ignore_nan):
         xp = xp_of(x)
         flat = x.reshape(-1)
-        if flat.size == 0:
-            y = xp.asarray(xp.nan if x.dtype.kind == "f" else 0, dtype=x.dtype)
+        if flat.size == 0:  # NaN, converted to the dtype as PyTorch's CPU kernel does
+            y = xp.asarray(_EMPTY_MEDIAN.get(x.dtype.name, xp.nan), dtype=x.dtype)
         elif ignore_nan:
             nn = flat[~_isnan(xp, flat)]
             y = xp.sort(nn)[(nn.size - 1) // 2] if nn.size else xp.asarray(xp.nan, dtype=x.dtype)
@@ -271,7 +277,7 @@ class NanmedianAll(_MedianAll):
 def _median_dim(input, dim, keepdim, ignore_nan, name, cls, rtype):
     xm, axis, was_0d = _last_axis(input, dim, name)
     xp = xp_of(xm)
-    _check_dim_size(xm, -1, dim, name)
+    _check_dim_size(xm, axis, "median")
     n = xm.shape[-1]
     if xm.size == 0:
         idx = xp.zeros(xm.shape[:-1] + (1,), np.int64)
@@ -330,7 +336,7 @@ def mode(input, dim=-1, keepdim=False, *, out=None):
     """
     xm, axis, was_0d = _last_axis(input, dim, "mode")
     xp = xp_of(xm)
-    _check_dim_size(xm, -1, dim, "mode")
+    _check_dim_size(xm, axis, "mode")
     n = xm.shape[-1]
     if xm.size == 0:
         idx = xp.zeros(xm.shape[:-1] + (1,), np.int64)
@@ -561,10 +567,12 @@ def _search(seq, values, right):
     xp = xp_of(seq)
     if seq.ndim == 1:
         return xp.searchsorted(seq, values, side="right" if right else "left")
-    rows = seq.reshape(-1, seq.shape[-1])
-    vals = values.reshape(-1, values.shape[-1])
-    r, m = rows.shape
-    k = vals.shape[1]
+    m, k = seq.shape[-1], values.shape[-1]
+    r = seq.size // m if m else int(np.prod(seq.shape[:-1]))
+    if r * k == 0:
+        return xp.zeros(values.shape, np.int64)
+    rows = seq.reshape(r, m)
+    vals = values.reshape(r, k)
     dt = np.result_type(rows.dtype, vals.dtype)
     # one stable merge of (row, value, kind): boundaries before values on ties
     # for right=True (count <=), after them for right=False (count <)
@@ -665,13 +673,13 @@ def bincount(input, weights=None, minlength=0):
     return _const(xp.bincount(x, weights=w, minlength=minlength).astype(dt))
 
 
-def _hist_range(x, lo, hi, name):
+def _hist_range(x, lo, hi, name, widen=1.0):
     xp = xp_of(x)
     lo, hi = _float(lo), _float(hi)
     if lo == hi and x.size:
         lo, hi = _float(xp.min(x)), _float(xp.max(x))
-    if lo == hi:
-        lo, hi = lo - 1, hi + 1
+    if lo == hi:  # histc widens by 1, histogram by 0.5 (as PyTorch)
+        lo, hi = lo - widen, hi + widen
     if lo > hi:
         raise RuntimeError(f"{name}: max must be larger than min")
     if not (np.isfinite(lo) and np.isfinite(hi)):
@@ -745,7 +753,7 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
         if nb <= 0:
             raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {nb} for dimension 0")
         if range is None:
-            lo, hi = _hist_range(x, 0, 0, "torch.histogram")
+            lo, hi = _hist_range(x, 0, 0, "torch.histogram", 0.5)
         else:
             lo, hi = _float(range[0]), _float(range[1])
             if lo > hi:
