@@ -1248,8 +1248,8 @@ def linalg_multi_dot(tensors, *, out=None):
     dt = tensors[0]._data.dtype
     for i, t in enumerate(tensors[1:], 1):
         if t._data.dtype != dt:
-            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor 0 is {_tname(dt)} "
-                               f"and tensor {i} is {_tname(t._data.dtype)}")
+            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor 0 is "
+                               f"{_CNAME.get(dt.name)} and tensor {i} {_CNAME.get(t._data.dtype.name)}")
     _same_device("multi_dot", *tensors)
     mats = list(tensors)
     if first == 1:
@@ -1259,8 +1259,8 @@ def linalg_multi_dot(tensors, *, out=None):
     for i in range(n - 1):
         s1, s2 = mats[i]._data.shape, mats[i + 1]._data.shape
         if s1[1] != s2[0]:
-            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes {s1[0]}x{s1[1]} and "
-                               f"{s2[0]}x{s2[1]} cannot be multiplied")
+            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes {list(s1)} and {list(s2)} cannot "
+                               "be multiplied")
     if n == 2:
         r = matmul(mats[0], mats[1])
     else:
@@ -1578,7 +1578,7 @@ class LinalgDet(Function):
         U, S, Vh = linalg_svd(a, full_matrices=False)
         alpha = _const(xp_of(a._data).linalg.det(U._data) * xp_of(a._data).linalg.det(Vh._data))
         cof = (U * (_ProdOthers.apply(S) * alpha.unsqueeze(-1)).unsqueeze(-2)) @ Vh
-        g_sing = d * cof
+        g_sing = gy.unsqueeze(-1).unsqueeze(-1) * cof
         if bool(singular.all()):
             return g_sing
         ok = ~singular
@@ -1738,6 +1738,10 @@ def linalg_solve(A, B, *, left=True, out=None):
                            f"{_tname(a.dtype)} and B of type {_tname(b.dtype)} instead")
     _same_device("linalg.solve", A, B)
     vector = _solve_is_vector(a, b)
+    n = a.shape[-1]
+    if vector and not left and n != 1:
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation XA = B ({n}x{n} and "
+                           f"{b.shape[-1]}x1)")
     if vector and not left:
         raise RuntimeError("linalg.solve: Vector broadcasting of the left hand side is not supported for left=False. "
                            "In this case linalg.solve is equivalent to B / A.squeeze(-1)")
@@ -2258,7 +2262,7 @@ class LinalgEigh(Function):
 
 def _check_uplo(UPLO, fn):
     if UPLO not in ("L", "U", "l", "u"):
-        raise RuntimeError(f"{fn}: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     return UPLO.upper()
 
 
