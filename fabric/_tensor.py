@@ -619,7 +619,7 @@ class Tensor:
         return _ops.floor_divide(self, other)
 
     def __rfloordiv__(self, other):
-        return _ops.floor_divide(_ops.scalar_tensor_like(other, self), self)
+        return _ops.floor_divide(other, self)
 
     def __ifloordiv__(self, other):
         return _ops.floor_divide_(self, other)
@@ -628,7 +628,7 @@ class Tensor:
         return _ops.remainder(self, other)
 
     def __rmod__(self, other):
-        return _ops.remainder(_ops.scalar_tensor_like(other, self), self)
+        return _ops.remainder(other, self)
 
     def __imod__(self, other):
         return _ops.remainder_(self, other)
@@ -637,7 +637,7 @@ class Tensor:
         return _ops.pow(self, other)
 
     def __rpow__(self, other):
-        return _ops.pow(_ops.scalar_tensor_like(other, self), self)
+        return _ops.pow(other, self)
 
     def __ipow__(self, other):
         return _ops.pow_(self, other)
@@ -688,7 +688,7 @@ class Tensor:
         return _ops.bitwise_left_shift(self, other)
 
     def __rlshift__(self, other):
-        return _ops.bitwise_left_shift(_ops.scalar_tensor_like(other, self), self)
+        return _ops.bitwise_left_shift(other, self)
 
     def __ilshift__(self, other):
         return _ops.bitwise_left_shift_(self, other)
@@ -697,7 +697,7 @@ class Tensor:
         return _ops.bitwise_right_shift(self, other)
 
     def __rrshift__(self, other):
-        return _ops.bitwise_right_shift(_ops.scalar_tensor_like(other, self), self)
+        return _ops.bitwise_right_shift(other, self)
 
     def __irshift__(self, other):
         return _ops.bitwise_right_shift_(self, other)

@@ -18,6 +18,8 @@ from .indexing import *  # noqa: F401,F403
 from . import indexing
 from .linalg import *  # noqa: F401,F403
 from . import linalg
+from .pointwise import *  # noqa: F401,F403
+from . import pointwise
 from ._methods import install_tensor_methods
 
 install_tensor_methods()
