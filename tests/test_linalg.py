@@ -9,9 +9,9 @@ import warnings
 
 import numpy as np
 import pytest
+from opinfo.linalg import OPS, spd, symmetric, wellcond
 
 import fabric
-from opinfo.linalg import OPS, spd, symmetric, wellcond
 
 rng = np.random.default_rng
 
@@ -188,6 +188,19 @@ ERROR_CASES = [
     ("vecdot_int", lambda T, t: T.linalg.vecdot(t(np.ones(3, np.int64)), t(np.ones(3, np.int64))), True),
     ("tensorinv_shape", lambda T, t: T.linalg.tensorinv(t(_a(2, 3, 4)), 2), True),
     ("addr_shape", lambda T, t: T.addr(t(_a(3, 4)), t(_a(3)), t(_a(3))), False),
+    ("mm_bool", lambda T, t: T.mm(t(np.ones((2, 2), bool)), t(np.ones((2, 2), bool))), True),
+    ("bmm_bool", lambda T, t: T.bmm(t(np.ones((1, 2, 2), bool)), t(np.ones((1, 2, 2), bool))), True),
+    ("mv_bool", lambda T, t: T.mv(t(np.ones((2, 2), bool)), t(np.ones(2, bool))), True),
+    ("dot_bool", lambda T, t: T.dot(t(np.ones(2, bool)), t(np.ones(2, bool))), True),
+    ("trace_bool", lambda T, t: T.trace(t(np.ones((2, 2), bool))), True),
+    ("cross_bool", lambda T, t: T.linalg.cross(t(np.ones(3, bool)), t(np.ones(3, bool))), True),
+    ("einsum_bool", lambda T, t: T.einsum("ij,jk", t(np.ones((2, 2), bool)), t(np.ones((2, 2), bool))), True),
+    ("vander_bool", lambda T, t: T.linalg.vander(t(np.ones(3, bool))), True),
+    ("vander_N", lambda T, t: T.linalg.vander(t(_a(3)), N=1), True),
+    ("matrix_norm_empty_min", lambda T, t: T.linalg.matrix_norm(t(np.zeros((0, 3), np.float32)), -2), True),
+    ("matrix_norm_empty_min1", lambda T, t: T.linalg.matrix_norm(t(np.zeros((3, 0), np.float32)), -1), True),
+    ("svd_nan", lambda T, t: T.linalg.svd(t(np.full((2, 2), np.nan))), True),
+    ("cholesky_nan", lambda T, t: T.linalg.cholesky(t(np.full((2, 2), np.nan))), False),
 ]
 
 
@@ -208,6 +221,49 @@ def test_errors_match_torch(case):
         assert issubclass(ot, tt) or ot is tt, (name, ot, tt, str(ours.value))
     if exact:
         assert str(ours.value) == str(theirs.value), name
+
+
+EDGE_CASES = [
+    ("matrix_norm_empty", lambda T, t: [T.linalg.matrix_norm(t(np.zeros(s, np.float32)), o)
+                                        for s in ((0, 3), (3, 0)) for o in ("fro", "nuc", 2, 1, float("inf"))]),
+    ("cond_singular", lambda T, t: [T.linalg.cond(t(_SING), p) for p in (None, "fro", 1, float("inf"))]),
+    ("cond_empty", lambda T, t: [T.linalg.cond(t(np.zeros((0, 0))))]),
+    ("pinv_zeros", lambda T, t: [T.linalg.pinv(t(np.zeros((2, 3)))),
+                                 T.linalg.pinv(t(np.zeros((2, 2))), hermitian=True)]),
+    ("rank_zeros", lambda T, t: [T.linalg.matrix_rank(t(np.zeros((2, 3)))), T.linalg.matrix_rank(t(np.zeros((0, 3))))]),
+    ("lstsq_empty", lambda T, t: [T.linalg.lstsq(t(np.zeros((0, 3))), t(np.zeros((0, 2)))).solution]),
+    ("cdist_empty", lambda T, t: [T.cdist(t(np.zeros((0, 3))), t(_a(2, 3, dtype=np.float64))),
+                                  T.cdist(t(np.zeros((2, 0))), t(np.zeros((2, 0))), p=float("inf"))]),
+    ("empty_decompositions", lambda T, t: [
+        T.linalg.det(t(np.zeros((0, 2, 2)))), T.linalg.slogdet(t(np.zeros((0, 0))))[1],
+        T.linalg.svd(t(np.zeros((3, 0))))[0], T.linalg.qr(t(np.zeros((3, 0))))[0],
+        T.linalg.cholesky(t(np.zeros((0, 0)))), T.linalg.eigh(t(np.zeros((0, 0))))[0],
+        T.linalg.matrix_exp(t(np.zeros((0, 0))))]),
+    ("solve_triangular_zero_diag", lambda T, t: [T.linalg.solve_triangular(
+        t(np.array([[0.0, 1.0], [0.0, 1.0]])), t(np.ones((2, 1))), upper=True)]),
+    ("nan_inputs", lambda T, t: [T.linalg.inv(t(np.full((2, 2), np.nan))),
+                                 T.linalg.eigvalsh(t(np.full((2, 2), np.nan)))]),
+    ("bool_ok", lambda T, t: [T.kron(t(np.ones((2, 2), bool)), t(np.ones((2, 2), bool))),
+                              T.outer(t(np.ones(2, bool)), t(np.ones(2, bool))),
+                              T.einsum("ij->", t(np.ones((2, 2), bool)))]),
+    ("multi_dot_vectors", lambda T, t: [T.linalg.multi_dot([t(np.ones(3)), t(np.ones(3))])]),
+    ("int_matrix_power_0", lambda T, t: [T.linalg.matrix_power(t(np.ones((2, 2), np.int64)), 0)]),
+]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("case", EDGE_CASES, ids=[c[0] for c in EDGE_CASES])
+def test_edge_cases_match_torch(case):
+    import torch
+
+    name, call = case
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ours, theirs = call(fabric, fabric.from_numpy), call(torch, torch.from_numpy)
+    for o, t in zip(ours, theirs):
+        assert o.shape == tuple(t.shape), name
+        assert str(o.dtype).split(".")[-1] == str(t.dtype).split(".")[-1], name
+        np.testing.assert_allclose(o.detach().numpy(), t.detach().numpy(), rtol=1e-6, equal_nan=True, err_msg=name)
 
 
 def test_linalg_error_is_runtime_error():
@@ -463,7 +519,7 @@ def test_ex_variants_report_info():
     inv, info = fabric.linalg.inv_ex(fabric.from_numpy(bad.copy()))
     assert info.tolist() == [0, 2]
     np.testing.assert_allclose(inv[0].numpy(), np.eye(2))
-    L, info = fabric.linalg.cholesky_ex(fabric.from_numpy(np.stack([np.eye(2), [[1.0, 2.0], [2.0, 1.0]]])))
+    _L, info = fabric.linalg.cholesky_ex(fabric.from_numpy(np.stack([np.eye(2), [[1.0, 2.0], [2.0, 1.0]]])))
     assert info.tolist() == [0, 2]
     x, info = fabric.linalg.solve_ex(fabric.from_numpy(bad.copy()), fabric.ones(2, 2, dtype=fabric.float64))
     assert info.tolist() == [0, 2] and np.isnan(x[1].numpy()).all()

@@ -295,10 +295,16 @@ class _Amax(Function):
         return _unreduce(gy, ctx.shape, ctx.dims, ctx.keepdim) * _const(w.astype(x._data.dtype)), None, None, None
 
 
-def _amax(x, dims, keepdim=False, largest=True):
+def _amax(x, dims, keepdim=False, largest=True, shown_dim=None):
+    """amax/amin of a non-negative quantity (a norm): an empty max is 0, an
+    empty min an IndexError, as in ``torch.linalg.matrix_norm``."""
     if any(x._data.shape[d] == 0 for d in dims):
-        raise RuntimeError(f"{'amax' if largest else 'amin'}(): Expected reduction dim {dims[0]} to have non-zero "
-                           "size.")
+        if not largest:
+            raise IndexError(f"amin(): Expected reduction dim {dims[0] if shown_dim is None else shown_dim} to have "
+                             "non-zero size.")
+        shape = _keepdim_shape(x._data.shape, dims) if keepdim else tuple(
+            s for i, s in enumerate(x._data.shape) if i not in dims)
+        return _apply(_ZerosGrad, (x, None), (x._data, xp_of(x._data).zeros(shape, x._data.dtype)))
     return _apply(_Amax, (x, dims, keepdim, largest), (x._data, dims, keepdim, largest))
 
 
@@ -433,7 +439,7 @@ def _check_mm_dtype(a, b):
 
 def _check_not_bool(fn, t):
     if t._data.dtype == np.bool_:
-        raise RuntimeError(f"\"{fn}\" not implemented for 'Bool'")
+        raise NotImplementedError(f"\"{fn}\" not implemented for 'Bool'")
 
 
 def mm(input, mat2, *, out=None):
@@ -492,6 +498,7 @@ def mv(input, vec, *, out=None):
     if x.dtype != y.dtype:
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got {_tname(y.dtype)}, "
                            f"{_tname(x.dtype)}, and {_tname(y.dtype)}")
+    _check_not_bool("addmv_impl_cpu", input)
     _same_device("mv", input, vec)
     return _out(_apply(Mv, (input, vec), (x, y)), out)
 
@@ -509,6 +516,7 @@ def dot(input, tensor, *, out=None):
     if x.dtype != y.dtype:
         raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {_tname(x.dtype)} and "
                            f"{_tname(y.dtype)}")
+    _check_not_bool("dot", input)
     _same_device("dot", input, tensor)
     return _out(_apply(Dot, (input, tensor), (x, y)), out)
 
@@ -703,7 +711,8 @@ def _einsum_parse_term(term, start, op_index):
             if term[i:i + 3] != _ELL:
                 raise RuntimeError(f"einsum(): found '.' for operand {op_index} that is not part of any ellipsis")
             if _ELL in out:
-                raise RuntimeError(f"einsum(): found '.' for operand {op_index} for which an ellipsis was already found")
+                raise RuntimeError(f"einsum(): found '.' for operand {op_index} for which an ellipsis was already "
+                                   "found")
             out.append(_ELL)
             i += 3
             continue
@@ -942,6 +951,8 @@ def einsum(*args):
         if t._data.dtype != dt:
             raise RuntimeError(f"expected scalar type {_tname(dt)} but found {_tname(t._data.dtype)}")
     _same_device("einsum", *operands)
+    if len(operands) > 1:
+        _check_not_bool("bmm", operands[0])
     in_subs, out_subs = _einsum_spec(equation, [t._data.shape for t in operands])
     if len(operands) == 1 and dt.kind in "biu" and dt != np.int64 and set(in_subs[0]) - set(out_subs):
         operands = (operands[0].to(D.int64),)  # PyTorch sums integers as int64 (single-operand reductions)
@@ -982,6 +993,7 @@ def tensordot(a, b, dims=2, out=None):
                                f"{sx} and second has size {b._data.shape[y]} in dim {sy}")
     if a._data.dtype != b._data.dtype:
         raise RuntimeError("both inputs should have same dtype")
+    _check_not_bool("dot" if len(da) == na and len(db) == nb else "addmm_impl_cpu_", a)
     _same_device("tensordot", a, b)
     if na + nb - len(da) > 52 or na + nb > 52 + len(da):
         raise RuntimeError("tensordot: too many dimensions (at most 52 distinct subscripts)")
@@ -1027,6 +1039,7 @@ def trace(input):
     _check_tensor(input, "trace", "input", 1)
     if input._data.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input._data.ndim}")
+    _check_not_bool("trace", input)
     return _apply(Trace, (input,), (input._data,))
 
 
@@ -1071,6 +1084,7 @@ def _cross_checked(input, other, dim, fn):
         raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions. Got {x.ndim} and {y.ndim}")
     if x.dtype != y.dtype:
         raise RuntimeError(f"expected scalar type {_tname(x.dtype)} but found {_tname(y.dtype)}")
+    _check_not_bool("cross", input)
     shape = _batch_shape_broadcast(fn, x.shape, y.shape, f"linalg.cross: the shapes of the inputs do not broadcast: "
                                                           f"{list(x.shape)} and {list(y.shape)}")
     d = _wrap_dim(dim, len(shape))
@@ -1250,6 +1264,7 @@ def linalg_multi_dot(tensors, *, out=None):
         if t._data.dtype != dt:
             raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor 0 is "
                                f"{_CNAME.get(dt.name)} and tensor {i} {_CNAME.get(t._data.dtype.name)}")
+    _check_not_bool("addmm_impl_cpu_", tensors[0])
     _same_device("multi_dot", *tensors)
     mats = list(tensors)
     if first == 1:
@@ -1439,7 +1454,7 @@ def linalg_matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None,
         if ord == "nuc":
             r = S.sum(-1)
         else:
-            r = _amax(S, (S._data.ndim - 1,), False, ord == 2)
+            r = _amax(S, (S._data.ndim - 1,), False, ord == 2, shown_dim=-1)
         if keepdim:
             for d in sorted((d0, d1)):
                 r = r.unsqueeze(d)
@@ -1447,7 +1462,7 @@ def linalg_matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None,
     # 1 / -1: max/min absolute column sum; inf / -inf: max/min absolute row sum
     sum_dim, max_dim = (d0, d1) if abs(ord) == 1 else (d1, d0)
     s = _abs(A).sum(sum_dim, keepdim=True)
-    r = _amax(s, (max_dim,), True, ord > 0)
+    r = _amax(s, (max_dim,), True, ord > 0, shown_dim=max_dim - (sum_dim < max_dim))
     if not keepdim:
         r = r.squeeze((d0, d1))
     return _out(r, out)
@@ -1489,7 +1504,12 @@ def linalg_cond(A, p=None, *, out=None):
         r = S[..., 0] / S[..., -1] if p != -2 else S[..., -1] / S[..., 0]
         return _out(r, out)
     _check_matrix(A, "linalg.cond")
-    return _out(linalg_matrix_norm(A, p) * linalg_matrix_norm(linalg_inv(A), p), out)
+    inv, info = linalg_inv_ex(A)
+    r = linalg_matrix_norm(A, p) * linalg_matrix_norm(inv, p)
+    bad = info._data != 0
+    if bool(bad.any()):
+        r = _masked_fill(r, bad, math.inf)  # singular: infinite condition number
+    return _out(r, out)
 
 
 # =====================================================================================
@@ -1537,24 +1557,39 @@ def inverse(input, *, out=None):
     return linalg_inv(input, out=out)
 
 
+def _bad_mask(infos, like):
+    bad = infos != 0
+    return bad if _is_numpy(like) else backend_of(like).from_numpy(bad, like.device.id)
+
+
+def _to_device(arr, like):
+    return arr if _is_numpy(like) else backend_of(like).from_numpy(arr, like.device.id)
+
+
+def _replace_bad(A, bad):
+    """``A`` with the failed matrices replaced by the identity (differentiable elsewhere)."""
+    a = A._data
+    n = a.shape[-1]
+    m = bad[..., None, None]
+    return _masked_fill(A, m, 0) + _const((m * _eye(n, n, a.dtype, a)).astype(a.dtype))
+
+
 def linalg_inv_ex(A, *, check_errors=False, out=None):
     """``(inverse, info)``: ``info`` (int32) is 0 for invertible matrices and
     the 1-based index of the first zero pivot of the LU factorization
-    otherwise (then ``inverse`` holds no meaningful values)."""
+    otherwise; the inverse of such a matrix is NaN (LAPACK leaves partial
+    results there)."""
     a = _check_matrix(A, "linalg.inv_ex")
-    xp = xp_of(a)
     try:
         inv = linalg_inv(A)
-        info = xp.zeros(a.shape[:-2], np.int32)
+        info = xp_of(a).zeros(a.shape[:-2], np.int32)
     except LinAlgError:
         if check_errors:
             raise
         infos = _infos(a, "lu")
-        ok = infos == 0
-        safe = np.where(ok[..., None, None], _host(a), np.eye(a.shape[-1], dtype=a.dtype))
-        inv_h = np.where(ok[..., None, None], np.linalg.inv(safe), np.nan).astype(a.dtype)
-        inv = _const(inv_h if _is_numpy(a) else backend_of(a).from_numpy(inv_h, a.device.id))
-        info = infos if _is_numpy(a) else backend_of(a).from_numpy(infos, a.device.id)
+        bad = _bad_mask(infos, a)
+        inv = _masked_fill(linalg_inv(_replace_bad(A, bad)), bad[..., None, None], math.nan)
+        info = _to_device(infos, a)
     return _out(linalg_inv_ex_t(inv, _const(info)), out)
 
 
@@ -1769,29 +1804,23 @@ def linalg_solve_ex(A, B, *, left=True, check_errors=False, out=None):
     """``(result, info)`` version of ``solve``: a singular matrix gives a
     nonzero ``info`` (the first zero pivot of its LU factorization) and NaN
     results instead of raising, unless ``check_errors``."""
+    vector = isinstance(A, Tensor) and isinstance(B, Tensor) and _solve_is_vector(A._data, B._data)
     try:
         x = linalg_solve(A, B, left=left)
-        vector = _solve_is_vector(A._data, B._data)
-        batch = np.broadcast_shapes(A._data.shape[:-2], B._data.shape[:-1] if vector else B._data.shape[:-2])
+        b = B._data
+        batch = np.broadcast_shapes(A._data.shape[:-2], b.shape[:-1] if vector else b.shape[:-2])
         info = xp_of(A._data).zeros(batch, np.int32)
     except LinAlgError:
         if check_errors:
             raise
-        a = A._data
-        vector = _solve_is_vector(a, B._data)
-        batch = np.broadcast_shapes(a.shape[:-2], B._data.shape[:-1] if vector else B._data.shape[:-2])
-        n = a.shape[-1]
-        Ab = A.expand(batch + (n, n))
+        a, b = A._data, B._data
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-1] if vector else b.shape[:-2])
+        Ab = A.expand(batch + a.shape[-2:])
         infos = _infos(Ab._data, "lu")
-        bad = infos != 0
-        if not _is_numpy(a):
-            bad = backend_of(a).from_numpy(bad, a.device.id)
-            infos = backend_of(a).from_numpy(infos, a.device.id)
-        eye = _eye(n, n, a.dtype, a)
-        safe = _masked_fill(Ab, bad[..., None, None], 0) + _const((bad[..., None, None] * eye).astype(a.dtype))
-        x = _masked_fill(linalg_solve(safe, B, left=left), bad[..., None] if vector else bad[..., None, None],
-                         math.nan)
-        info = infos
+        bad = _bad_mask(infos, a)
+        x = _masked_fill(linalg_solve(_replace_bad(Ab, bad), B, left=left),
+                         bad[..., None] if vector else bad[..., None, None], math.nan)
+        info = _to_device(infos, a)
     return _out(linalg_solve_ex_t(x, _const(info)), out)
 
 
@@ -1813,12 +1842,12 @@ class LinalgSolveTriangular(Function):
             t = xp.swapaxes(t, -1, -2)
             b = xp.swapaxes(b, -1, -2)
         batch = np.broadcast_shapes(t.shape[:-2], b.shape[:-2])
-        with _np_errstate(xp):
-            try:
-                x = xp.linalg.solve(xp.broadcast_to(t, batch + t.shape[-2:]), xp.broadcast_to(b, batch + b.shape[-2:]))
-            except np.linalg.LinAlgError:
-                raise LinAlgError("linalg.solve_triangular: the triangular matrix has a zero on its diagonal (fabric "
-                                  "raises where PyTorch returns inf/nan)") from None
+        t = xp.broadcast_to(t, batch + t.shape[-2:])
+        b = xp.broadcast_to(b, batch + b.shape[-2:])
+        try:
+            x = xp.linalg.solve(t, b)
+        except np.linalg.LinAlgError:  # a zero on the diagonal: substitute, giving inf/nan like LAPACK's trsm
+            x = _substitute(xp, t, b, lower=(not upper) if left else upper)
         if not left:
             x = xp.ascontiguousarray(xp.swapaxes(x, -1, -2))
         ctx.save_for_backward(a, x)
@@ -1837,11 +1866,25 @@ class LinalgSolveTriangular(Function):
         return ga, (gb if need_b else None), None, None, None
 
 
+def _substitute(xp, T, B, lower):
+    """Forward/back substitution, one row at a time (only used for singular
+    triangular matrices, where the LU-based solver refuses)."""
+    n = T.shape[-1]
+    X = xp.zeros(B.shape, np.result_type(T, B))
+    rows = range(n) if lower else range(n - 1, -1, -1)
+    with _np_errstate(xp):
+        for i in rows:
+            done = slice(0, i) if lower else slice(i + 1, n)
+            acc = (T[..., i:i + 1, done] @ X[..., done, :])[..., 0, :]
+            X[..., i, :] = (B[..., i, :] - acc) / T[..., i, i:i + 1]
+    return X
+
+
 def linalg_solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     """Solve ``A X = B`` (``X A = B`` if not ``left``) reading only the upper
     or lower triangle of ``A`` (and assuming a unit diagonal if
-    ``unitriangular``).  Computed with the general solver on the masked
-    triangle; unlike PyTorch a zero on the diagonal raises LinAlgError."""
+    ``unitriangular``).  Computed with the general (LU) solver on the masked
+    triangle; a zero on the diagonal gives inf/nan, as in PyTorch."""
     a = _check_matrix(A, "linalg.solve_triangular")
     _check_tensor(B, "linalg.solve_triangular", "B", 2)
     b = B._data
@@ -1875,7 +1918,7 @@ class LinalgCholesky(Function):
             L = xp.linalg.cholesky(a)
         except np.linalg.LinAlgError:
             _raise_chol("linalg.cholesky", a)
-        if _gpu_failed(L, a):
+        if not bool(xp.isfinite(L).all()):  # NaN input: potrf reports failure, NumPy/CuPy do not
             _raise_chol("linalg.cholesky", a)
         if upper:
             L = xp.ascontiguousarray(xp.swapaxes(L, -1, -2))
@@ -1903,25 +1946,20 @@ def linalg_cholesky(A, *, upper=False, out=None):
 
 def linalg_cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """``(L, info)``: ``info`` (int32) is 0 on success, else the order of the
-    first leading minor that is not positive-definite."""
+    first leading minor that is not positive-definite; ``L`` of such a
+    matrix is NaN (LAPACK leaves a partial factor there)."""
     a = _check_matrix(A, "linalg.cholesky_ex")
-    xp = xp_of(a)
     try:
         L = linalg_cholesky(A, upper=upper)
-        info = _const(xp.zeros(a.shape[:-2], np.int32))
+        info = xp_of(a).zeros(a.shape[:-2], np.int32)
     except LinAlgError:
         if check_errors:
             raise
         infos = _infos(a, "chol")
-        ok = infos == 0
-        h = _host(a)
-        safe = np.where(ok[..., None, None], h, np.eye(a.shape[-1], dtype=a.dtype))
-        Lh = np.where(ok[..., None, None], np.linalg.cholesky(safe), np.nan).astype(a.dtype)
-        if upper:
-            Lh = np.ascontiguousarray(np.swapaxes(Lh, -1, -2))
-        L = _const(Lh if _is_numpy(a) else backend_of(a).from_numpy(Lh, a.device.id))
-        info = _const(infos if _is_numpy(a) else backend_of(a).from_numpy(infos, a.device.id))
-    return _out(linalg_cholesky_ex_t(L, info), out)
+        bad = _bad_mask(infos, a)
+        L = _masked_fill(linalg_cholesky(_replace_bad(A, bad), upper=upper), bad[..., None, None], math.nan)
+        info = _to_device(infos, a)
+    return _out(linalg_cholesky_ex_t(L, _const(info)), out)
 
 
 def cholesky(input, upper=False, *, out=None):
@@ -2109,10 +2147,10 @@ def linalg_qr(A, mode="reduced", *, out=None):
 def qr(input, some=True, *, out=None):
     """``torch.qr`` (deprecated in PyTorch, which warns; so does fabric):
     ``some=True`` is mode 'reduced', ``some=False`` 'complete'."""
-    warnings.warn("torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a future PyTorch release.\n"
-                  "The boolean parameter 'some' has been replaced with a string parameter 'mode'.\nQ, R = torch.qr(A, "
-                  "some)\nshould be replaced with\nQ, R = torch.linalg.qr(A, 'reduced' if some else 'complete')",
-                  UserWarning, stacklevel=2)
+    warnings.warn("torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a future PyTorch "
+                  "release.\nThe boolean parameter 'some' has been replaced with a string parameter 'mode'.\n"
+                  "Q, R = torch.qr(A, some)\nshould be replaced with\n"
+                  "Q, R = torch.linalg.qr(A, 'reduced' if some else 'complete')", UserWarning, stacklevel=2)
     return _out(qr_t(*linalg_qr(input, "reduced" if some else "complete")), out)
 
 
@@ -2121,6 +2159,9 @@ def _lapack_svd(a, full_matrices, compute_uv=True):
     try:
         return xp.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
     except np.linalg.LinAlgError:
+        if not bool(xp.isfinite(a).all()):
+            raise LinAlgError("linalg.svd: The algorithm failed to converge because the input matrix contained "
+                              "non-finite values.") from None
         raise _converge_error("linalg.svd", "singular values") from None
 
 
@@ -2515,6 +2556,8 @@ def linalg_matrix_power(A, n, *, out=None):
         raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are {a.shape[-2]} "
                            f"by {a.shape[-1]} matrices")
     n = int(n)
+    if n > 1:
+        _check_not_bool("addmm_impl_cpu_", A)
     if n == 0:
         eye = xp_of(a).broadcast_to(_eye(a.shape[-1], a.shape[-1], a.dtype, a), a.shape).copy()
         return _out(_apply(_ZerosGrad, (A, eye), (a, eye)), out)
@@ -2682,12 +2725,10 @@ def linalg_vander(x, *, N=None):
     """``torch.linalg.vander``: ``(..., n) -> (..., n, N)`` with columns
     ``x**0 ... x**(N-1)`` (``N`` defaults to ``n``)."""
     _check_tensor(x, "linalg.vander", "x", 1)
-    if x._data.ndim < 1:
-        raise RuntimeError("linalg.vander: x must have at least one dimension")
-    if N is not None and N <= 1:
-        raise RuntimeError("linalg.vander: N must be greater than 1.")
     if x._data.dtype == np.bool_:
-        raise RuntimeError("linalg.vander: does not support bool tensors")
+        raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, but got Bool")
+    if (N if N is not None else (x._data.shape[-1] if x._data.ndim else 1)) <= 1:
+        raise RuntimeError("N must be greater than 1.")
     return _vander(x, N, True, "linalg.vander")
 
 

@@ -24,8 +24,9 @@ Entries with a ``post`` (or whose PyTorch gradient is not symmetric, like
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -306,7 +307,7 @@ def _np_matrix_rank(A, tol=None, hermitian=False, atol=None, rtol=None):
 # --- sample generators ---------------------------------------------------------------------
 
 def _mm_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [
         SampleInput(m(3, 4), (m(4, 2),)),
         SampleInput(make(rng, (4, 3), dtype, noncontig=True), (make(rng, (3, 2), dtype, noncontig=True),),
@@ -317,7 +318,7 @@ def _mm_samples(dtype, rng):
 
 
 def _bmm_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [
         SampleInput(m(2, 3, 4), (m(2, 4, 2),)),
         SampleInput(make(rng, (2, 4, 3), dtype, noncontig=True), (m(2, 3, 2),), name="noncontig"),
@@ -326,7 +327,7 @@ def _bmm_samples(dtype, rng):
 
 
 def _mv_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [
         SampleInput(m(3, 4), (m(4),)),
         SampleInput(make(rng, (3, 4), dtype, noncontig=True), (make(rng, (4,), dtype, noncontig=True),),
@@ -336,7 +337,7 @@ def _mv_samples(dtype, rng):
 
 
 def _dot_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [
         SampleInput(m(5), (m(5),)),
         SampleInput(make(rng, (4,), dtype, noncontig=True), (m(4),), name="noncontig"),
@@ -345,7 +346,7 @@ def _dot_samples(dtype, rng):
 
 
 def _outer_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [
         SampleInput(m(3), (m(4),)),
         SampleInput(make(rng, (4,), dtype, noncontig=True), (m(2),), name="noncontig"),
@@ -354,7 +355,7 @@ def _outer_samples(dtype, rng):
 
 
 def _inner_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [
         SampleInput(m(2, 3), (m(4, 3),)),
         SampleInput(m(3), (m(3),), name="1d"),
@@ -364,7 +365,7 @@ def _inner_samples(dtype, rng):
 
 
 def _addmm_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [
         SampleInput(m(2, 3), (m(2, 4), m(4, 3))),
         SampleInput(m(3), (m(2, 4), m(4, 3)), {"beta": 2, "alpha": 3}, name="broadcast"),
@@ -375,7 +376,7 @@ def _addmm_samples(dtype, rng):
 
 
 def _addmv_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [
         SampleInput(m(2), (m(2, 4), m(4))),
         SampleInput(m(), (m(2, 4), m(4)), {"beta": 2, "alpha": 3}, name="broadcast"),
@@ -384,7 +385,7 @@ def _addmv_samples(dtype, rng):
 
 
 def _addbmm_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [
         SampleInput(m(2, 3), (m(4, 2, 5), m(4, 5, 3))),
         SampleInput(m(3), (m(2, 2, 5), m(2, 5, 3)), {"beta": 2, "alpha": 3}, name="broadcast"),
@@ -392,7 +393,7 @@ def _addbmm_samples(dtype, rng):
 
 
 def _baddbmm_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [
         SampleInput(m(4, 2, 3), (m(4, 2, 5), m(4, 5, 3))),
         SampleInput(m(2, 3), (m(4, 2, 5), m(4, 5, 3)), {"beta": 2, "alpha": 3}, name="broadcast"),
@@ -401,7 +402,7 @@ def _baddbmm_samples(dtype, rng):
 
 
 def _addr_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [
         SampleInput(m(2, 3), (m(2), m(3))),
         SampleInput(m(3), (m(2), m(3)), {"beta": 2, "alpha": 3}, name="broadcast"),
@@ -409,7 +410,7 @@ def _addr_samples(dtype, rng):
 
 
 def _einsum_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [
         SampleInput("ij,jk->ik", (m(2, 3), m(3, 4)), name="mm"),
         SampleInput("ii->i", (m(3, 3),), name="diagonal"),
@@ -431,7 +432,7 @@ def _einsum_samples(dtype, rng):
 
 
 def _tensordot_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [
         SampleInput(m(2, 3, 4), (m(3, 4, 5),)),
         SampleInput(m(2, 3), (m(3, 2),), {"dims": 1}),
@@ -442,7 +443,7 @@ def _tensordot_samples(dtype, rng):
 
 
 def _kron_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [
         SampleInput(m(2, 3), (m(3, 2),)),
         SampleInput(m(2), (m(2, 3),), name="ndim_mismatch"),
@@ -452,14 +453,14 @@ def _kron_samples(dtype, rng):
 
 
 def _trace_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [SampleInput(m(3, 3)), SampleInput(m(3, 5), name="wide"), SampleInput(m(4, 2), name="tall"),
             SampleInput(make(rng, (3, 3), dtype, noncontig=True), name="noncontig"),
             SampleInput(m(0, 0), name="empty")]
 
 
 def _cross_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [
         SampleInput(m(4, 3), (m(4, 3),), {"dim": 1}),
         SampleInput(m(3, 2), (m(3, 2),), {"dim": 0}),
@@ -468,7 +469,7 @@ def _cross_samples(dtype, rng):
 
 
 def _linalg_cross_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [
         SampleInput(m(4, 3), (m(4, 3),)),
         SampleInput(m(3, 2), (m(3, 2),), {"dim": 0}),
@@ -477,7 +478,7 @@ def _linalg_cross_samples(dtype, rng):
 
 
 def _cdist_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [
         SampleInput(m(3, 2), (m(4, 2),)),
         SampleInput(m(3, 2), (m(4, 2),), {"p": 1.0}, name="p1"),
@@ -491,7 +492,7 @@ def _cdist_samples(dtype, rng):
 
 
 def _multi_dot_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [
         SampleInput([m(2, 3), m(3, 4)]),
         SampleInput([m(3), m(3, 4), m(4, 2), m(2)], name="vector_ends"),
@@ -500,18 +501,18 @@ def _multi_dot_samples(dtype, rng):
 
 
 def _chain_matmul_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [SampleInput(m(2, 3), (m(3, 4), m(4, 2)))]
 
 
 def _vecdot_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [SampleInput(m(2, 3), (m(2, 3),)), SampleInput(m(2, 3), (m(3),), name="broadcast"),
             SampleInput(m(2, 3), (m(2, 1),), {"dim": 0}, name="dim0")]
 
 
 def _vector_norm_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype, away_from=0.0)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype, away_from=0.0)
     return [
         SampleInput(m(3, 4)),
         SampleInput(m(3, 4), (1.0,), {"dim": 1}),
@@ -545,7 +546,7 @@ def _matrix_norm_samples(dtype, rng):
 
 
 def _norm_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype, away_from=0.0)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype, away_from=0.0)
     return [
         SampleInput(m(2, 3, 4)),
         SampleInput(m(4), (3,), name="vector_ord"),
@@ -586,8 +587,8 @@ def _posdet_samples(dtype, rng):
 
 
 def _solve_samples(dtype, rng):
-    A = lambda *s: wellcond(rng, s, dtype)  # noqa: E731
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    A = lambda *s: wellcond(rng, s, dtype)
+    m = lambda *s: make(rng, s, dtype)
     return [
         SampleInput(A(3, 3), (m(3, 2),)),
         SampleInput(A(3, 3), (m(3),), name="vector"),
@@ -600,7 +601,7 @@ def _solve_samples(dtype, rng):
 
 
 def _solve_triangular_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [
         SampleInput(triangular(rng, (3, 3), dtype, True), (m(3, 2),), {"upper": True}),
         SampleInput(triangular(rng, (2, 3, 3), dtype, False), (m(2, 3, 2),), {"upper": False}, name="lower_batch"),
@@ -644,7 +645,7 @@ def _np_cholesky_inverse(L, upper=False):
 
 
 def _cholesky_solve_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [  # grad=False: PyTorch's factor gradient is not the numerical one (see OPS)
         SampleInput(m(3, 2), (_chol_factor(rng, (3, 3), dtype),), grad=False),
         SampleInput(m(3, 2), (_chol_factor(rng, (3, 3), dtype, True),), {"upper": True}, name="upper", grad=False),
@@ -653,13 +654,13 @@ def _cholesky_solve_samples(dtype, rng):
 
 
 def _cholesky_solve_lower_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [SampleInput(m(3, 2), (_chol_factor(rng, (3, 3), dtype),)),
             SampleInput(m(2, 3, 1), (_chol_factor(rng, (2, 3, 3), dtype),), name="batch")]
 
 
 def _cholesky_solve_upper_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [SampleInput(m(3, 2), (_chol_factor(rng, (3, 3), dtype, True),), {"upper": True})]
 
 
@@ -740,7 +741,7 @@ def _pinv_hermitian_samples(dtype, rng):
 
 
 def _lstsq_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [
         SampleInput(wellcond(rng, (4, 3), dtype), (m(4, 2),), name="tall"),
         SampleInput(wellcond(rng, (3, 3), dtype), (m(3, 2),), name="square"),
@@ -753,7 +754,7 @@ def _lstsq_samples(dtype, rng):
 
 
 def _matrix_power_samples(dtype, rng):
-    A = lambda *s: wellcond(rng, s, dtype, 0.8, 1.2)  # noqa: E731
+    A = lambda *s: wellcond(rng, s, dtype, 0.8, 1.2)
     return [
         SampleInput(A(3, 3), (3,)),
         SampleInput(A(2, 3, 3), (2,), name="batch"),
@@ -766,7 +767,7 @@ def _matrix_power_samples(dtype, rng):
 
 
 def _int_matrix_power_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [SampleInput(m(3, 3), (3,)), SampleInput(m(2, 3, 3), (0,), name="zero")]
 
 
@@ -785,18 +786,18 @@ def _matrix_rank_samples(dtype, rng):
 
 
 def _matrix_exp_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype, low=-1, high=1)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype, low=-1, high=1)
     return [SampleInput(m(3, 3)), SampleInput(m(2, 2, 2), name="batch"), SampleInput(m(3, 3) * 4, name="scaled"),
             SampleInput(np.zeros((0, 2, 2), dtype), name="empty")]
 
 
 def _vander_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [SampleInput(m(4)), SampleInput(m(2, 3), kwargs={"N": 4}, name="batch_N")]
 
 
 def _torch_vander_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [SampleInput(m(4)), SampleInput(m(3), (5,), name="N"), SampleInput(m(3), (None, True), name="increasing")]
 
 
@@ -806,14 +807,14 @@ def _tensorinv_samples(dtype, rng):
 
 
 def _tensorsolve_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [SampleInput(wellcond(rng, (6, 6), dtype).reshape(2, 3, 6), (m(2, 3),)),
             SampleInput(wellcond(rng, (6, 6), dtype).reshape(6, 2, 3).transpose(1, 0, 2).copy(), (m(6),),
                         {"dims": (0,)}, name="dims")]
 
 
 def _diagonal_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [SampleInput(m(3, 4)), SampleInput(m(2, 3, 3), kwargs={"offset": 1}, name="offset"),
             SampleInput(m(2, 3, 4), kwargs={"dim1": 0, "dim2": 2}, name="dims")]
 
@@ -823,7 +824,7 @@ def _square_ex_samples(dtype, rng):
 
 
 def _solve_ex_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [SampleInput(wellcond(rng, (3, 3), dtype), (m(3, 2),)),
             SampleInput(wellcond(rng, (2, 3, 3), dtype), (m(2, 3),), name="batched_vector")]
 
@@ -871,7 +872,7 @@ def _svd_ref(post):
 
 
 def _torch_svd_ref(A, some=True):
-    u, s, vh = np.linalg.svd(A, full_matrices=not some)
+    _u, s, vh = np.linalg.svd(A, full_matrices=not some)
     k = s.shape[-1]
     return np.swapaxes(vh, -1, -2)[..., :k] ** 2
 
@@ -959,8 +960,9 @@ OPS = [
     LinalgOpInfo("linalg.qr", _np_qr, _qr_samples, output_index=1, rtol=1e-5),
     LinalgOpInfo("linalg.qr", lambda A, mode: (np.linalg.qr(A, mode="r") if mode == "r" else np.linalg.qr(A, mode)[1]),
                  _qr_r_samples, output_index=1, rtol=1e-5, differentiable=False),
-    LinalgOpInfo("qr", lambda A, some=True: np.linalg.qr(A, "reduced" if some else "complete"), lambda d, r: [SampleInput(wellcond(r, (4, 3), d)),
-                                            SampleInput(wellcond(r, (3, 4), d), (False,), name="some_false")],
+    LinalgOpInfo("qr", lambda A, some=True: np.linalg.qr(A, "reduced" if some else "complete"),
+                 lambda d, r: [SampleInput(wellcond(r, (4, 3), d)),
+                               SampleInput(wellcond(r, (3, 4), d), (False,), name="some_false")],
                  output_index=1, rtol=1e-5),
     LinalgOpInfo("linalg.svd", _np_svd_S, _svd_samples, output_index=1, rtol=1e-5),
     LinalgOpInfo("linalg.svd", _svd_ref(_svd_U2), _svd_samples, post=_svd_U2, torch_name="", rtol=1e-5),
