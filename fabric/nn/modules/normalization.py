@@ -1,5 +1,4 @@
-"""``LayerNorm``, ``GroupNorm``, ``RMSNorm``, ``LocalResponseNorm``,
-``CrossMapLRN2d``.
+"""``LayerNorm``, ``GroupNorm``, ``RMSNorm``, ``LocalResponseNorm``.
 
 Example::
 
@@ -19,7 +18,7 @@ from .. import functional as F, init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["LocalResponseNorm", "CrossMapLRN2d", "LayerNorm", "GroupNorm", "RMSNorm"]
+__all__ = ["LocalResponseNorm", "LayerNorm", "GroupNorm", "RMSNorm"]
 
 
 class LocalResponseNorm(Module):
@@ -38,26 +37,6 @@ class LocalResponseNorm(Module):
         return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
 
     def extra_repr(self):
-        return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)
-
-
-class CrossMapLRN2d(Module):
-    """Local response normalisation across channels of a 4-D input (the
-    legacy Lua-Torch layer; same formula as :class:`LocalResponseNorm`)."""
-
-    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
-        super().__init__()
-        self.size = size
-        self.alpha = alpha
-        self.beta = beta
-        self.k = k
-
-    def forward(self, input):
-        if input.dim() != 4:
-            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
-        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
-
-    def extra_repr(self) -> str:
         return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)
 
 
