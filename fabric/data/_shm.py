@@ -77,8 +77,8 @@ class _Packer(pickle.Pickler):
         if pid is None:
             off = -(-self.nbytes // _ALIGN) * _ALIGN
             self.nbytes = off + arr.nbytes
+            pid = self._seen[id(obj)] = (kind, len(self.arrays), off, arr.shape, arr.dtype)
             self.arrays.append((arr, off))
-            pid = self._seen[id(obj)] = (kind, off, arr.shape, arr.dtype)
         return pid
 
 
@@ -89,15 +89,15 @@ class _Unpacker(pickle.Unpickler):
         self._made = {}
 
     def persistent_load(self, pid):
-        kind, off, shape, dtype = pid
-        obj = self._made.get(off)
+        kind, key, off, shape, dtype = pid
+        obj = self._made.get(key)
         if obj is None:
             if self.mm is None:  # every array is empty
                 arr = np.empty(shape, dtype)
             else:
                 arr = np.ndarray(shape, dtype, buffer=self.mm, offset=off)
             obj = arr if kind == "a" else Tensor._make(arr, kind == "g")
-            self._made[off] = obj
+            self._made[key] = obj
         return obj
 
 

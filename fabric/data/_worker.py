@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import os
+import pickle
 import queue
 import random
 import sys
@@ -74,11 +75,22 @@ class ExceptionWrapper:
         self.exc_msg = "".join(traceback.format_exception(*exc_info))
         self.where = where
 
+    def __getstate__(self):
+        state = dict(self.__dict__, exc_name=self.exc_type.__name__)
+        try:  # an exception class that cannot travel (e.g. a local class) comes back as RuntimeError
+            pickle.dumps(self.exc_type)
+        except Exception:
+            state["exc_type"] = None
+        return state
+
     def reraise(self):
         """Raise the exception again (same type when it can be built from a
         message, RuntimeError otherwise), its text holding the original
         traceback."""
-        msg = f"Caught {self.exc_type.__name__} {self.where}.\nOriginal {self.exc_msg}"
+        name = self.exc_type.__name__ if self.exc_type is not None else self.__dict__.get("exc_name", "Exception")
+        msg = f"Caught {name} {self.where}.\nOriginal {self.exc_msg}"
+        if self.exc_type is None:
+            raise RuntimeError(msg)
         if self.exc_type is KeyError:
             msg = KeyErrorMessage(msg)
         elif getattr(self.exc_type, "message", None):

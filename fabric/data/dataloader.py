@@ -21,7 +21,6 @@ Example::
 """
 from __future__ import annotations
 
-import atexit
 import itertools
 import multiprocessing
 import os
@@ -49,17 +48,6 @@ _T_co = TypeVar("_T_co", covariant=True)
 
 # seconds a worker gets to exit on its own at shutdown before it is terminated
 _SHUTDOWN_GRACE = 5.0
-
-_live_iterators: "weakref.WeakSet[_MultiProcessingDataLoaderIter]" = weakref.WeakSet()
-
-
-@atexit.register
-def _shutdown_live_iterators() -> None:
-    # runs before multiprocessing's own exit handler: workers stop cleanly and
-    # their shared-memory segments are unlinked, persistent workers included
-    for it in list(_live_iterators):
-        it._shutdown_workers()
-
 
 class _DatasetKind:
     Map = 0
@@ -364,33 +352,21 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         ctx = loader.multiprocessing_context or multiprocessing.get_context()
         self._worker_init_fn = loader.worker_init_fn
         self._shutdown = False
-        self._owner_pid = os.getpid()
-        self._shm_prefix = _shm.new_prefix()
-        self._workers_done_event = ctx.Event()
-        self._index_queues = []
-        self._readers = []
-        self._workers = []
-        _live_iterators.add(self)
+        # the processes, pipes and queues live in a pool that the iterator does not reach back to: its
+        # finalizer (run on shutdown, garbage collection or interpreter exit) keeps them alive until it
+        # has stopped the workers, even when the iterator dies in a reference cycle
+        pool = self._pool = _WorkerPool(ctx)
+        self._finalizer = weakref.finalize(self, pool.shutdown)
+        self._workers, self._readers, self._index_queues = pool.workers, pool.readers, pool.index_queues
         max_tasks = self._prefetch_factor * self._num_workers
         try:
             for i in range(self._num_workers):
-                index_queue = ctx.Queue()
-                index_queue.cancel_join_thread()
-                reader, writer = ctx.Pipe(duplex=False)
-                w = ctx.Process(target=_worker._worker_loop, daemon=True,
-                                args=(self._dataset_kind, self._dataset, index_queue, writer,
-                                      self._workers_done_event, self._auto_collation, self._collate_fn,
-                                      self._drop_last, self._base_seed, self._worker_init_fn, i, self._num_workers,
-                                      self._persistent_workers, self._shm_prefix, max_tasks))
-                self._index_queues.append(index_queue)
-                self._readers.append(reader)
-                try:
-                    w.start()
-                finally:
-                    writer.close()  # the worker holds the only write end: EOF when it exits
-                self._workers.append(w)
+                pool.start(_worker._worker_loop, dict(
+                    dataset_kind=self._dataset_kind, dataset=self._dataset, auto_collation=self._auto_collation,
+                    collate_fn=self._collate_fn, drop_last=self._drop_last, base_seed=self._base_seed,
+                    init_fn=self._worker_init_fn, worker_id=i, num_workers=self._num_workers,
+                    persistent_workers=self._persistent_workers, max_tasks=max_tasks))
         except BaseException:
-            self._workers_status = [True] * len(self._workers)
             self._shutdown_workers()
             raise
         self._reset(loader, first_iter=True)
@@ -548,47 +524,80 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._index_queues[worker_id].put(None)
         self._workers_status[worker_id] = False
 
-    # --- shutdown ---------------------------------------------------------
     def _shutdown_workers(self) -> None:
         """Stop every worker, reap it, and unlink any shared memory that was
         sent but never read. Safe to call more than once."""
-        if self._shutdown or os.getpid() != self._owner_pid:
-            return  # done already, or a forked copy (a worker) that owns none of this
         self._shutdown = True
-        _live_iterators.discard(self)
+        self._finalizer()
+
+    def __del__(self) -> None:
+        # collected outside a reference cycle: stop the workers now (cycles are handled by the finalizer)
+        if getattr(self, "_finalizer", None) is not None:
+            self._shutdown_workers()
+
+
+class _WorkerPool:
+    """The worker processes of one iterator with their index queues and
+    result pipes, and the shared-memory name prefix of their batches."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.owner_pid = os.getpid()
+        self.shm_prefix = _shm.new_prefix()
+        self.done_event = ctx.Event()
+        self.workers, self.readers, self.index_queues = [], [], []
+
+    def start(self, target, kwargs) -> None:
+        """Start one worker running ``target(**kwargs)`` plus its own index
+        queue, result pipe, the done event and the shared-memory prefix."""
+        index_queue = self.ctx.Queue()
+        index_queue.cancel_join_thread()
+        reader, writer = self.ctx.Pipe(duplex=False)
+        w = self.ctx.Process(target=target, daemon=True, kwargs=dict(
+            kwargs, index_queue=index_queue, data_conn=writer, done_event=self.done_event,
+            shm_prefix=self.shm_prefix))
+        self.index_queues.append(index_queue)
+        self.readers.append(reader)
         try:
-            self._workers_done_event.set()
-            for worker_id in range(len(self._workers)):
-                if self._persistent_workers or self._workers_status[worker_id]:
-                    try:
-                        self._mark_worker_as_unavailable(worker_id, shutdown=True)
-                    except (OSError, ValueError):
-                        pass
+            w.start()
+        finally:
+            writer.close()  # the worker holds the only write end: EOF when it exits
+        self.workers.append(w)
+
+    def shutdown(self) -> None:
+        if os.getpid() != self.owner_pid:
+            return  # a forked copy (inside a worker) owns none of this
+        try:
+            self.done_event.set()
+            for q in self.index_queues:
+                try:
+                    q.put(None)
+                except (OSError, ValueError):
+                    pass
             self._drain_until_exit(time.monotonic() + _SHUTDOWN_GRACE)
         finally:
-            for w in self._workers:
+            for w in self.workers:
                 if w.is_alive():
                     w.terminate()
                     w.join(timeout=1.0)
                 if w.is_alive():
                     w.kill()
-                    w.join()
                 w.join()
             self._drain_until_exit(time.monotonic())
-            for r in self._readers:
+            for r in self.readers:
                 r.close()
-            for q in self._index_queues:
+            for q in self.index_queues:
                 q.cancel_join_thread()
                 q.close()
-            _shm.unlink_prefix(self._shm_prefix)
+            _shm.unlink_prefix(self.shm_prefix)
 
     def _drain_until_exit(self, deadline: float) -> None:
         """Read (and drop) what the workers still send until they have all
         exited or ``deadline`` passes: unread segments are unlinked, and a
         worker blocked on a full pipe gets to finish."""
-        pending = {w.sentinel: w for w in self._workers if w.exitcode is None}
+        pending = {w.sentinel: w for w in self.workers if w.exitcode is None}
         while True:
-            readers = [r for r in self._readers if not r.closed]
+            readers = [r for r in self.readers if not r.closed]
             if not pending and not readers:
                 return
             remaining = max(0.0, deadline - time.monotonic())
@@ -605,7 +614,3 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                     _shm.unlink(msg[1])
                 else:
                     pending.pop(obj).join()
-
-    def __del__(self) -> None:
-        if getattr(self, "_workers", None) is not None and not getattr(self, "_shutdown", True):
-            self._shutdown_workers()
