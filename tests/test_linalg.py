@@ -470,6 +470,14 @@ def test_einsum_forms():
     y = fabric.einsum("ij->ij", x)
     y[0, 0] = 100.0
     assert x[0, 0].item() == 0.0  # einsum never returns a view of its input
+    r = rng(30)
+    for eq, shapes in [("abc,cd,dbe->ae", [(2, 3, 4), (4, 5), (5, 3, 2)]), ("ij,ij,ij->", [(2, 3)] * 3),
+                       ("bij,bjk,bkl->bil", [(2, 3, 4), (2, 4, 5), (2, 5, 2)]), ("i,i,i->i", [(4,)] * 3),
+                       ("iij,jk->ik", [(3, 3, 2), (2, 4)]), ("ab,cd->dcba", [(2, 3), (4, 5)]),
+                       ("abc,bc->", [(2, 3, 4), (3, 4)]), ("ijk,jil->kl", [(2, 3, 4), (3, 2, 5)])]:
+        arrays = [r.standard_normal(sh) for sh in shapes]
+        np.testing.assert_allclose(fabric.einsum(eq, *[fabric.from_numpy(a) for a in arrays]).numpy(),
+                                   np.einsum(eq, *arrays), rtol=1e-10, atol=1e-12, err_msg=eq)
 
 
 @pytest.mark.torch

@@ -24,6 +24,7 @@ Example::
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 import warnings
 from collections import namedtuple
@@ -724,6 +725,7 @@ def _einsum_parse_term(term, start, op_index):
     return out
 
 
+@functools.lru_cache(maxsize=1024)
 def _einsum_spec(equation, shapes):
     """Turn a PyTorch einsum equation into explicit per-operand subscripts
     (ellipses replaced by fresh letters) and explicit output subscripts."""
@@ -794,7 +796,7 @@ def _einsum_spec(equation, shapes):
                                    "operand")
             seen.add(c)
             out += c
-    return in_subs, out
+    return tuple(in_subs), out
 
 
 def _einsum_sizes(in_subs, shapes):
@@ -816,6 +818,71 @@ def _einsum_sizes(in_subs, shapes):
     return sizes
 
 
+def _prod(shape):
+    n = 1
+    for v in shape:
+        n *= v
+    return n
+
+
+def _drop_axes(s, drop):
+    return tuple(i for i, c in enumerate(s) if c in drop), "".join(c for c in s if c not in drop)
+
+
+@functools.lru_cache(maxsize=1024)
+def _einsum_plan(in_subs, out_subs, shapes):
+    """How to evaluate an explicit einsum: generalized diagonals first, then
+    pairwise contractions left to right, each one batched matmul (as
+    PyTorch's sumproduct_pair), then a final sum and permutation."""
+    size = {}
+    for s, shp in zip(in_subs, shapes):
+        size.update(zip(s, shp))
+    diags, subs = [], []
+    for s in in_subs:
+        u = "".join(dict.fromkeys(s))
+        diags.append(f"{s}->{u}" if u != s else None)
+        subs.append(u)
+    pairs = []
+    sa = subs[0]
+    for k in range(1, len(subs)):
+        sb = subs[k]
+        keep = set(out_subs).union(*(set(t) for t in subs[k + 1:]))
+        sum_a, sa = _drop_axes(sa, {c for c in sa if c not in sb and c not in keep})
+        sum_b, sb = _drop_axes(sb, {c for c in sb if c not in sa and c not in keep})
+        batch = [c for c in sa if c in sb and c in keep]
+        contr = [c for c in sa if c in sb and c not in keep]
+        ak = [c for c in sa if c not in sb]
+        bk = [c for c in sb if c not in sa]
+        nb, m, kk, n = (_prod(size[c] for c in g) for g in (batch, ak, contr, bk))
+        pairs.append((sum_a, sum_b, tuple(sa.index(c) for c in batch + ak + contr), (nb, m, kk),
+                      tuple(sb.index(c) for c in batch + contr + bk), (nb, kk, n),
+                      tuple(size[c] for c in batch + ak + bk)))
+        sa = "".join(batch + ak + bk)
+    final_sum, sa = _drop_axes(sa, {c for c in sa if c not in out_subs})
+    perm = tuple(sa.index(c) for c in out_subs)
+    return tuple(diags), tuple(pairs), final_sum, perm
+
+
+def _einsum_arrays(xp, in_subs, out_subs, arrays):
+    """Evaluate an explicit einsum (see ``_einsum_plan``); the result never
+    aliases an input."""
+    diags, pairs, final_sum, perm = _einsum_plan(in_subs, out_subs, tuple(a.shape for a in arrays))
+    ops = [a if d is None else xp.einsum(d, a) for d, a in zip(diags, arrays)]
+    a0 = ops[0]
+    for b, (sum_a, sum_b, pa, sha, pb, shb, shr) in zip(ops[1:], pairs):
+        if sum_a:
+            a0 = a0.sum(axis=sum_a)
+        if sum_b:
+            b = b.sum(axis=sum_b)
+        a0 = (a0.transpose(pa).reshape(sha) @ b.transpose(pb).reshape(shb)).reshape(shr)
+    if final_sum:
+        a0 = a0.sum(axis=final_sum)
+    a0 = a0.transpose(perm)
+    if not pairs and not final_sum:
+        return a0.copy()
+    return xp.ascontiguousarray(a0) if a0.ndim > 1 else a0
+
+
 class Einsum(Function):
     _array_forward = True
 
@@ -824,12 +891,7 @@ class Einsum(Function):
         in_subs, out_subs, _sizes = spec
         ctx.spec = spec
         ctx.save_for_backward(*arrays)
-        xp = xp_of(arrays[0])
-        eq = ",".join(in_subs) + "->" + out_subs
-        y = xp.einsum(eq, *arrays, optimize=len(arrays) > 1)
-        if getattr(y, "base", None) is not None and len(arrays) == 1:
-            y = y.copy()  # einsum returns views for pure transposes/diagonals
-        return y
+        return _einsum_arrays(xp_of(arrays[0]), in_subs, out_subs, arrays)
 
     @staticmethod
     def backward(ctx, gy):
@@ -953,7 +1015,7 @@ def einsum(*args):
     _same_device("einsum", *operands)
     if len(operands) > 1:
         _check_not_bool("bmm", operands[0])
-    in_subs, out_subs = _einsum_spec(equation, [t._data.shape for t in operands])
+    in_subs, out_subs = _einsum_spec(equation, tuple(t._data.shape for t in operands))
     if len(operands) == 1 and dt.kind in "biu" and dt != np.int64 and set(in_subs[0]) - set(out_subs):
         operands = (operands[0].to(D.int64),)  # PyTorch sums integers as int64 (single-operand reductions)
     return _einsum_core(in_subs, out_subs, list(operands))
