@@ -564,7 +564,8 @@ class _AddScaled(Function):
     @staticmethod
     def forward(ctx, x, p, beta, alpha):
         ctx.beta, ctx.alpha = beta, alpha
-        out = p * alpha if alpha != 1 else p.copy()
+        # ``p`` is always a fresh internal product (mm/mv/bmm/outer), so it may be updated in place
+        out = p * alpha if alpha != 1 else p
         if out.dtype != p.dtype:
             out = out.astype(p.dtype)
         if beta != 0:
