@@ -347,8 +347,11 @@ def _apply_recording(cls, args, arrays):
     if cls._is_inplace:
         t = args[0]
         t._bump_version()
-        t.grad_fn = node
-        t._output_nr = 0
+        if t._base is not None:
+            _rebase_view(t, node)
+        else:
+            t.grad_fn = node
+            t._output_nr = 0
         t._requires_grad = True
         outs = (t,)
         result = t
@@ -438,17 +441,110 @@ def _make_view(base, out, requires_grad, node):
     return t
 
 
-def _check_inplace(t):
+def _check_inplace(t, rebase=True):
     if t.grad_fn is None and t._requires_grad:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     b = t._base
-    if b is not None and b._requires_grad:
-        if b.grad_fn is None:
-            raise RuntimeError(
-                "a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    if b is None:
+        return
+    if b._requires_grad and b.grad_fn is None:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    multi = getattr(t, "_multi_view", None)
+    if multi is not None:
+        raise RuntimeError(
+            f"Output {t._output_nr} of {multi} is a view and is being modified inplace. This view is the output "
+            "of a function that returns multiple views. Such functions do not allow the output views to be "
+            "modified inplace. You should replace the inplace operation by an out-of-place one.")
+    if not rebase and b._requires_grad:
         raise NotImplementedError(
-            "fabric does not yet support in-place modification of a view of a tensor that requires grad "
-            "(PyTorch's CopySlices rebasing). Use an out-of-place op, or modify the base tensor directly.")
+            "fabric does not support a custom Function marking a view of a tensor that requires grad dirty "
+            "(mark_dirty); modify the base tensor instead.")
+
+
+# --- CopySlices: in-place ops on views -------------------------------------------
+# An in-place op ``fn`` on a view rewrites the history of the view's base, as in
+# PyTorch: the base's grad_fn becomes CopySlices(base's old history, fn), whose
+# backward hands ``fn`` the gradient of the view's region and puts ``fn``'s
+# gradient for the view's old values back into that region; the view becomes
+# a strided view (AsStridedBackward0) of the new base.  Other views of the base
+# created before the in-place op keep their old history (PyTorch regenerates
+# theirs lazily); read them again from the base after modifying a view.
+
+def _view_positions(v, b):
+    """For every element of array ``v`` (a view into ``b``'s memory), its
+    flat C-order index in ``b``."""
+    from ..backends import backend_of
+
+    xp = backend_of(b).xp
+    it = b.itemsize
+
+    def ptr(a):
+        return a.__array_interface__["data"][0] if a.__class__ is np.ndarray else a.data.ptr
+
+    def positions(a, offset):
+        pos = xp.asarray(offset, dtype=np.int64)
+        nd = a.ndim
+        for k, (n, st) in enumerate(zip(a.shape, a.strides)):
+            pos = pos + (xp.arange(n, dtype=np.int64) * (st // it)).reshape((n,) + (1,) * (nd - k - 1))
+        return xp.broadcast_to(pos, a.shape)
+
+    pos = positions(v, (ptr(v) - ptr(b)) // it)
+    if b.flags.c_contiguous:
+        return pos
+    bpos = positions(b, 0).reshape(-1)
+    lo = min(int(bpos.min()), int(pos.min())) if pos.size else int(bpos.min())
+    hi = max(int(bpos.max()), int(pos.max())) if pos.size else int(bpos.max())
+    inv = xp.zeros(hi - lo + 1, np.int64)
+    inv[bpos - lo] = xp.arange(b.size, dtype=np.int64)
+    return inv[pos - lo]
+
+
+class CopySlices(Function):
+    """The new history of a base after an in-place op on one of its views."""
+
+    _node_name = "CopySlices"
+
+    @staticmethod
+    def backward(ctx, gb):
+        from .engine import _call_node
+
+        idx = Tensor._make(ctx.idx, False)
+        region = gb.take(idx)
+        grads = _call_node(ctx.fn, [region])
+        g0 = grads[0] if grads[0] is not None else region * 0
+        return (gb.put(idx, g0), *grads[1:])
+
+
+class _ViewOfBase(Function):
+    """A view re-expressed as its elements of the (rebased) base."""
+
+    _node_name = "AsStridedBackward0"
+
+    @staticmethod
+    def backward(ctx, gv):
+        idx = Tensor._make(ctx.idx, False)
+        return gv.new_zeros(ctx.base_shape).put(idx, gv, accumulate=True)
+
+
+def _rebase_view(view, fn):
+    base = view._base
+    bd = base._data
+    idx = _view_positions(view._data, bd)
+    cs = CopySlices._Node()
+    cs._edges = [_edge(base) if base._requires_grad else None] + list(fn._edges[1:])
+    cs._input_meta = [(bd.shape, bd.dtype)] + list(fn._input_meta[1:])
+    cs.needs_input_grad = (base._requires_grad,) + tuple(fn.needs_input_grad[1:])
+    cs.fn, cs.idx = fn, idx
+    base.grad_fn = cs
+    base._output_nr = 0
+    base._requires_grad = True
+    vn = _ViewOfBase._Node()
+    vn._edges = [(cs, 0)]
+    vn._input_meta = [(bd.shape, bd.dtype)]
+    vn.needs_input_grad = (True,)
+    vn.idx, vn.base_shape = idx, bd.shape
+    view.grad_fn = vn
+    view._output_nr = 0
 
 
 def _apply_user(cls, args, kwargs):
@@ -486,7 +582,7 @@ def _apply_user(cls, args, kwargs):
             continue
         meta.append((o._data.shape, o._data.dtype))
         if any(o is d for d in dirty):
-            _check_inplace(o)
+            _check_inplace(o, rebase=False)
             o._bump_version()
             t = o
         elif any(o is a for a in tensor_args) or o.grad_fn is not None or o._base is not None:

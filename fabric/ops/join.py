@@ -199,7 +199,7 @@ def _split_at(input, dim, bounds):
     if not input._data.ndim:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
     r = _apply(Split, (input, dim, tuple(bounds)), (input._data, dim, tuple(bounds)))
-    return _mark_views(input, r)
+    return _mark_views(input, r, "SplitBackward0")
 
 
 def split_with_sizes(input, split_sizes, dim=0):

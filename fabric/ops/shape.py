@@ -54,14 +54,18 @@ def _dims_arg(dims, name="dims"):
     return shape_args(dims, name)
 
 
-def _mark_views(base, outs):
-    """Make every tensor in ``outs`` a view of ``base`` (multi-output views:
-    unbind, split, chunk ... share memory and the version counter)."""
+def _mark_views(base, outs, multi=None):
+    """Make every tensor in ``outs`` a view of ``base``, sharing memory and
+    the version counter.  ``multi`` names the op for the outputs of
+    multi-output view ops (unbind, split ...), which PyTorch forbids to
+    modify in place while autograd records."""
     root = base._base if base._base is not None else base
     vc = root._shared_vc()
     for o in outs:
         o._base = root
         o._vc = vc
+        if multi is not None:
+            o._multi_view = type(o.grad_fn).__name__ if o.grad_fn is not None else multi
     return outs
 
 
@@ -873,7 +877,7 @@ def unbind(input, dim=0):
     d = _wrap_dim(dim, input._data.ndim)
     if input._data.shape[d] == 0:
         return ()
-    return _mark_views(input, _apply(Unbind, (input, d), (input._data, d)))
+    return _mark_views(input, _apply(Unbind, (input, d), (input._data, d)), "UnbindBackward0")
 
 
 # --- diagonals and triangles --------------------------------------------------------
