@@ -227,8 +227,10 @@ class _Gather(Function):
     _node_name = "GatherBackward0"
 
     @staticmethod
-    def forward(ctx, x, idx, axis, keepdim, unique):
+    def forward(ctx, x, idx, axis, keepdim, unique, values):
         ctx.idx, ctx.axis, ctx.shape, ctx.keepdim, ctx.unique = idx, axis, x.shape, keepdim, unique
+        if values is not None:  # the caller already has the selected values (cummax's running max)
+            return values
         y = xp_of(x).take_along_axis(x, idx, axis)
         return y if keepdim else y.squeeze(axis)
 
@@ -238,7 +240,7 @@ class _Gather(Function):
             gy = gy.unsqueeze(ctx.axis)
         g = _apply(_ScatterAdd, (gy, ctx.idx, ctx.axis, ctx.shape, ctx.unique),
                    (gy._data, ctx.idx, ctx.axis, ctx.shape, ctx.unique))
-        return g, None, None, None, None
+        return g, None, None, None, None, None
 
 
 class _ScatterAdd(Function):
@@ -272,8 +274,10 @@ def _selector(name):
     return type(name, (_Gather,), {"_node_name": name + "Backward0", "__module__": __name__})
 
 
-def _gather(input, idx, axis, keepdim, unique, cls):
-    return _apply(cls, (input, idx, axis, keepdim, unique), (input._data, idx, axis, keepdim, unique))
+def _gather(input, idx, axis, keepdim, unique, cls, values=None):
+    """Values of ``input`` at ``idx`` along ``axis`` (``values``: already known,
+    skips the gather) recorded so the gradient goes back to ``idx``."""
+    return _apply(cls, (input, idx, axis, keepdim, unique, values), (input._data, idx, axis, keepdim, unique, values))
 
 
 _MaxDim, _MinDim = _selector("Max"), _selector("Min")
@@ -1082,6 +1086,7 @@ def _cum_extreme(input, dim, is_max, name):
         v = _gather(input.reshape(1), idx, 0, False, True, _Cummax if is_max else _Cummin)
         return getattr(return_types, name)(v, _const(idx.reshape(())))
     axis = _wrap_dim(dim, x.ndim)
+    running = None
     if x.size == 0:
         idx = xp.zeros(x.shape, np.int64)
     else:
@@ -1095,7 +1100,7 @@ def _cum_extreme(input, dim, is_max, name):
         shape[axis] = x.shape[axis]
         pos = xp.where(mark, xp.arange(x.shape[axis], dtype=np.int64).reshape(shape), 0)
         idx = xp.maximum.accumulate(pos, axis=axis)
-    v = _gather(input, idx, axis, True, False, _Cummax if is_max else _Cummin)
+    v = _gather(input, idx, axis, True, False, _Cummax if is_max else _Cummin, running)
     return getattr(return_types, name)(v, _const(idx))
 
 
@@ -1132,7 +1137,7 @@ class VectorNorm(Function):
     def forward(ctx, x, ord, dims, keepdim):
         ctx.ord, ctx.dims, ctx.keepdim, ctx.shape = ord, dims, keepdim, x.shape
         xp = xp_of(x)
-        a = xp.abs(x)
+        a = xp.abs(x) if ord not in (0, 2) else None
         with _quiet():
             if ord == 2:
                 y = xp.sqrt((x * x).sum(axis=dims, keepdims=keepdim))
@@ -1157,8 +1162,8 @@ class VectorNorm(Function):
         p, dims, keepdim, shape = ctx.ord, ctx.dims, ctx.keepdim, ctx.shape
         xd = x._data
         xp = xp_of(xd)
-        if p == 0:
-            return _expand_back(gy, shape, dims, keepdim) * 0, None, None, None
+        if p == 0:  # piecewise constant: no gradient (None, as PyTorch)
+            return None, None, None, None
         gye = _expand_back(gy, shape, dims, keepdim)
         sgn = xp.sign(xd)
         if p == 1:

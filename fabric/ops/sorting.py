@@ -9,14 +9,21 @@ gradient goes to the selected index (so ties follow the returned indices).
 Tie-breaking, as PyTorch on CPU:
 
 * ``sort``/``argsort`` are always stable (equal values keep their order;
-  descending puts NaN first), ``median(dim)`` returns the index a stable
-  sort puts at the median position (PyTorch's comparator breaks ties by
-  index), and the first NaN when the row has one.
+  descending puts NaN first): identical to PyTorch with ``stable=True``, and
+  to its default on rows of up to 16 elements (longer rows: PyTorch's
+  default CPU sort is not stable, so tied indices may differ there).
+* ``median(dim)`` returns the index a stable sort puts at the median
+  position (PyTorch's comparator breaks ties by index), and the first NaN
+  when the row has one: identical to PyTorch.
 * ``mode`` returns the smallest of the most frequent values and its last
-  occurrence.
+  occurrence: identical to PyTorch on rows of up to 16 elements without NaN
+  (beyond that PyTorch's index comes from an unstable ``std::sort``, and NaN
+  breaks its sort's ordering).
 * ``topk`` and ``kthvalue``: among tied values the lowest indices win (a
   stable order). PyTorch's CPU kernels (quickselect / partial sort) may
   return another index of an equal value; the values always agree.
+* ``max``/``min``/``argmax``/``argmin`` (first index), ``cummax``/``cummin``
+  (latest index) follow PyTorch exactly, NaN included.
 
 Example::
 
@@ -170,23 +177,29 @@ def msort(input, *, out=None):
 
 def _topk_last(x, k, largest):
     """Indices of the ``k`` largest (smallest) along the last axis, best
-    first, ties by index; O(n) partition plus a sort of the ``k`` picked."""
+    first, ties by index: ``argpartition`` (O(n)) picks the ``k``, then only
+    those are sorted. Full stable sort when NaN is present or ``k > n / 2``."""
     xp = xp_of(x)
     n = x.shape[-1]
     if k == 0:
         return xp.zeros(x.shape[:-1] + (0,), np.int64)
-    nan = x.dtype.kind == "f" and _bool(xp.isnan(x).any())
-    if xp is not np or 4 * k >= n or nan:
+    if 2 * k > n or x.size == 0 or (x.dtype.kind == "f" and _bool(xp.isnan(x).any())):
         return _argsort(x, -1, largest)[..., :k]
     kth = n - k if largest else k - 1
-    v = np.partition(x, kth, axis=-1)[..., kth:kth + 1]
-    better = x > v if largest else x < v
+    part = xp.argpartition(x, kth, axis=-1)
+    pos = part[..., kth:] if largest else part[..., :k]
+    v = xp.take_along_axis(x, part[..., kth:kth + 1], -1)  # the k-th best value
+    better = (x > v) if largest else (x < v)
+    need = k - better.sum(axis=-1, keepdims=True)  # how many of the values tied with v to take
     eq = x == v
-    need = k - better.sum(axis=-1, keepdims=True)
-    take = better | (eq & (np.cumsum(eq, axis=-1) <= need))
-    pos = np.nonzero(take.reshape(-1, n))[1].reshape(x.shape[:-1] + (k,))
-    order = _argsort(np.take_along_axis(x, pos, -1), -1, largest)
-    return np.take_along_axis(pos, order, -1)
+    if _bool((eq.sum(axis=-1, keepdims=True) > need).any()):
+        # more ties than places: take the lowest indices among them (a stable order)
+        take = better | (eq & (xp.cumsum(eq, axis=-1) <= need))
+        pos = xp.nonzero(take.reshape(-1, n))[1].reshape(x.shape[:-1] + (k,))
+    else:
+        pos = xp.sort(pos, axis=-1)
+    order = _argsort(xp.take_along_axis(x, pos, -1), -1, largest)
+    return xp.take_along_axis(pos, order, -1)
 
 
 def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
@@ -201,6 +214,8 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
         indices=tensor([1, 3]))
     """
     k = _int(k)
+    if input._data.dtype == np.bool_:
+        raise RuntimeError("topk does not support bool dtypes on CPU")
     xm, axis, was_0d = _last_axis(input, dim, "topk")
     if k < 0 or k > xm.shape[-1]:
         raise RuntimeError("selected index k out of range")
@@ -223,6 +238,7 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
         indices=tensor(2))
     """
     k = _int(k)
+    _no_bool(input, "kthvalue_cpu")
     xm, axis, was_0d = _last_axis(input, dim, "kthvalue")
     _check_dim_size(xm, axis, "kthvalue")
     if k < 1 or k > xm.shape[-1]:
@@ -274,7 +290,13 @@ class NanmedianAll(_MedianAll):
     _node_name = "NanmedianBackward0"
 
 
+def _no_bool(input, kernel):
+    if input._data.dtype == np.bool_:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+
+
 def _median_dim(input, dim, keepdim, ignore_nan, name, cls, rtype):
+    _no_bool(input, "median_out")
     xm, axis, was_0d = _last_axis(input, dim, name)
     xp = xp_of(xm)
     _check_dim_size(xm, axis, "median")
@@ -305,6 +327,7 @@ def median(input, dim=None, keepdim=False, *, out=None):
         tensor(2.)
     """
     if dim is None:
+        _no_bool(input, "median_cpu")
         return _out(_apply(MedianAll, (input, False), (input._data, False)), out)
     return _out_tuple(_median_dim(input, dim, keepdim, False, "median", _MedianDim, return_types.median), out)
 
@@ -318,6 +341,7 @@ def nanmedian(input, dim=None, keepdim=False, *, out=None):
         tensor(2.)
     """
     if dim is None:
+        _no_bool(input, "median_cpu")
         return _out(_apply(NanmedianAll, (input, True), (input._data, True)), out)
     return _out_tuple(_median_dim(input, dim, keepdim, True, "nanmedian", _NanmedianDim,
                                   return_types.nanmedian), out)
