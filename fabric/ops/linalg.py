@@ -1786,14 +1786,22 @@ class LinalgSolve(Function):
             a = xp.swapaxes(a, -1, -2)
             bb = xp.swapaxes(bb, -1, -2)
         batch = np.broadcast_shapes(a.shape[:-2], bb.shape[:-2])
-        a2 = xp.broadcast_to(a, batch + a.shape[-2:])
-        b2 = xp.broadcast_to(bb, batch + bb.shape[-2:])
+        if a.ndim == 2 and batch:
+            # one matrix, many right-hand sides: factor A once, solve for all columns together
+            n, k = bb.shape[-2:]
+            a2 = a
+            b2 = xp.moveaxis(xp.broadcast_to(bb, batch + (n, k)), -2, 0).reshape(n, -1)
+        else:
+            a2 = xp.broadcast_to(a, batch + a.shape[-2:])
+            b2 = xp.broadcast_to(bb, batch + bb.shape[-2:])
         try:
             x = xp.linalg.solve(a2, b2)
         except np.linalg.LinAlgError:
             _raise_lu("torch.linalg.solve", a2, "solve")
         if _gpu_failed(x, a2):
             _raise_lu("torch.linalg.solve", a2, "solve")
+        if a2.ndim == 2 and batch:
+            x = xp.moveaxis(x.reshape((n,) + batch + (k,)), 0, -2)
         if not left:
             x = xp.ascontiguousarray(xp.swapaxes(x, -1, -2))
         if vector:
