@@ -2174,10 +2174,8 @@ class LinalgQr(Function):
         U = R[..., :, :m]
         gU = gR[..., :, :m] if gR is not None else None
         gV = gR[..., :, m:] if gR is not None else None
-        Y = None
         if gV is not None:
-            A_y = Q @ R[..., :, m:]
-            Y = A_y
+            Y = Q @ R[..., :, m:]  # the input's trailing columns
             gQ = (gQ + Y @ gV.mT) if gQ is not None else Y @ gV.mT
         gX = _qr_backward_square(gQ, gU, Q, U)
         gY = Q @ gV if gV is not None else _const(xp_of(Q._data).zeros(Q._data.shape[:-1] + (n - m,), Q._data.dtype))
