@@ -186,9 +186,7 @@ def _segment_reduce(flat, lin, vals, op):
     # most repeated position); each pass has unique positions
     order = xp.argsort(lin)
     sl, sv = lin[order], vals[order]
-    first = xp.concatenate((xp.ones(1, bool), sl[1:] != sl[:-1]))
-    start_of = xp.maximum.accumulate(xp.where(first, xp.arange(sl.size), 0))
-    rank = xp.arange(sl.size) - start_of
+    rank = xp.arange(sl.size) - xp.searchsorted(sl, sl, side="left")
     ufunc = getattr(xp, ufunc_name)
     for r in range(builtins.int(rank.max()) + 1):
         sel = rank == r

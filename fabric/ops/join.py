@@ -184,13 +184,37 @@ class Split(Function):
 
     @staticmethod
     def forward(ctx, x, dim, bounds):
-        ctx.dim = dim
+        ctx.dim, ctx.bounds, ctx.shape = dim, bounds, x.shape
         lead = (slice(None),) * dim
         return tuple(x[lead + (slice(a, b),)] for a, b in bounds)
 
     @staticmethod
     def backward(ctx, *grads):
-        return cat(grads, ctx.dim), None, None
+        return _apply(SplitBackward, (ctx.shape, ctx.dim, ctx.bounds, *grads),
+                      (ctx.shape, ctx.dim, ctx.bounds, *(g._data for g in grads))), None, None
+
+
+class SplitBackward(Function):
+    """The pieces' gradients added into zeros of the input shape (pieces
+    may overlap or leave gaps: tensor_split with unsorted indices)."""
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, shape, dim, bounds, *grads):
+        ctx.dim, ctx.bounds = dim, bounds
+        lead = (slice(None),) * dim
+        xp = xp_of(grads[0])
+        if bounds[0][0] == 0 and bounds[-1][1] == shape[dim] and all(
+                b0 == a1 for (_, a1), (b0, _) in zip(bounds, bounds[1:])):
+            return xp.concatenate(grads, axis=dim)
+        z = xp.zeros(shape, grads[0].dtype)
+        for (a, b), g in zip(bounds, grads):
+            z[lead + (slice(a, b),)] += g
+        return z
+
+    @staticmethod
+    def backward(ctx, gg):
+        return (None, None, None) + _apply(Split, (gg, ctx.dim, ctx.bounds), (gg._data, ctx.dim, ctx.bounds))
 
 
 def _split_at(input, dim, bounds):

@@ -634,6 +634,8 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     if r < 0:
         raise RuntimeError("repeats can not be negative")
     _check_output_size(n * r, output_size)
+    if r == 1:
+        return clone(input)
     shp = input._data.shape
     return reshape(expand(unsqueeze(input, d + 1), shp[:d + 1] + (r,) + shp[d + 1:]),
                    shp[:d] + (n * r,) + shp[d + 1:])
