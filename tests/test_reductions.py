@@ -633,6 +633,18 @@ def test_norm_matrix_orders_go_to_linalg():
     assert abs(fabric.norm(x, "nuc").item() - 7.) < 1e-5
 
 
+@pytest.mark.parametrize("shape,axis", [((7,), 0), ((3, 9), 1), ((5, 4, 6), 0), ((2, 17), -1), ((0, 3), 1)])
+def test_log_step_scan_matches_accumulate(shape, axis):
+    """The CuPy path of cummax/cummin/mode (no ufunc.accumulate) run on NumPy."""
+    from fabric.ops.reduce import _scan
+
+    x = np.random.default_rng(1).integers(0, 20, shape).astype(np.float64)
+    if x.size:
+        x.reshape(-1)[::5] = np.nan
+    for op in (np.maximum, np.minimum):
+        np.testing.assert_array_equal(_scan(np, op, x, axis, native=False), op.accumulate(x, axis=axis))
+
+
 def test_no_python_loops_scale():
     """Large inputs finish quickly (vectorised paths: partition, gathers)."""
     import time

@@ -187,6 +187,21 @@ def _float_input(input, name):
     return x
 
 
+def _scan(xp, op, x, axis, native=True):
+    """``op.accumulate(x, axis)`` for a binary ufunc ``op`` (maximum, minimum):
+    NumPy's C loop, or on CuPy (whose ufuncs may lack ``accumulate``) a
+    log-step (Hillis-Steele) scan: ceil(log2 n) vectorised passes."""
+    if native and xp is np:
+        return op.accumulate(x, axis=axis)
+    r = xp.moveaxis(x, axis, -1).copy()
+    n = r.shape[-1]
+    s = 1
+    while s < n:
+        r[..., s:] = op(r[..., s:], r[..., :-s])  # the right side is evaluated before the store
+        s *= 2
+    return xp.moveaxis(r, -1, axis)
+
+
 class _quiet:
     """Silence NumPy's divide/invalid warnings: PyTorch returns inf/nan quietly."""
 
@@ -1030,7 +1045,7 @@ class LogCumSumExp(Function):
         elif xp is np:
             y = np.logaddexp.accumulate(x, axis=axis)
         else:  # CuPy: shift by the running maximum, then log(cumsum(exp))
-            m = xp.maximum.accumulate(x, axis=axis)
+            m = _scan(xp, xp.maximum, x, axis)
             mf = xp.where(xp.isfinite(m), m, 0)
             last = xp.take(mf, [-1], axis=axis)
             y = xp.log(xp.cumsum(xp.exp(x - last), axis=axis)) + last
@@ -1091,7 +1106,7 @@ def _cum_extreme(input, dim, is_max, name):
         idx = xp.zeros(x.shape, np.int64)
     else:
         ufunc = xp.maximum if is_max else xp.minimum
-        running = ufunc.accumulate(x, axis=axis)
+        running = _scan(xp, ufunc, x, axis)
         # an element becomes the running extreme when it ties it (>=, as PyTorch) or is NaN
         mark = x == running
         if x.dtype.kind == "f":
@@ -1099,7 +1114,7 @@ def _cum_extreme(input, dim, is_max, name):
         shape = [1] * x.ndim
         shape[axis] = x.shape[axis]
         pos = xp.where(mark, xp.arange(x.shape[axis], dtype=np.int64).reshape(shape), 0)
-        idx = xp.maximum.accumulate(pos, axis=axis)
+        idx = _scan(xp, xp.maximum, pos, axis)
     v = _gather(input, idx, axis, True, False, _Cummax if is_max else _Cummin, running)
     return getattr(return_types, name)(v, _const(idx))
 

@@ -45,8 +45,8 @@ from .. import _dtype as D
 from ..autograd.function import Function, _apply
 from .._tensor import Tensor, _wrap_dim
 from ._util import xp_of
-from .reduce import (_const, _even_share, _gather, _movedim_last, _out, _out_tuple, _selector, _torch_name,
-                     return_types)
+from .reduce import (_const, _even_share, _gather, _movedim_last, _out, _out_tuple, _scan, _selector,
+                     _torch_name, return_types)
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode", "quantile",
            "nanquantile", "unique", "unique_consecutive", "searchsorted", "bucketize", "bincount", "histc",
@@ -62,14 +62,20 @@ _Quantile = _selector("Quantile")
 
 # --- helpers ------------------------------------------------------------------
 
+def _stable_argsort(x, axis=-1):
+    """Stable argsort, NaN last (CuPy's argsort is always stable and takes no ``kind``)."""
+    xp = xp_of(x)
+    return xp.argsort(x, axis=axis, kind="stable") if xp is np else xp.argsort(x, axis=axis)
+
+
 def _argsort(x, axis, descending):
     """Stable argsort; descending keeps equal values in index order and puts
     NaN first (PyTorch's order)."""
     xp = xp_of(x)
     if not descending:
-        return xp.argsort(x, axis=axis, kind="stable")
+        return _stable_argsort(x, axis)
     n = x.shape[axis]
-    i = xp.argsort(xp.flip(x, axis), axis=axis, kind="stable")
+    i = _stable_argsort(xp.flip(x, axis), axis)
     return (n - 1) - xp.flip(i, axis)
 
 
@@ -304,7 +310,7 @@ def _median_dim(input, dim, keepdim, ignore_nan, name, cls, rtype):
     if xm.size == 0:
         idx = xp.zeros(xm.shape[:-1] + (1,), np.int64)
     elif ignore_nan:
-        order = xp.argsort(xm, axis=-1, kind="stable")  # NaN last
+        order = _stable_argsort(xm)  # NaN last
         count = (~_isnan(xp, xm)).sum(axis=-1, keepdims=True)
         k = xp.maximum((count - 1) // 2, 0)
         idx = xp.take_along_axis(order, k, -1)
@@ -365,12 +371,12 @@ def mode(input, dim=-1, keepdim=False, *, out=None):
     if xm.size == 0:
         idx = xp.zeros(xm.shape[:-1] + (1,), np.int64)
     else:
-        order = xp.argsort(xm, axis=-1, kind="stable")
+        order = _stable_argsort(xm)
         s = xp.take_along_axis(xm, order, -1)
         pos = xp.arange(n, dtype=np.int64)
         start = xp.ones(s.shape, np.bool_)
         start[..., 1:] = s[..., 1:] != s[..., :-1]
-        run_start = xp.maximum.accumulate(xp.where(start, pos, 0), axis=-1)
+        run_start = _scan(xp, xp.maximum, xp.where(start, pos, 0), -1)
         count = pos - run_start + 1            # length of the run so far
         # the end of the first longest run: count is maximal there first
         end = xp.argmax(count, axis=-1, keepdims=True)
@@ -418,7 +424,7 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
         rows = input.reshape(1) if x.ndim == 0 else _movedim_last(input, axis)[0]
     r = rows._data
     n = r.shape[-1]
-    order = xp.argsort(r, axis=-1, kind="stable")  # NaN last
+    order = _stable_argsort(r)  # NaN last
     nan = xp.isnan(r)
     # ranks = q * scale, except rows that must pick a NaN (scale 0 there)
     if ignore_nan:
@@ -507,7 +513,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     xp = xp_of(x)
     if dim is None:
         flat = x.reshape(-1)
-        order = xp.argsort(flat, kind="stable")
+        order = _stable_argsort(flat)
         s = flat[order]
         start = xp.ones(s.shape, np.bool_)
         start[1:] = s[1:] != s[:-1]
