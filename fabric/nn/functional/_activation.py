@@ -50,6 +50,7 @@ _SQRT_HALF = 0.7071067811865476      # 1/sqrt(2)
 _SQRT_2_OVER_PI = 0.7978845608028654  # sqrt(2/pi)
 _INV_SQRT_2PI = 0.3989422804014327    # 1/sqrt(2*pi)
 _GELU_C = 0.044715
+_ONE_SIXTH_F32 = float(np.float32(1.0) / np.float32(6.0))
 
 _TORCH_TYPE = {"float16": "Half", "float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int",
                "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool", "bfloat16": "BFloat16"}
@@ -77,7 +78,10 @@ def _float_input(input, name, kernel):
 
 
 def _const(array) -> Tensor:
-    """A Tensor that does not require grad around ``array``."""
+    """A Tensor that does not require grad around ``array`` (NumPy scalars,
+    which 0-d arithmetic returns, become 0-d arrays)."""
+    if array.__class__ is not np.ndarray and isinstance(array, np.generic):
+        array = np.asarray(array)
     return Tensor._make(array, False)
 
 
@@ -360,7 +364,8 @@ class Hardsigmoid(_Elementwise):
     @staticmethod
     def _grad(ctx, x, y, gy):
         xd = x._data
-        return _mask_scale(gy, (xd > -3) & (xd < 3), 1.0 / 6.0)
+        # PyTorch's kernel multiplies by the float literal 1.0f / 6.0f, also for float64
+        return _mask_scale(gy, (xd > -3) & (xd < 3), _ONE_SIXTH_F32)
 
 
 def hardsigmoid(input, inplace=False):

@@ -26,6 +26,10 @@ __all__ = ["pairwise_distance", "cosine_similarity", "pdist"]
 
 
 def _const(array) -> Tensor:
+    """A Tensor that does not require grad around ``array`` (NumPy scalars,
+    which 0-d arithmetic returns, become 0-d arrays)."""
+    if array.__class__ is not np.ndarray and isinstance(array, np.generic):
+        array = np.asarray(array)
     return Tensor._make(array, False)
 
 

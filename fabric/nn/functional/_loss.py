@@ -157,80 +157,83 @@ def _target_dtype_check(target):
 # --------------------------------------------------------------------------
 # negative log likelihood and cross entropy
 # --------------------------------------------------------------------------
-def _class_layout(x, t):
-    """(onehot-compatible class axis shape) helper: the shape of ``arange(C)``
-    broadcast against ``t[:, None, ...]``."""
-    return (1, x.shape[1]) + (1,) * (x.ndim - 2)
+class _Targets:
+    """Class-index targets prepared once: ``t`` with ignored entries set to
+    class 0, the per-element weight ``wt`` (0 where ignored), the ``valid``
+    mask, the input shape and, for 'mean', the summed weight ``total``."""
+
+    __slots__ = ("t", "wt", "valid", "shape", "total")
+
+    def __init__(self, t, wt, valid, shape, total=None):
+        self.t, self.wt, self.valid, self.shape, self.total = t, wt, valid, shape, total
+
+
+def _divide(s, total, dtype):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (s / total).astype(dtype, copy=False)
 
 
 class NllLoss(Function):
-    """``-w[t] * x[n, t, ...]`` with ignore_index, reduced; ``x`` is (N, C, *d)."""
+    """``-w[t] * x[n, t, ...]`` (0 where ignored), reduced; ``x`` is (N, C, *d)."""
 
     _array_forward = True
 
     @staticmethod
-    def forward(ctx, x, t_safe, wt, reduction, total):
+    def forward(ctx, x, tg, reduction):
         xp = xp_of(x)
-        ctx.t_safe, ctx.wt, ctx.reduction, ctx.total, ctx.shape = t_safe, wt, reduction, total, x.shape
-        picked = xp.take_along_axis(x, t_safe[:, None], axis=1)[:, 0]
-        loss = -(picked * wt)
+        ctx.tg, ctx.reduction = tg, reduction
+        picked = xp.take_along_axis(x, tg.t[:, None], axis=1)[:, 0]
+        loss = xp.where(tg.valid, -(picked * tg.wt), x.dtype.type(0))
         if reduction == "none":
             return loss
         s = loss.sum(dtype=loss.dtype)
-        if reduction == "sum":
-            return s
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return (s / total).astype(x.dtype) if xp is np else (s / total).astype(x.dtype)
+        return s if reduction == "sum" else _divide(s, tg.total, x.dtype)
 
     @staticmethod
     def backward(ctx, gy):
-        if ctx.reduction == "none":
-            g = gy
-        else:
-            g = gy.expand(ctx.t_safe.shape)
-            if ctx.reduction == "mean":
-                g = g / ctx.total
-        return _apply(NllScatter, (g, ctx), (g._data, ctx)), None, None, None, None
+        tg = ctx.tg
+        g = gy if ctx.reduction == "none" else gy.expand(tg.t.shape)
+        if ctx.reduction == "mean":
+            with np.errstate(divide="ignore"):  # all targets ignored: 0/0, as PyTorch
+                g = g / _const(xp_of(tg.t).asarray(tg.total))
+        return _apply(NllScatter, (g, tg), (g._data, tg)), None, None
 
 
 class NllScatter(Function):
-    """The gradient of :class:`NllLoss` ('none'): ``gx[n, t, ...] = -w[t] g[n, ...]``.
-    Linear in ``g``; its gradient is NllLoss('none') again."""
+    """The gradient of :class:`NllLoss` ('none'): ``gx[n, t, ...] = -w[t] g[n, ...]``
+    (0 where ignored). Linear in ``g``; its gradient is NllLoss('none') again."""
 
     _array_forward = True
     _node_name = "NllLossBackwardBackward0"
 
     @staticmethod
-    def forward(ctx, g, nll_ctx):
-        ctx.nll = nll_ctx
+    def forward(ctx, g, tg):
+        ctx.tg = tg
         xp = xp_of(g)
-        shape = nll_ctx.shape
-        classes = xp.arange(shape[1]).reshape((1, shape[1]) + (1,) * (len(shape) - 2))
-        onehot = nll_ctx.t_safe[:, None] == classes
-        vals = -(g * nll_ctx.wt)
-        return xp.where(onehot, vals[:, None], g.dtype.type(0))
+        c = tg.shape[1]
+        classes = xp.arange(c).reshape((1, c) + (1,) * (len(tg.shape) - 2))
+        with np.errstate(invalid="ignore"):
+            vals = xp.where(tg.valid, -(g * tg.wt), g.dtype.type(0))
+        return xp.where(tg.t[:, None] == classes, vals[:, None], g.dtype.type(0))
 
     @staticmethod
     def backward(ctx, ggx):
-        n = ctx.nll
-        return _apply(NllLoss, (ggx, None, None, "none", None), (ggx._data, n.t_safe, n.wt, "none", None)), None
+        return _apply(NllLoss, (ggx, ctx.tg, "none"), (ggx._data, ctx.tg, "none")), None
 
 
-def _nll_prepare(input, target, weight, ignore_index, name="nll_loss"):
-    """Validate like PyTorch's nll_loss_nd and return
-    ``(x (N, C, *d) Tensor, t_safe, wt, out_shape)``."""
+def _nll_prepare(input, target, weight, ignore_index, reduction):
+    """Validate like PyTorch's nll_loss_nd; returns ``(input (N, C, *d), targets, out_shape)``."""
     x = input._data
     t = target._data
     if x.ndim < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {x.ndim})")
-    if x.ndim != 1 and x.shape[0] != t.shape[0 if t.ndim else 0] if t.ndim else (x.ndim != 1):
-        tb = t.shape[0] if t.ndim else 1
-        raise ValueError(f"Expected input batch_size ({x.shape[0]}) to match target batch_size ({tb}).")
+    if x.ndim != 1 and t.ndim and x.shape[0] != t.shape[0]:
+        raise ValueError(f"Expected input batch_size ({x.shape[0]}) to match target batch_size ({t.shape[0]}).")
     _target_dtype_check(target)
     if x.ndim <= 2:
         if t.ndim > 1:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
-        if x.ndim == 2 and x.shape[0] != t.shape[0]:
+        if x.ndim == 2 and (t.ndim == 0 or x.shape[0] != t.shape[0]):
             raise RuntimeError(f"size mismatch (got input: {list(x.shape)}, target: {list(t.shape)})")
     elif x.ndim == 4 and t.ndim != 3:
         raise RuntimeError(f"only batches of spatial targets supported (3D tensors) but got targets of dimension: "
@@ -248,7 +251,7 @@ def _nll_prepare(input, target, weight, ignore_index, name="nll_loss"):
         if w.dtype != x.dtype:
             raise RuntimeError(f"expected scalar type {_type_name(x.dtype)} but found {_type_name(w.dtype)}")
     out_shape = t.shape
-    if x.ndim == 1:
+    if x.ndim == 1:  # unbatched: one row
         input = input.reshape((1, c))
         x = input._data
         t = t.reshape(1) if t.ndim == 0 else t[:1]
@@ -261,22 +264,9 @@ def _nll_prepare(input, target, weight, ignore_index, name="nll_loss"):
     if t.size and bool(bad.any()):
         raise IndexError(f"Target {int(t[bad].reshape(-1)[0])} is out of bounds.")
     t_safe = xp.where(valid, t, 0)
-    if weight is not None:
-        wt = weight._data[t_safe] * valid
-    else:
-        wt = valid.astype(x.dtype)
-    return input, t_safe, wt, out_shape
-
-
-def _nll(input, t_safe, wt, reduction, out_shape):
-    x = input._data
-    total = None
-    if reduction == "mean":
-        total = wt.sum(dtype=x.dtype)
-    out = _apply(NllLoss, (input, None, None, reduction, None), (x, t_safe, wt, reduction, total))
-    if reduction == "none" and out._data.shape != out_shape:
-        out = out.reshape(out_shape)
-    return out
+    wt = weight._data[t_safe] * valid if weight is not None else valid.astype(x.dtype)
+    total = wt.sum(dtype=x.dtype) if reduction == "mean" else None
+    return input, _Targets(t_safe, wt, valid, x.shape, total), out_shape
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
@@ -291,60 +281,53 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     _check_tensor(input, "nll_loss", "input", 1)
     _check_tensor(target, "nll_loss", "target", 2)
     reduction = _reduction(size_average, reduce, reduction)
-    inp, t_safe, wt, out_shape = _nll_prepare(input, target, weight, ignore_index)
-    return _nll(inp, t_safe, wt, reduction, out_shape)
+    inp, tg, out_shape = _nll_prepare(input, target, weight, ignore_index, reduction)
+    out = _apply(NllLoss, (inp, tg, reduction), (inp._data, tg, reduction))
+    if reduction == "none" and out._data.shape != out_shape:
+        out = out.reshape(out_shape)
+    return out
 
 
 class CrossEntropy(Function):
-    """Fused log-softmax + NLL over rows of ``x`` (M, C) with class indices,
-    class weights, ignore_index and label smoothing (the backend kernel)."""
+    """Fused log-softmax + NLL over rows of ``x`` (M, C) with class indices
+    ``target`` (M,), class weights, ignore_index and label smoothing (the
+    backend kernel), reduced."""
 
     _array_forward = True
     _node_name = "NllLossBackward0"
 
     @staticmethod
-    def forward(ctx, x, target, weight, ignore_index, label_smoothing, reduction, total):
-        be = backend_of(x)
-        loss, (_, lse) = be.cross_entropy(x, target, weight, ignore_index, label_smoothing)
+    def forward(ctx, x, target, weight, ignore_index, label_smoothing, reduction, tg):
+        loss, (_, lse) = backend_of(x).cross_entropy(x, target, weight, ignore_index, label_smoothing)
         ctx.save_for_backward(x, lse)
-        ctx.target, ctx.weight, ctx.ii, ctx.ls, ctx.reduction, ctx.total = (
-            target, weight, ignore_index, label_smoothing, reduction, total)
+        ctx.args = (target, weight, ignore_index, label_smoothing, reduction, tg)
         if reduction == "none":
             return loss
         s = loss.sum(dtype=loss.dtype)
-        if reduction == "sum":
-            return s
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return (s / total).astype(x.dtype)
+        return s if reduction == "sum" else _divide(s, tg.total, x.dtype)
 
     @staticmethod
     def backward(ctx, gy):
         x, lse = ctx.saved_tensors
-        n, c = x._data.shape
-        if ctx.reduction == "none":
-            g = gy
-        else:
-            g = gy.expand((n,))
-            if ctx.reduction == "mean":
-                g = g / ctx.total
-        target, weight, eps = ctx.target, ctx.weight, ctx.ls
+        target, weight, ignore_index, eps, reduction, tg = ctx.args
+        xd = x._data
+        n, c = xd.shape
+        xp = xp_of(xd)
+        g = gy if reduction == "none" else gy.expand((n,))
+        if reduction == "mean":
+            with np.errstate(divide="ignore"):
+                g = g / _const(xp.asarray(tg.total))
         if not _grad_mode():
-            be = backend_of(x._data)
-            gd = g._data
-            if gd.dtype != x._data.dtype:
-                gd = gd.astype(x._data.dtype)
-            gx = be.cross_entropy_backward((x._data, lse._data), target, weight, ctx.ii, eps, gd)
+            gd = g._data.astype(xd.dtype, copy=False)
+            gx = backend_of(xd).cross_entropy_backward((xd, lse._data), target, weight, ignore_index, eps, gd)
             return _const(gx), None, None, None, None, None, None
-        # differentiable: g * (a * softmax(x) - B) with constant a (per row) and B
-        xp = xp_of(x._data)
-        dt = x._data.dtype
-        valid = target != ctx.ii
-        t = xp.where(valid, target, 0)
-        onehot = t[:, None] == xp.arange(c)[None, :]
+        # differentiable: g * (a * softmax(x) - B) with a constant per row and a constant B
+        dt = xd.dtype
+        valid, t, wt = tg.valid.reshape(-1), tg.t.reshape(-1), tg.wt.reshape(-1)
         w = weight if weight is not None else xp.ones(c, dt)
-        wt = w[t] * valid
         a = (1.0 - eps) * wt + (eps * w.sum() / c) * valid
-        b = xp.where(onehot, ((1.0 - eps) * wt)[:, None], dt.type(0)) + (eps / c) * w[None, :] * valid[:, None]
+        b = xp.where(t[:, None] == xp.arange(c)[None, :], ((1.0 - eps) * wt)[:, None], dt.type(0))
+        b = b + (eps / c) * w[None, :] * valid[:, None]
         p = _softmax(x, 1)
         gx = g.reshape((n, 1)) * (p * _const(a.astype(dt)[:, None]) - _const(b.astype(dt)))
         return gx, None, None, None, None, None, None
@@ -355,10 +338,7 @@ def _to_rows(input):
     x = input._data
     if x.ndim == 2:
         return input
-    if x.ndim == 1:
-        return input.reshape((1, x.shape[0]))
-    return input.movedim(1, -1).reshape((-1, x.shape[1])) if hasattr(input, "movedim") else \
-        input.permute((0,) + tuple(range(2, x.ndim)) + (1,)).reshape((-1, x.shape[1]))
+    return input.permute((0,) + tuple(range(2, x.ndim)) + (1,)).reshape((-1, x.shape[1]))
 
 
 def _cross_entropy_probs(input, target, weight, reduction, label_smoothing):
@@ -412,20 +392,18 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         return _cross_entropy_probs(input, target, weight, reduction, label_smoothing)
     if label_smoothing > 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    inp, t_safe, wt, out_shape = _nll_prepare(input, target, weight, ignore_index)
+    inp, tg, out_shape = _nll_prepare(input, target, weight, ignore_index, reduction)
     rows = _to_rows(inp)
     xr = rows._data
-    t = target._data
+    t = target._data.reshape(-1)
     if t.dtype != np.int64:
         t = t.astype(np.int64)
-    t = t.reshape(-1)
     if xr.shape[0] != t.shape[0]:  # 1-D input with a (1,) target
         t = t[:1]
     wd = weight._data if weight is not None else None
-    total = wt.sum(dtype=x.dtype) if reduction == "mean" else None
     eps = float(label_smoothing) if label_smoothing > 0 else 0.0
     out = _apply(CrossEntropy, (rows, None, weight, None, None, None, None),
-                 (xr, t, wd, ignore_index, eps, reduction, total))
+                 (xr, t, wd, ignore_index, eps, reduction, tg))
     if reduction == "none":
         out = out.reshape(out_shape)
     return out
@@ -543,7 +521,8 @@ _BCE_EPS = 1e-12
 
 class BinaryCrossEntropy(Function):
     """``-w (t log x + (1 - t) log(1 - x))`` with the logs clamped at -100;
-    gradient ``w (x - t) / max(x (1 - x), 1e-12)`` (PyTorch's)."""
+    gradients ``w (x - t) / max(x (1 - x), 1e-12)`` and ``-w logit(x)``
+    (PyTorch's)."""
 
     _array_forward = True
 
@@ -568,12 +547,15 @@ class BinaryCrossEntropy(Function):
             gx = gy * (x - t) / _clamp_min((1.0 - x) * x, _BCE_EPS)
             if w is not None:
                 gx = gx * w
-        if need_t:
-            xd = x._data
-            xp = xp_of(xd)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                d = xp.maximum(xp.log1p(-xd), xd.dtype.type(-100)) - xp.maximum(xp.log(xd), xd.dtype.type(-100))
-            gt = gy * _const(d) if w is None else gy * _const(d) * w
+        if need_t:  # -logit(x), not clamped (as PyTorch)
+            if _grad_mode():
+                d = _ops.log1p(-x) - _ops.log(x)
+            else:
+                xd = x._data
+                xp = xp_of(xd)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    d = _const(xp.log1p(-xd) - xp.log(xd))
+            gt = gy * d if w is None else gy * d * w
         return gx, gt, None
 
 
@@ -636,13 +618,6 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 # --------------------------------------------------------------------------
 # divergences and likelihoods
 # --------------------------------------------------------------------------
-def _xlogx(t):
-    """``t * log(t)`` with 0 at ``t == 0`` (and gradient 0 there, as xlogy)."""
-    nz = t._data != 0
-    safe = _mask_scale(t, nz) + _const((~nz).astype(t._data.dtype))
-    return _mask_scale(safe * _ops.log(safe), nz)
-
-
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """Pointwise KL divergence ``target * (log(target) - input)`` (``input``
     holds log-probabilities); ``reduction='batchmean'`` divides the sum by
@@ -668,7 +643,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     if log_target:
         loss = _ops.exp(target) * (target - input)
     else:
-        loss = _xlogx(target) - target * input
+        loss = _ops.xlogy(target, target) - target * input
     out = _apply_reduction(loss, red)
     if reduction == "batchmean" and input.dim() != 0 and size_average is None and reduce is None:
         out = out / input.shape[0]
@@ -904,10 +879,9 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     dim = x.shape[-1] if ndim else 1
     xp = xp_of(x)
     tt = t.reshape(nframe, dim).astype(np.int64, copy=False)
-    valid = xp.cumprod(tt >= 0, axis=1).astype(bool)     # entries before the first negative
-    if bool((valid & (tt >= dim)).any()) or bool(((tt < -1) & xp.concatenate(
-            [xp.ones((nframe, 1), bool), valid[:, :-1]], axis=1)).any()):
+    if tt.size and bool(((tt < -1) | (tt >= dim)).any()):
         raise RuntimeError("argument #2 'target' is out of range")
+    valid = xp.cumprod(tt >= 0, axis=1).astype(bool)     # entries before the first -1
     rows = xp.arange(nframe)[:, None] * dim
     idx = (rows + xp.where(valid, tt, 0))[valid]
     count = xp.bincount(idx.reshape(-1), minlength=nframe * dim).reshape(nframe, dim).astype(x.dtype)
@@ -1103,7 +1077,8 @@ class CtcLoss(Function):
         return _const(grad.astype(lpd.dtype, copy=False)), None, None, None, None, None
 
 
-def _lengths(v, n, name, xp):
+def _lengths(v, n, name):
+    """Per-sample lengths (a tensor, a list/tuple or an int) as a host int64 array."""
     if isinstance(v, Tensor):
         a = v._data
         a = backend_of(a).to_numpy(a) if a.__class__ is not np.ndarray else a
@@ -1111,10 +1086,11 @@ def _lengths(v, n, name, xp):
     else:
         a = np.asarray(list(v) if not isinstance(v, int) else [v], dtype=np.int64).reshape(-1)
     if a.shape[0] != n:
-        raise RuntimeError(f"Expected tensor to have size at least {n} at dimension 0, but got size {a.shape[0]} "
-                           f"for argument #{3 if name == 'input_lengths' else 4} '{name}' "
-                           f"(while checking arguments for ctc_loss_cpu)")
+        raise RuntimeError(f"{name} must be of size batch_size")
     return a
+
+
+_CTC_CHECK = "(while checking arguments for ctc_loss_allocate_outputs)"
 
 
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean", zero_infinity=False):
@@ -1144,39 +1120,41 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         raise RuntimeError(f'"ctc_loss_cpu" not implemented for \'{_type_name(lp.dtype)}\'')
     T, N, C = lp.shape
     xp = xp_of(lp)
-    in_len = _lengths(input_lengths, N, "input_lengths", xp)
-    tgt_len = _lengths(target_lengths, N, "target_lengths", xp)
     if not (0 <= blank < C):
         raise RuntimeError("blank must be in label range")
-    if targets._data.dtype.kind not in "iu":
-        raise RuntimeError(f"ctc_loss: targets must be an integer tensor, got {_type_name(targets._data.dtype)}")
+    in_len = _lengths(input_lengths, N, "input_lengths")
+    tgt_len = _lengths(target_lengths, N, "target_lengths")
     tg = targets._data
     tg = backend_of(tg).to_numpy(tg) if tg.__class__ is not np.ndarray else tg
-    tg = np.asarray(tg, dtype=np.int64)
-    if (in_len > T).any():
-        bad = int(in_len[in_len > T][0])
-        raise RuntimeError(f"Expected input_lengths to have value at most {T}, but got value {bad} (while checking "
-                           f"arguments for ctc_loss_cpu)")
-    if (in_len < 0).any() or (tgt_len < 0).any():
-        raise RuntimeError("ctc_loss: input_lengths and target_lengths must be non-negative")
+    tg = np.asarray(tg).astype(np.int64)
+    for name, lens in (("target_lengths", tgt_len), ("input_lengths", in_len)):
+        if (lens < 0).any():
+            raise RuntimeError(f"Expected {name} to have value at least 0, but got value {int(lens[lens < 0][0])} "
+                               f"{_CTC_CHECK}")
     S = int(tgt_len.max()) if N else 0
     labels = np.zeros((N, S), np.int64)
     if tg.ndim == 1:
-        if tg.shape[0] < int(tgt_len.sum()):
-            raise RuntimeError(f"Expected tensor to have size at least {int(tgt_len.sum())} at dimension 0, but got "
-                               f"size {tg.shape[0]} for argument #2 'targets' (while checking arguments for "
-                               f"ctc_loss_cpu)")
+        if tg.shape[0] != int(tgt_len.sum()):
+            raise RuntimeError(f"Expected tensor to have size {int(tgt_len.sum())} at dimension 0, but got size "
+                               f"{tg.shape[0]} for argument #2 'targets' {_CTC_CHECK}")
         starts = np.concatenate([[0], np.cumsum(tgt_len)[:-1]])
         pos = np.arange(S)[None, :]
         take = pos < tgt_len[:, None]
-        src = (starts[:, None] + pos)[take]
-        labels[take] = tg[src]
-    else:
+        labels[take] = tg[(starts[:, None] + pos)[take]]
+    elif tg.ndim == 2:
+        if tg.shape[0] != N:
+            raise RuntimeError(f"Expected tensor to have size {N} at dimension 0, but got size {tg.shape[0]} for "
+                               f"argument #2 'targets' {_CTC_CHECK}")
         if tg.shape[1] < S:
             raise RuntimeError(f"Expected tensor to have size at least {S} at dimension 1, but got size "
-                               f"{tg.shape[1]} for argument #2 'targets' (while checking arguments for ctc_loss_cpu)")
+                               f"{tg.shape[1]} for argument #2 'targets' {_CTC_CHECK}")
         labels = tg[:, :S].copy()
         labels[np.arange(S)[None, :] >= tgt_len[:, None]] = blank
+    else:
+        raise RuntimeError(f"Expected 1-D or 2-D targets, got {tg.ndim}-D")
+    if (in_len > T).any():
+        raise RuntimeError(f"Expected input_lengths to have value at most {T}, but got value "
+                           f"{int(in_len[in_len > T][0])} {_CTC_CHECK}")
     used = np.arange(S)[None, :] < tgt_len[:, None]
     if used.any() and (((labels < 0) | (labels >= C)) & used).any():
         raise RuntimeError("ctc_loss: target index out of range [0, num_classes)")
