@@ -1,0 +1,15 @@
+"""All ``nn`` module classes; each family module appends its import line here."""
+from __future__ import annotations
+
+from .module import Module  # noqa: F401
+from .activation import *  # noqa: F401,F403
+from .distance import *  # noqa: F401,F403
+from .loss import *  # noqa: F401,F403
+from .container import *  # noqa: F401,F403
+from .linear import *  # noqa: F401,F403
+from .flatten import *  # noqa: F401,F403
+from .sparse import *  # noqa: F401,F403
+from .dropout import *  # noqa: F401,F403
+from .batchnorm import *  # noqa: F401,F403
+from .instancenorm import *  # noqa: F401,F403
+from .normalization import *  # noqa: F401,F403
