@@ -88,9 +88,10 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
 
     prev_mode = _state.enabled
     _state.enabled = create_graph
+    pop, push = heapq.heappop, heapq.heappush
     try:
         while ready:
-            _, node = heapq.heappop(ready)
+            node = pop(ready)[1]
             grads = buffers.pop(node, None)
             if grads is None:
                 grads = [None] * _n_outputs(node)
@@ -109,27 +110,32 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                 if not capture and (capture_at is None or (node, 0) in capture_at):
                     _accumulate(node.variable, grads[0], create_graph)
                 continue
-            if all(g is None for g in grads):
+            if (grads[0] is None if len(grads) == 1 else all(g is None for g in grads)):
                 _release_edges(node, deps, ready, retain_graph)
                 continue
             in_grads = _call_node(node, grads)
             if not retain_graph and node._saved is not None:
                 node._saved = _FREED
-            edges = node._edges
-            for e, g in zip(edges, in_grads):
+            for e, g in zip(node._edges, in_grads):
                 if e is None:
                     continue
                 nxt, nr = e
                 if g is not None:
                     buf = buffers.get(nxt)
                     if buf is None:
-                        buf = buffers[nxt] = [None] * _n_outputs(nxt)
-                    old = buf[nr]
-                    buf[nr] = g if old is None else old + g
+                        meta = nxt._output_meta
+                        if meta is None:
+                            buffers[nxt] = [g]
+                        else:
+                            buf = buffers[nxt] = [None] * len(meta)
+                            buf[nr] = g
+                    else:
+                        old = buf[nr]
+                        buf[nr] = g if old is None else old + g
                 left = deps[nxt] - 1
                 deps[nxt] = left
                 if left == 0:
-                    heapq.heappush(ready, (-nxt._seq, nxt))
+                    push(ready, (-nxt._seq, nxt))
     finally:
         _state.enabled = prev_mode
 
@@ -200,12 +206,13 @@ def _run_pre_hooks(node, grads):
 
 
 def _call_node(node, grads):
-    fn = node._fn
+    """Run one node's backward and fix up its results centrally: undo
+    broadcasting, cast to each input's dtype, run node hooks, check anomalies."""
     meta = node._output_meta
     if meta is not None and node.materialize_grads:
         ref = next(g for g in grads if g is not None)
         grads = [g if g is not None or m is None else _zeros(ref, m) for g, m in zip(grads, meta)]
-    out = fn.backward(node, *grads)
+    out = node._fn.backward(node, *grads)
     if out.__class__ is not tuple:
         out = (out,) if not isinstance(out, list) else tuple(out)
     edges = node._edges
@@ -216,21 +223,20 @@ def _call_node(node, grads):
             raise RuntimeError(f"function {type(node).__name__} returned an incorrect number of gradients "
                                f"(expected {len(edges)}, got {len(out)})")
     input_meta = node._input_meta
-    fixed = []
-    for i, (g, e) in enumerate(zip(out, edges)):
-        if g is None or e is None:
-            fixed.append(None)
+    fixed = list(out)
+    for i, g in enumerate(out):
+        if g is None:
             continue
-        if not isinstance(g, Tensor):
-            raise TypeError(f"function {type(node).__name__} returned a gradient of type {type(g).__name__} "
-                            f"at index {i}; expected a Tensor or None")
+        if edges[i] is None:
+            fixed[i] = None
+            continue
+        gd = g._data if isinstance(g, Tensor) else _not_a_tensor(node, i, g)
         shape, dt = input_meta[i]
-        gd = g._data
         if gd.shape != shape:
             g = _sum_to(g, shape, node, i)
         if gd.dtype != dt:
             g = g.to(_dtype_of(dt))
-        fixed.append(g)
+        fixed[i] = g
     if node._hooks:
         for hook in list(node._hooks.values()):
             res = hook(tuple(fixed), tuple(grads))
@@ -239,6 +245,11 @@ def _call_node(node, grads):
     if _state.anomaly and _state.anomaly_check_nan:
         _check_anomaly(node, fixed)
     return fixed
+
+
+def _not_a_tensor(node, i, g):
+    raise TypeError(f"function {type(node).__name__} returned a gradient of type {type(g).__name__} at index {i}; "
+                    "expected a Tensor or None")
 
 
 def _sum_to(g, shape, node, i):

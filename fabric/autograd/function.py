@@ -122,7 +122,8 @@ class Node:
                 "are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if "
                 "you need to backward through the graph a second time or if you need to access saved "
                 "tensors after calling backward.")
-        return tuple(self._unpack(s) for s in saved)
+        unpack = self._unpack
+        return tuple([unpack(s) for s in saved])
 
     saved_variables = saved_tensors
 
@@ -130,31 +131,31 @@ class Node:
         if s is None:
             return None
         kind, obj, vc, version = s
+        if kind == _SAVED_RAW:
+            return obj
         if kind == _SAVED_INPUT:
             vc = obj._vc
         if vc is not None and vc[0] != version:
-            t = obj if kind == _SAVED_INPUT else None
-            shape = list((t._data if t is not None else obj).shape)
-            dt = (t._data if t is not None else obj).dtype
-            if kind == _SAVED_OUTPUT:
-                what = f"is output {obj[1]} of {type(self).__name__}"
-            elif t.grad_fn is not None:
-                what = f"is output {t._output_nr} of {type(t.grad_fn).__name__}"
-            else:
-                what = "is a leaf"
-            raise RuntimeError(
-                "one of the variables needed for gradient computation has been modified by an inplace "
-                f"operation: [{_type_name(dt)} {shape}], which {what}, is at version {vc[0]}; expected "
-                f"version {version} instead. Hint: the backtrace further above can show the operation "
-                "that failed to compute its gradient.")
+            self._raise_modified(kind, obj, vc[0], version)
         if kind == _SAVED_INPUT:
             return obj
         if kind == _SAVED_OUTPUT:
             data, nr = obj
             return Tensor._make(data, True, self, nr, vc)
-        if kind == _SAVED_RAW:
-            return obj
         return Tensor._make(obj, False)
+
+    def _raise_modified(self, kind, obj, current, version):
+        if kind == _SAVED_OUTPUT:
+            arr, what = obj[0], f"is output {obj[1]} of {type(self).__name__}"
+        else:
+            arr = obj._data
+            what = (f"is output {obj._output_nr} of {type(obj.grad_fn).__name__}" if obj.grad_fn is not None
+                    else "is a leaf")
+        raise RuntimeError(
+            "one of the variables needed for gradient computation has been modified by an inplace "
+            f"operation: [{_type_name(arr.dtype)} {list(arr.shape)}], which {what}, is at version {current}; "
+            f"expected version {version} instead. Hint: the backtrace further above can show the operation "
+            "that failed to compute its gradient.")
 
     def mark_dirty(self, *tensors) -> None:
         """Declare inputs that forward modified in place (user Functions)."""
@@ -384,17 +385,28 @@ def _apply_recording(cls, args, arrays):
     return result
 
 
+_PLAIN = (float, int, bool, str, type(None))
+
+
 def _pack_arrays(values, args, arrays, out_arrays, outs, raw):
+    """Map what a built-in forward saved back to graph objects: an input
+    array becomes its input Tensor (with its version), an output array a
+    reference to the output (rebuilt on unpack, no cycle), other arrays are
+    constants and other values are kept as they are."""
     packed = []
     for v in values:
-        if v is None:
-            packed.append(None)
+        if v.__class__ in _PLAIN:
+            packed.append(None if v is None else (_SAVED_RAW, v, None, 0))
             continue
-        for a, arr in zip(args, arrays):
-            if v is arr and isinstance(a, Tensor):
-                vc = a._vc
-                packed.append((_SAVED_INPUT, a, None, 0 if vc is None else vc[0]))
-                break
+        i = 0
+        for arr in arrays:
+            if v is arr:
+                a = args[i]
+                if isinstance(a, Tensor):
+                    vc = a._vc
+                    packed.append((_SAVED_INPUT, a, None, 0 if vc is None else vc[0]))
+                    break
+            i += 1
         else:
             for i, o in enumerate(out_arrays):
                 if (v is o or v is raw[i]) and outs[i].grad_fn is not None:
