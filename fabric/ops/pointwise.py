@@ -31,6 +31,7 @@ Example::
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 
 import numpy as np
@@ -181,6 +182,34 @@ def _check_zero_division(y):
             raise RuntimeError("ZeroDivisionError")
     elif y == 0 and y.__class__ is not builtins.float:
         raise RuntimeError("ZeroDivisionError")
+
+
+def _broadcast_error(*operands):
+    """PyTorch's error for operands whose shapes do not broadcast."""
+    shapes = [tuple(o.shape) for o in operands if isinstance(o, Tensor) or hasattr(o, "ndim")]
+    nd = builtins.max(len(sh) for sh in shapes)
+    padded = [(1,) * (nd - len(sh)) + sh for sh in shapes]
+    for d in range(nd - 1, -1, -1):
+        sizes = [sh[d] for sh in padded if sh[d] != 1]
+        if any(v != sizes[0] for v in sizes):
+            other = next(v for v in sizes if v != sizes[0])
+            return RuntimeError(f"The size of tensor a ({sizes[0]}) must match the size of tensor b ({other}) at "
+                                f"non-singleton dimension {d}")
+    return RuntimeError(f"shapes {[list(sh) for sh in shapes]} cannot be broadcast together")
+
+
+def _broadcasting(fn):
+    """Raise PyTorch's RuntimeError (not NumPy's ValueError) when the
+    operands of ``fn`` do not broadcast."""
+    @functools.wraps(fn)
+    def op(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except ValueError as e:
+            if "broadcast" not in str(e):
+                raise
+            raise _broadcast_error(*args, *kwargs.values()) from None
+    return op
 
 
 # --- in-place ops ---------------------------------------------------------------
@@ -616,7 +645,7 @@ reciprocal, reciprocal_ = _float_fn(Reciprocal, "reciprocal", "``1 / x``.", "[2.
 exp2, exp2_ = _float_fn(Exp2, "exp2", "``2 ** x``.", "[3.0]", "tensor([8.])")
 expm1, expm1_ = _float_fn(Expm1, "expm1", "``exp(x) - 1``, accurate for small x.", "[0.0]", "tensor([0.])")
 log2, log2_ = _float_fn(Log2, "log2", "Base-2 logarithm.", "[8.0]", "tensor([3.])")
-log10, log10_ = _float_fn(Log10, "log10", "Base-10 logarithm.", "[100.0]", "tensor([2.])")
+log10, log10_ = _float_fn(Log10, "log10", "Base-10 logarithm.", "[10.0]", "tensor([1.])")
 log1p, log1p_ = _float_fn(Log1p, "log1p", "``log(1 + x)``, accurate for small x.", "[0.0]", "tensor([0.])")
 sin, sin_ = _float_fn(Sin, "sin", "Sine.", "[0.0]", "tensor([0.])")
 cos, cos_ = _float_fn(Cos, "cos", "Cosine.", "[0.0]", "tensor([1.])")
@@ -822,6 +851,10 @@ class Polygamma(Function):
         return gy * polygamma(ctx.n + 1, x), None
 
 
+class _PolygammaInplace(Polygamma):
+    _node_name = "PolygammaBackward1"  # PyTorch's name for ``Tensor.polygamma_(n)``
+
+
 def _check_polygamma_n(n):
     if not isinstance(n, (builtins.int, np.integer)) or isinstance(n, builtins.bool):
         raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not {type(n).__name__}")
@@ -849,7 +882,7 @@ def polygamma_(self, n):
     """In-place ``self = polygamma(n, self)`` (``Tensor.polygamma_(n)``)."""
     n = _check_polygamma_n(n)
     _check_float_inplace(self, "polygamma_")
-    return _inplace(self, Polygamma, (self, None), [self._data, n])
+    return _inplace(self, _PolygammaInplace, (self, None), [self._data, n])
 
 
 class NanToNum(Function):
@@ -1045,6 +1078,7 @@ def _div_trunc(xp, a, b):
 _ROUNDING_MODES = ("trunc", "floor")
 
 
+@_broadcasting
 def div_rounding(a, b, mode):
     """``div(a, b, rounding_mode=mode)`` with ``mode`` 'trunc' or 'floor':
     the quotient rounded, in the promoted dtype (integers stay integers).
@@ -1085,6 +1119,7 @@ class Remainder(Function):
     """``a - b * floor(a / b)``: the result has the sign of ``b``, as Python's ``%``."""
 
     _array_forward = True
+    _node_name = "RemainderBackward1"
 
     @staticmethod
     def forward(ctx, a, b):
@@ -1106,6 +1141,7 @@ class Fmod(Function):
     """C's ``fmod``: the result has the sign of ``a``."""
 
     _array_forward = True
+    _node_name = "FmodBackward1"
 
     @staticmethod
     def forward(ctx, a, b):
@@ -1132,6 +1168,7 @@ def _no_bool(name, x, y):
 
 
 
+@_broadcasting
 def float_power(input, exponent, *, out=None):
     """``input ** exponent`` computed in float64 (either may be a number).
 
@@ -1158,6 +1195,7 @@ def float_power_(self, exponent):
     return pow_(self, exponent.to(D.float64) if isinstance(exponent, Tensor) else builtins.float(exponent))
 
 
+@_broadcasting
 def pow_(self, exponent):
     """In-place :func:`fabric.pow`.
 
@@ -1190,7 +1228,8 @@ class Atan2(Function):
     @staticmethod
     def backward(ctx, gy):
         a, b = ctx.saved_tensors
-        r = reciprocal(a * a + b * b)
+        d = a * a + b * b
+        r = where(d == 0, 0.0, reciprocal(d))  # 0 at the origin, as PyTorch
         return gy * b * r, gy * -a * r
 
 
@@ -1392,23 +1431,35 @@ def _tensor_number_no_bool(name, input, other):
     return _numbers_no_bool(name, input, other)
 
 
-def _binary_fn(F, name, prepare, doc, saves_self=True):
+def _renamed(F, node):
+    """Function ``F`` with its graph node called ``node``."""
+    return type(Function)(F.__name__, (F,), {"_node_name": node, "__module__": __name__,
+                                              "__qualname__": F.__qualname__})
+
+
+def _binary_fn(F, name, prepare, doc, saves_self=True, scalar_other=None, scalar_self=None):
     """The public ``name(input, other, *, out=None)`` and in-place
     ``name_(self, other)`` of binary op ``F``; ``prepare(name, input, other)``
-    checks the arguments as PyTorch does and promotes them."""
+    checks the arguments as PyTorch does and promotes them.  PyTorch names
+    the node differently when ``other`` (``scalar_other``) or ``input``
+    (``scalar_self``) is a number."""
+    F_other = _renamed(F, scalar_other) if scalar_other else F
+    F_self = _renamed(F, scalar_self) if scalar_self else F
+
     def op(input, other, *, out=None):
         a, b, x, y = prepare(name, input, other)
-        return _out(_apply(F, (a, b), (x, y)), out)
+        G = F_other if b.__class__ in _SCALARS else F_self if a.__class__ in _SCALARS else F
+        return _out(_apply(G, (a, b), (x, y)), out)
 
     def op_(self, other):
-        _a, b, x, y = prepare(name + "_", self, other)
-        return _inplace(self, F, (self, b), [x, y], saves_self)
+        _, b, x, y = prepare(name + "_", self, other)
+        return _inplace(self, F_other if b.__class__ in _SCALARS else F, (self, b), [x, y], saves_self)
 
     op.__name__ = op.__qualname__ = name
     op_.__name__ = op_.__qualname__ = name + "_"
     op.__doc__ = doc
     op_.__doc__ = f"In-place :func:`{name}`."
-    return op, op_
+    return _broadcasting(op), _broadcasting(op_)
 
 
 floor_divide, floor_divide_ = _binary_fn(FloorDivide, "floor_divide", _numbers_no_bool, """\
@@ -1427,7 +1478,7 @@ remainder, remainder_ = _binary_fn(Remainder, "remainder", _numbers_no_bool, """
 
         >>> fabric.remainder(fabric.tensor([-3, 3]), 2)
         tensor([1, 1])
-    """)
+    """, scalar_other="RemainderBackward0")
 fmod, fmod_ = _binary_fn(Fmod, "fmod", _tensor_number_no_bool, """\
     C's ``fmod``: the remainder has the sign of ``input``.
 
@@ -1435,7 +1486,7 @@ fmod, fmod_ = _binary_fn(Fmod, "fmod", _tensor_number_no_bool, """\
 
         >>> fabric.fmod(fabric.tensor([-3, 3]), 2)
         tensor([-1,  1])
-    """)
+    """, scalar_other="FmodBackward0")
 atan2, atan2_ = _binary_fn(Atan2, "atan2", _both_tensors_lifted, """\
     Angle of the point ``(other, input)``, in [-pi, pi].
 
@@ -1509,7 +1560,7 @@ xlogy, xlogy_ = _binary_fn(Xlogy, "xlogy", _numbers_lifted, """\
 
         >>> fabric.xlogy(fabric.tensor([0.0, 2.0]), fabric.tensor([0.0, 1.0]))
         tensor([0., 0.])
-    """)
+    """, scalar_self="XlogyBackward1", scalar_other="XlogyBackward2")
 copysign, copysign_ = _binary_fn(Copysign, "copysign", _tensor_number_lifted, """\
     ``|input|`` with the sign of ``other`` (a tensor or a number).
 
@@ -1517,7 +1568,7 @@ copysign, copysign_ = _binary_fn(Copysign, "copysign", _tensor_number_lifted, ""
 
         >>> fabric.copysign(fabric.tensor([1.0, 2.0]), -0.0)
         tensor([-1., -2.])
-    """)
+    """, scalar_other="CopysignBackward1")
 nextafter, nextafter_ = _binary_fn(Nextafter, "nextafter", _both_tensors_float, """\
     The next float after ``input`` towards ``other`` (not differentiable).
 
@@ -1541,7 +1592,7 @@ def _compare_fn(ufunc, name):
     op.__doc__ = (f"``input {_CMP_SYMBOL[ufunc]} other`` elementwise, after type promotion; a bool tensor.\n\n"
                   f"    Example::\n\n        >>> fabric.{name}(fabric.tensor([1, 2, 3]), 2)\n"
                   f"        {_CMP_EXAMPLE[ufunc]}\n")
-    return op
+    return _broadcasting(op)
 
 
 _CMP_SYMBOL = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">",
@@ -1583,7 +1634,7 @@ def _compare_inplace_fn(ufunc, name, node):
 
     op_.__name__ = op_.__qualname__ = name + "_"
     op_.__doc__ = f"In-place :func:`{name}`: 1 where true, 0 where false, in ``self``'s dtype."
-    return op_
+    return _broadcasting(op_)
 
 
 eq_ = _compare_inplace_fn("equal", "eq", "Eq")
@@ -1615,7 +1666,7 @@ def _logical_fn(ufunc, name, example):
                   f"    Example::\n\n        >>> fabric.{name}(fabric.tensor([0, 1, 2]), fabric.tensor([1, 1, 0]))\n"
                   f"        {example}\n")
     op_.__doc__ = f"In-place :func:`{name}` (the result is cast to ``self``'s dtype)."
-    return op, op_
+    return _broadcasting(op), op_
 
 
 logical_and, logical_and_ = _logical_fn("logical_and", "logical_and", "tensor([False,  True, False])")
@@ -1645,7 +1696,7 @@ def _bitwise_fn(ufunc, name, kernel, example):
                   f"a number).\n\n    Example::\n\n        >>> fabric.{name}(fabric.tensor([12]), 10)\n"
                   f"        {example}\n")
     op_.__doc__ = f"In-place :func:`{name}`."
-    return op, op_
+    return _broadcasting(op), op_
 
 
 bitwise_and, bitwise_and_ = _bitwise_fn("bitwise_and", "bitwise_and", "bitwise_and", "tensor([8])")
@@ -1671,6 +1722,7 @@ def _shift(xp, x, y, left):
     return xp.where(bad, fill, shifted).astype(x.dtype, copy=False)
 
 
+@_broadcasting
 def bitwise_left_shift(input, other, *, out=None):
     """``input << other`` for integer tensors (either may be a number).
 
@@ -1683,6 +1735,7 @@ def bitwise_left_shift(input, other, *, out=None):
     return _out(_wrap(_shift(_xp2(x, y), x, y, True)), out)
 
 
+@_broadcasting
 def bitwise_right_shift(input, other, *, out=None):
     """``input >> other`` (arithmetic shift) for integer tensors (either may be a number).
 
@@ -1705,6 +1758,7 @@ def bitwise_right_shift_(self, other):
     return _inplace_no_grad(self, bitwise_right_shift(self, other))
 
 
+@_broadcasting
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """``|input - other| <= atol + rtol * |other|`` elementwise (and equal
     infinities); both tensors must have the same dtype.
@@ -1784,6 +1838,7 @@ class Where(Function):
         return None, (where(c, gy, 0.0) if need_a else None), (where(c, 0.0, gy) if need_b else None)
 
 
+@_broadcasting
 def where(condition, input=None, other=None, *, out=None):
     """``input`` where ``condition`` is true, else ``other`` (broadcast; either
     may be a number).  ``where(condition)`` is ``nonzero(condition, as_tuple=True)``.
@@ -1910,6 +1965,8 @@ def _clamp_args(input, min, max, name):
             raise TypeError(f"{name}() received an invalid combination of arguments: min and max must both be "
                             "Tensors or both be numbers")
         rt = D.result_type(*(t for t in (input, min, max) if t is not None)).np
+        if rt == np.bool_:
+            _unsupported("clamp", x)
         lo = None if min is None else min._data.astype(rt, copy=False)
         hi = None if max is None else max._data.astype(rt, copy=False)
         for t, arr in ((min, lo), (max, hi)):
@@ -1924,9 +1981,15 @@ def _clamp_args(input, min, max, name):
         rt = x.dtype
     else:
         rt = D.result_type(input, lo, hi).np
+        if rt == np.bool_:
+            _unsupported("clamp", x)
+        if rt.kind in "iu":  # out-of-range integer bounds wrap, as PyTorch's casts
+            lo = None if lo is None else np.asarray(lo).astype(rt)[()]
+            hi = None if hi is None else np.asarray(hi).astype(rt)[()]
     return ClampScalar, (input, None, None), [x.astype(rt, copy=False), lo, hi]
 
 
+@_broadcasting
 def clamp(input, min=None, max=None, *, out=None):
     """Limit ``input`` to ``[min, max]`` (numbers or tensors; either may be
     None): ``minimum(maximum(input, min), max)``.  The gradient passes where
@@ -1946,6 +2009,7 @@ def clamp(input, min=None, max=None, *, out=None):
 clip = clamp
 
 
+@_broadcasting
 def clamp_(self, min=None, max=None):
     """In-place :func:`clamp`."""
     if min is None and max is None:
@@ -1957,6 +2021,7 @@ def clamp_(self, min=None, max=None):
 clip_ = clamp_
 
 
+@_broadcasting
 def clamp_min(input, min):
     """``clamp(input, min=min)``.
 
@@ -1969,6 +2034,7 @@ def clamp_min(input, min):
     return _apply(ClampMin if F is ClampScalar else ClampMinTensor, args, arrays)
 
 
+@_broadcasting
 def clamp_max(input, max):
     """``clamp(input, max=max)``.
 
@@ -1981,12 +2047,14 @@ def clamp_max(input, max):
     return _apply(ClampMax if F is ClampScalar else ClampMaxTensor, args, arrays)
 
 
+@_broadcasting
 def clamp_min_(self, min):
     """In-place :func:`clamp_min`."""
     F, args, arrays = _clamp_args(self, min, None, "clamp_min_")
     return _inplace(self, ClampMin if F is ClampScalar else ClampMinTensor, (self,) + args[1:], arrays)
 
 
+@_broadcasting
 def clamp_max_(self, max):
     """In-place :func:`clamp_max`."""
     F, args, arrays = _clamp_args(self, None, max, "clamp_max_")
@@ -2051,6 +2119,7 @@ def _lerp_args(input, end, weight, name):
     return LerpScalar, (input, end, None), [x, y, scalar_value(weight)]
 
 
+@_broadcasting
 def lerp(input, end, weight, *, out=None):
     """Linear interpolation ``input + weight * (end - input)`` (``weight`` a
     number or a tensor).
@@ -2064,6 +2133,7 @@ def lerp(input, end, weight, *, out=None):
     return _out(_apply(F, args, arrays), out)
 
 
+@_broadcasting
 def lerp_(self, end, weight):
     """In-place :func:`lerp`."""
     F, args, arrays = _lerp_args(self, end, weight, "lerp_")
@@ -2076,6 +2146,8 @@ def _three_operands(name, input, t1, t2):
     _need_tensor(name, t1, "tensor1", 2)
     _need_tensor(name, t2, "tensor2", 3)
     rt = D.result_type(input, t1, t2).np
+    if rt == np.bool_:
+        _unsupported(name.rstrip("_"), x)
     arrays = [t._data if t._data.dtype == rt else t._data.astype(rt) for t in (input, t1, t2)]
     for t in (t1, t2):
         if t._data.__class__ is not x.__class__:
@@ -2125,6 +2197,7 @@ def _addc_value(rt, value):
     return builtins.int(value) if rt.kind in "iub" else value
 
 
+@_broadcasting
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     """``input + value * tensor1 * tensor2``.
 
@@ -2144,6 +2217,7 @@ _ADDCDIV_INT = ("Integer division with addcdiv is no longer supported, and in a 
                 "latter implementation: (input + value * tensor1 / tensor2), for all dtypes.")
 
 
+@_broadcasting
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     """``input + value * tensor1 / tensor2`` (tensor1 and tensor2 must not both be integer).
 
@@ -2160,12 +2234,14 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     return _out(_apply(Addcdiv, (input, tensor1, tensor2, None), arrays + [_addc_value(rt, value)]), out)
 
 
+@_broadcasting
 def addcmul_(self, tensor1, tensor2, *, value=1):
     """In-place :func:`addcmul`."""
     rt, arrays = _three_operands("addcmul_", self, tensor1, tensor2)
     return _inplace(self, Addcmul, (self, tensor1, tensor2, None), arrays + [_addc_value(rt, value)], False)
 
 
+@_broadcasting
 def addcdiv_(self, tensor1, tensor2, *, value=1):
     """In-place :func:`addcdiv`."""
     if tensor1._data.dtype.kind in "iub" and tensor2._data.dtype.kind in "iub":
