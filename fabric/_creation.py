@@ -23,7 +23,7 @@ from .ops._util import shape_args
 
 __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "from_dlpack", "zeros", "ones", "full", "empty",
            "zeros_like", "ones_like", "full_like", "empty_like", "arange", "range", "linspace", "logspace", "eye",
-           "scalar_tensor", "empty_strided", "frombuffer"]
+           "scalar_tensor", "empty_strided", "frombuffer", "tril_indices", "triu_indices"]
 
 
 def _finish(arr, device, requires_grad):
@@ -327,3 +327,16 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
 
 def scalar_tensor(s, *, dtype=None, layout=None, device=None, requires_grad=False):
     return _finish(np.array(s, dtype=_np_dtype(dtype)), device, requires_grad)
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """Row and column indices (a 2 x N tensor) of the lower triangle of a
+    ``row`` x ``col`` matrix, row-major as in PyTorch."""
+    r, c = np.tril_indices(row, offset, col)
+    return _finish(np.stack([r, c]).astype(_np_dtype(dtype, D.int64)), device, False)
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """Row and column indices (a 2 x N tensor) of the upper triangle."""
+    r, c = np.triu_indices(row, offset, col)
+    return _finish(np.stack([r, c]).astype(_np_dtype(dtype, D.int64)), device, False)
