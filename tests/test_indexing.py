@@ -28,14 +28,16 @@ def _key_to(key, conv):
     return key
 
 
-def _fab(a):
-    return fabric.from_numpy(np.array(a))
+def _fab(a, grad=False):
+    t = fabric.from_numpy(np.array(a))
+    return t.requires_grad_(True) if grad else t
 
 
-def _torch(a):
+def _torch(a, grad=False):
     import torch
 
-    return torch.from_numpy(np.array(a))
+    t = torch.from_numpy(np.array(a))
+    return t.requires_grad_(True) if grad else t
 
 
 KEYS = [
@@ -423,3 +425,67 @@ def test_view_of_non_grad_base_with_grad_value():
     assert out.requires_grad and type(out.grad_fn).__name__ == "CopySlices"
     (out * fabric.tensor([[1.0, 1, 1], [1.0, 2, 3]])).sum().backward()
     np.testing.assert_array_equal(w.grad.numpy(), [2, 4, 6])
+
+
+def _random_key(rng, shape):
+    """A random PyTorch index for ``shape`` mixing every key kind (index
+    arrays may be out of bounds: then both libraries must raise)."""
+    key, dim = [], 0
+    for _ in range(int(rng.integers(1, 5))):
+        n = shape[dim] if dim < len(shape) else 0
+        r = rng.random()
+        if r < 0.2 and n:
+            k = int(rng.integers(-n, n))
+        elif r < 0.4:
+            k = slice(*(rng.choice([None, int(rng.integers(-n - 1, n + 2))]) for _ in range(2)),
+                      rng.choice([None, 1, 2, 3]))
+        elif r < 0.5:
+            k = None
+        elif r < 0.65 and n:
+            k = rng.integers(-n, n, size=[(2,), (1,), (2, 1), ()][int(rng.integers(4))])
+        elif r < 0.75 and n:
+            k = rng.random(n) > 0.5
+        elif r < 0.8:
+            k = bool(rng.random() > 0.5)
+        elif r < 0.85 and not any(k is Ellipsis for k in key):
+            k = Ellipsis
+        else:
+            k = slice(None)
+        key.append(k)
+        dim += 1
+    return tuple(key)
+
+
+@pytest.mark.torch
+def test_random_keys_match_torch():
+    """getitem and setitem (values and gradients of base and value) agree
+    with PyTorch on random mixed keys, errors included."""
+    import torch
+
+    rng = np.random.default_rng(1)
+    for _ in range(300):
+        shape = tuple(int(s) for s in rng.integers(0, 5, size=int(rng.integers(1, 5))))
+        x = rng.standard_normal(shape)
+        key = _random_key(rng, shape)
+        try:
+            tr = torch.from_numpy(x)[_key_to(key, _torch)]
+        except Exception as e:  # noqa: BLE001 - the error type is what we compare
+            with pytest.raises(type(e)):
+                fabric.from_numpy(x)[_key_to(key, _fab)]
+            continue
+        fr = fabric.from_numpy(x)[_key_to(key, _fab)]
+        assert tuple(fr.shape) == tuple(tr.shape), key
+        np.testing.assert_array_equal(fr.numpy(), tr.numpy())
+        v = rng.standard_normal(tuple(tr.shape))
+        tx, fx = _torch(x, True), _fab(x, True)
+        tv, fv = _torch(v, True), _fab(v, True)
+        ty, fy = tx * 1, fx * 1
+        ty[_key_to(key, _torch)] = tv
+        fy[_key_to(key, _fab)] = fv
+        g = rng.standard_normal(shape)
+        (ty * _torch(g)).sum().backward()
+        (fy * _fab(g)).sum().backward()
+        np.testing.assert_array_equal(fy.detach().numpy(), ty.detach().numpy())
+        np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), err_msg=repr(key))
+        if not _has_duplicates(key):
+            np.testing.assert_allclose(fv.grad.numpy(), tv.grad.numpy(), err_msg=repr(key))

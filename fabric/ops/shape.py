@@ -1581,7 +1581,7 @@ def _compile_key(key, x):
             raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
                              "C++ to convert a 0-dim tensor to a number")
         raise IndexError(f"too many indices for tensor of dimension {nd}")
-    basic, adv = [], []
+    basic, adv, pending = [], [], []
     dim = 0
     has_adv = seen_ellipsis = False
     for kind, v in items:
@@ -1619,7 +1619,7 @@ def _compile_key(key, x):
             dim += k
             has_adv = True
         else:
-            _check_bounds(v, shape[dim], dim)
+            pending.append((len(adv), shape[dim], dim))
             basic.append(_SLICE)
             adv.append(v)
             dim += 1
@@ -1636,6 +1636,14 @@ def _compile_key(key, x):
         except ValueError:
             raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
                              + ", ".join(str(list(s)) for s in shapes)) from None
+    if pending:
+        basic = tuple(basic)
+        if _prod(_adv_layout(x[basic].shape, adv)[0]):
+            for pos, n, d in pending:
+                _check_bounds(adv[pos], n, d)
+        else:  # an empty result reads nothing: PyTorch does not check the indices then
+            for pos, n, d in pending:
+                adv[pos] = xp_of(x).zeros(adv[pos].shape, np.int64)
     return tuple(basic), tuple(adv)
 
 
