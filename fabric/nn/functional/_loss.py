@@ -31,7 +31,7 @@ from ...autograd.function import Function, _apply, once_differentiable
 from ..._tensor import Tensor
 from ...backends import backend_of
 from ...ops._util import xp_of
-from ._activation import (_MaskScale, _const, _grad_mode, _log_softmax, _mask_scale, _softmax, _type_name,
+from ._activation import (_const, _grad_mode, _log_softmax, _mask_scale, _softmax, _type_name, _where as _select,
                           logsigmoid, threshold)
 from ._distance import pairwise_distance
 
@@ -183,7 +183,7 @@ class NllLoss(Function):
         xp = xp_of(x)
         ctx.tg, ctx.reduction = tg, reduction
         picked = xp.take_along_axis(x, tg.t[:, None], axis=1)[:, 0]
-        loss = xp.where(tg.valid, -(picked * tg.wt), x.dtype.type(0))
+        loss = _select(tg.valid, -(picked * tg.wt), x.dtype.type(0))
         if reduction == "none":
             return loss
         s = loss.sum(dtype=loss.dtype)
@@ -213,8 +213,8 @@ class NllScatter(Function):
         c = tg.shape[1]
         classes = xp.arange(c).reshape((1, c) + (1,) * (len(tg.shape) - 2))
         with np.errstate(invalid="ignore"):
-            vals = xp.where(tg.valid, -(g * tg.wt), g.dtype.type(0))
-        return xp.where(tg.t[:, None] == classes, vals[:, None], g.dtype.type(0))
+            vals = _select(tg.valid, -(g * tg.wt), g.dtype.type(0))
+        return _select(tg.t[:, None] == classes, vals[:, None], g.dtype.type(0))
 
     @staticmethod
     def backward(ctx, ggx):
