@@ -18,7 +18,6 @@ Example::
 """
 from __future__ import annotations
 
-import collections
 import os
 import pickle
 import queue
@@ -160,16 +159,17 @@ def _seed_worker(base_seed: int, worker_id: int) -> int:
 
 
 def _worker_loop(dataset_kind, dataset, index_queue, data_conn, done_event, auto_collation, collate_fn, drop_last,
-                 base_seed, init_fn, worker_id, num_workers, persistent_workers, shm_prefix, max_tasks) -> None:
+                 base_seed, init_fn, worker_id, num_workers, persistent_workers, shm_prefix, max_slots) -> None:
     """Runs in the worker process until told to stop (a ``None`` task) or
-    until the parent process is gone."""
+    until the parent process is gone. Sends ``(task index, message)`` pairs,
+    the message made by :meth:`fabric.data._shm.SlotWriter.pack`."""
     from .dataloader import _DatasetKind
 
     global _worker_info
-    sent = collections.deque(maxlen=max_tasks + 2)  # segment names the parent may not have opened yet
-    seq = 0
     parent = os.getppid()
+    writer = None
     try:
+        writer = _shm.SlotWriter(shm_prefix, worker_id, max_slots)
         seed = _seed_worker(base_seed, worker_id)
         _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed, dataset=dataset)
         init_exception = None
@@ -190,7 +190,7 @@ def _worker_loop(dataset_kind, dataset, index_queue, data_conn, done_event, auto
                     break
                 continue
             if isinstance(r, _ResumeIteration):
-                data_conn.send((r, None, 0, None))
+                data_conn.send((r, None))
                 iteration_end = False
                 fetcher = _DatasetKind.create_fetcher(dataset_kind, dataset, auto_collation, collate_fn, drop_last)
                 continue
@@ -211,20 +211,16 @@ def _worker_loop(dataset_kind, dataset, index_queue, data_conn, done_event, auto
                     else:
                         data = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
             try:
-                name, size, payload = _shm.pack(data, f"{shm_prefix}{worker_id}_{seq}")
-            except Exception:
-                name, size = None, 0
-                payload = _shm.pack(ExceptionWrapper(where=f"in DataLoader worker process {worker_id} while "
-                                                           f"sending a batch"), "")[2]
-            seq += 1
-            if name is not None:
-                sent.append(name)
-            data_conn.send((idx, name, size, payload))
-            del data, idx, index, r
+                message = writer.pack(data)
+            except Exception:  # e.g. a batch that cannot be pickled
+                message = writer.pack(ExceptionWrapper(where=f"in DataLoader worker process {worker_id} while "
+                                                             "sending a batch"))
+            data_conn.send((idx, message))
+            del data, idx, index, r, message
     except (KeyboardInterrupt, BrokenPipeError, EOFError, OSError):
         # the main process went away or is shutting down: nothing left to tell it
         pass
     finally:
-        if os.getppid() != parent:
-            for name in sent:  # the parent died before it could open these
-                _shm.unlink(name)
+        if writer is not None:
+            # names the parent never opened are unlinked if it died; otherwise it cleans up
+            writer.close(unlink_created=os.getppid() != parent)

@@ -48,6 +48,8 @@ _T_co = TypeVar("_T_co", covariant=True)
 
 # seconds a worker gets to exit on its own at shutdown before it is terminated
 _SHUTDOWN_GRACE = 5.0
+# shared-memory slots per worker beyond its prefetched batches: the batches the user still holds
+_SPARE_SLOTS = 4
 
 class _DatasetKind:
     Map = 0
@@ -355,17 +357,16 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         # the processes, pipes and queues live in a pool that the iterator does not reach back to: its
         # finalizer (run on shutdown, garbage collection or interpreter exit) keeps them alive until it
         # has stopped the workers, even when the iterator dies in a reference cycle
-        pool = self._pool = _WorkerPool(ctx)
+        pool = self._pool = _WorkerPool(ctx, self._num_workers, self._prefetch_factor + _SPARE_SLOTS)
         self._finalizer = weakref.finalize(self, pool.shutdown)
         self._workers, self._readers, self._index_queues = pool.workers, pool.readers, pool.index_queues
-        max_tasks = self._prefetch_factor * self._num_workers
         try:
             for i in range(self._num_workers):
                 pool.start(_worker._worker_loop, dict(
                     dataset_kind=self._dataset_kind, dataset=self._dataset, auto_collation=self._auto_collation,
                     collate_fn=self._collate_fn, drop_last=self._drop_last, base_seed=self._base_seed,
                     init_fn=self._worker_init_fn, worker_id=i, num_workers=self._num_workers,
-                    persistent_workers=self._persistent_workers, max_tasks=max_tasks))
+                    persistent_workers=self._persistent_workers))
         except BaseException:
             self._shutdown_workers()
             raise
@@ -385,11 +386,11 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 self._index_queues[idx].put(_worker._ResumeIteration())
             resume_iteration_cnt = self._num_workers
             while resume_iteration_cnt > 0:
-                msg = self._get_message()
-                if isinstance(msg[0], _worker._ResumeIteration):
+                idx, message = self._get_message()
+                if isinstance(idx, _worker._ResumeIteration):
                     resume_iteration_cnt -= 1
                 else:  # a batch of an abandoned epoch
-                    _shm.unlink(msg[1])
+                    self._pool.receiver.discard(message)
         for _ in range(self._prefetch_factor * self._num_workers):
             self._try_put_index()
 
@@ -444,8 +445,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         return msg
 
     def _get_data(self):
-        idx, name, size, payload = self._get_message()
-        return idx, _shm.unpack(name, size, payload)
+        idx, message = self._get_message()
+        return idx, self._pool.receiver.unpack(message)
 
     def _next_data(self):
         while True:
@@ -540,10 +541,12 @@ class _WorkerPool:
     """The worker processes of one iterator with their index queues and
     result pipes, and the shared-memory name prefix of their batches."""
 
-    def __init__(self, ctx):
+    def __init__(self, ctx, num_workers: int, max_slots: int):
         self.ctx = ctx
         self.owner_pid = os.getpid()
         self.shm_prefix = _shm.new_prefix()
+        self.max_slots = max_slots
+        self.receiver = _shm.Receiver(self.shm_prefix, num_workers, max_slots)
         self.done_event = ctx.Event()
         self.workers, self.readers, self.index_queues = [], [], []
 
@@ -555,7 +558,7 @@ class _WorkerPool:
         reader, writer = self.ctx.Pipe(duplex=False)
         w = self.ctx.Process(target=target, daemon=True, kwargs=dict(
             kwargs, index_queue=index_queue, data_conn=writer, done_event=self.done_event,
-            shm_prefix=self.shm_prefix))
+            shm_prefix=self.shm_prefix, max_slots=self.max_slots))
         self.index_queues.append(index_queue)
         self.readers.append(reader)
         try:
@@ -589,7 +592,7 @@ class _WorkerPool:
             for q in self.index_queues:
                 q.cancel_join_thread()
                 q.close()
-            _shm.unlink_prefix(self.shm_prefix)
+            self.receiver.close()
 
     def _drain_until_exit(self, deadline: float) -> None:
         """Read (and drop) what the workers still send until they have all
@@ -611,6 +614,7 @@ class _WorkerPool:
                     except (EOFError, OSError):
                         obj.close()
                         continue
-                    _shm.unlink(msg[1])
+                    if not isinstance(msg[0], _worker._ResumeIteration):
+                        self.receiver.discard(msg[1])
                 else:
                     pending.pop(obj).join()

@@ -58,6 +58,9 @@ class SequentialSampler(Sampler[int]):
     def __iter__(self) -> Iterator[int]:
         return iter(range(len(self.data_source)))
 
+    def _chunks(self) -> Iterator[range]:
+        yield range(len(self.data_source))
+
     def __len__(self) -> int:
         return len(self.data_source)
 
@@ -90,6 +93,13 @@ class RandomSampler(Sampler[int]):
         return self._num_samples
 
     def __iter__(self) -> Iterator[int]:
+        for chunk in self._chunks():
+            yield from chunk
+
+    def _chunks(self) -> Iterator[list[int]]:
+        """The index lists PyTorch's ``__iter__`` draws one after the other
+        (each drawn when the previous one is used up); BatchSampler slices
+        them directly instead of pulling indices one by one."""
         n = len(self.data_source)
         if self.generator is None:
             generator = Generator()
@@ -99,12 +109,12 @@ class RandomSampler(Sampler[int]):
         impl = generator_for(generator)
         if self.replacement:
             for _ in range(self.num_samples // 32):
-                yield from impl.randint(0, n, (32,), _INT64).tolist()
-            yield from impl.randint(0, n, (self.num_samples % 32,), _INT64).tolist()
+                yield impl.randint(0, n, (32,), _INT64).tolist()
+            yield impl.randint(0, n, (self.num_samples % 32,), _INT64).tolist()
         else:
             for _ in range(self.num_samples // n):
-                yield from impl.randperm(n, _INT64).tolist()
-            yield from impl.randperm(n, _INT64).tolist()[:self.num_samples % n]
+                yield impl.randperm(n, _INT64).tolist()
+            yield impl.randperm(n, _INT64).tolist()[:self.num_samples % n]
 
     def __len__(self) -> int:
         return self.num_samples
@@ -174,6 +184,29 @@ class BatchSampler(Sampler[list[int]]):
         self.drop_last = drop_last
 
     def __iter__(self) -> Iterator[list[int]]:
+        if type(self.sampler) in (RandomSampler, SequentialSampler):
+            return self._from_chunks(self.sampler._chunks())
+        return self._from_iter()
+
+    def _from_chunks(self, chunks) -> Iterator[list[int]]:
+        """The batches :meth:`_from_iter` would make, sliced from whole index
+        lists. A chunk is pulled only when the buffered indices cannot fill
+        the next batch, exactly when the one-by-one path would have pulled
+        its first index, so the random draws happen at the same moments."""
+        bs = self.batch_size
+        buf, start = [], 0
+        for chunk in chunks:
+            if start:
+                del buf[:start]
+                start = 0
+            buf.extend(chunk)
+            while len(buf) - start >= bs:
+                yield buf[start:start + bs]
+                start += bs
+        if len(buf) > start and not self.drop_last:
+            yield buf[start:]
+
+    def _from_iter(self) -> Iterator[list[int]]:
         sampler_iter = iter(self.sampler)
         if self.drop_last:
             for batch in zip(*([sampler_iter] * self.batch_size)):

@@ -54,6 +54,38 @@ def test_random_sampler_is_a_permutation_and_reproducible():
     assert len(out) == 17 and sorted(out[:7]) == list(range(7)) and sorted(out[7:14]) == list(range(7))
 
 
+@pytest.mark.parametrize("n,replacement,num_samples,bs,drop_last", [
+    (10, False, None, 5, False), (10, False, None, 3, True), (10, False, 25, 4, False), (7, True, 70, 5, False),
+    (7, True, 64, 8, True), (7, True, 31, 32, False), (5, False, 3, 2, False)])
+def test_batch_sampler_chunk_path_matches_one_by_one(n, replacement, num_samples, bs, drop_last):
+    """BatchSampler slices RandomSampler's index lists; the batches and the moments at which the
+    generator is drawn from must equal those of the one-by-one path (checked by drawing from the same
+    generator between batches)."""
+
+    class OneByOne:
+        def __init__(self, s):
+            self.s = s
+
+        def __iter__(self):
+            return iter(self.s)
+
+        def __len__(self):
+            return len(self.s)
+
+    g1, g2 = fabric.Generator().manual_seed(0), fabric.Generator().manual_seed(0)
+    fast = iter(BatchSampler(RandomSampler(range(n), replacement, num_samples, generator=g1), bs, drop_last))
+    slow = iter(BatchSampler(OneByOne(RandomSampler(range(n), replacement, num_samples, generator=g2)), bs,
+                             drop_last))
+    while True:
+        a, b = next(fast, None), next(slow, None)
+        assert a == b
+        assert fabric.randint(0, 1000, (1,), generator=g1).item() == fabric.randint(0, 1000, (1,), generator=g2).item()
+        if a is None:
+            break
+    seq = BatchSampler(SequentialSampler(range(11)), 4, drop_last)
+    assert list(seq) == list(BatchSampler(OneByOne(SequentialSampler(range(11))), 4, drop_last))
+
+
 def test_distributed_sampler_partitions():
     for n, r, drop in [(10, 3, False), (10, 3, True), (9, 3, False), (2, 4, False), (11, 4, True)]:
         shards = [list(DistributedSampler(range(n), num_replicas=r, rank=k, shuffle=False, drop_last=drop))

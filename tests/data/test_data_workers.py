@@ -364,22 +364,49 @@ def test_workers_exit_when_the_parent_dies(tmp_path):
 
 
 # --- the shared-memory transport itself ---------------------------------------------------------
+@pytest.fixture
+def link():
+    prefix = _shm.new_prefix()
+    rx, tx = _shm.Receiver(prefix, 1, 2), _shm.SlotWriter(prefix, 0, 2)
+    yield rx, tx
+    tx.close()
+    rx.close()
+    assert _segments() == []
+
+
 @pytest.mark.parametrize("arr", [np.arange(7, dtype=np.int8), np.ones((3, 4), np.float16)[:, ::2],
                                  np.array([True, False]), np.zeros((0, 3)), np.float64(2.5) * np.ones(()),
-                                 np.arange(12, dtype=">i4")])
-def test_shm_round_trip(arr):
+                                 np.arange(12, dtype=">i4"), np.zeros(3, dtype=[("a", "<i4"), ("b", "<f8")])])
+def test_shm_round_trip(link, arr):
+    rx, tx = link
     t = fabric.from_numpy(np.arange(6.0).reshape(2, 3)).requires_grad_(True)
     obj = {"a": arr, "t": t, "again": t, "s": "text", "o": np.array([{"k": 1}], dtype=object)}
-    out = _shm.unpack(*_shm.pack(obj, _shm.new_prefix() + "t"))
+    out = rx.unpack(tx.pack(obj))
     assert out["a"].dtype == arr.dtype and np.array_equal(out["a"], arr)
     assert out["t"].requires_grad and out["t"].tolist() == t.tolist() and out["again"] is out["t"]
     assert out["s"] == "text" and out["o"][0] == {"k": 1}
-    assert _segments() == []
+
+
+def test_shm_slots_are_reused_and_never_overwritten_while_held(link):
+    rx, tx = link
+    held = []
+    for i in range(6):  # more batches held at once than there are slots: one-shot segments take over
+        held.append(rx.unpack(tx.pack(np.full(1000, i))))
+    assert len(tx.slots) == 2
+    assert [int(h[0]) for h in held] == list(range(6)) and all((h == h[0]).all() for h in held)
+    del held
+    for i in range(20):  # released batches give their slot back: no new segments
+        assert int(rx.unpack(tx.pack(np.full(1000, i)))[-1]) == i
+    assert len(tx.slots) == 2
+    big = rx.unpack(tx.pack(np.arange(100_000)))  # a batch larger than the slots: one grows
+    assert int(big[-1]) == 99_999 and len(tx.slots) == 2
+    msg = tx.pack(np.ones(10))
+    rx.discard(msg)  # an abandoned batch frees its slot too
+    assert rx.flags[msg[1]] == 0
 
 
 def test_shm_unlink_prefix():
     prefix = _shm.new_prefix()
-    name, _, _ = _shm.pack(np.ones(4), prefix + "x")
+    rx = _shm.Receiver(prefix, 1, 1)
     assert _shm.unlink_prefix(prefix) == 1 and _shm.unlink_prefix(prefix) == 0
-    with pytest.raises(FileNotFoundError):
-        _shm.unpack(name, 32, b"")
+    rx.close()

@@ -21,6 +21,7 @@ Example::
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 import numpy as np
@@ -40,6 +41,11 @@ def _load_sklearn_digits():
         from sklearn.datasets import load_digits
     except ImportError as e:
         raise ImportError(_EXTRA_HINT) from e
+    return _parse_once(load_digits)
+
+
+@functools.lru_cache(maxsize=1)
+def _parse_once(load_digits):
     bunch = load_digits()
     return bunch.images, bunch.target
 
