@@ -11,6 +11,9 @@ import fabric
 from fabric import nn
 from moduleinfo import ALL_MODULES, Const
 
+# Dropout2d on a 3-D input warns by design (PyTorch does too)
+pytestmark = pytest.mark.filterwarnings("ignore:dropout2d. Received a 3D input")
+
 def _sample(info, idx, dtype=np.float32, seed=0):
     return info.module_inputs(dtype, np.random.default_rng(seed))[idx]
 
