@@ -303,6 +303,27 @@ def test_softmax_grad_fn_names():
     assert type(F.elu(x).grad_fn).__name__ == "EluBackward0"
 
 
+def test_gumbel_softmax():
+    x = fabric.randn(4, 5, dtype=fabric.float64)
+    fabric.manual_seed(1)
+    soft = F.gumbel_softmax(x, tau=0.5, dim=1)
+    np.testing.assert_allclose(soft.numpy().sum(1), 1.0)
+    fabric.manual_seed(1)
+    t = x.clone().requires_grad_()
+    hard = F.gumbel_softmax(t, tau=0.5, hard=True, dim=1)
+    h = hard.detach().numpy()
+    assert set(np.unique(h).tolist()) <= {0.0, 1.0} and (h.sum(1) == 1).all()
+    np.testing.assert_array_equal(h.argmax(1), soft.numpy().argmax(1))  # same draw under the same seed
+    w = fabric.randn(4, 5, dtype=fabric.float64)
+    (hard * w).sum().backward()   # straight-through: the soft sample's gradient
+    t2 = x.clone().requires_grad_()
+    fabric.manual_seed(1)
+    (F.gumbel_softmax(t2, tau=0.5, dim=1) * w).sum().backward()
+    np.testing.assert_allclose(t.grad.numpy(), t2.grad.numpy(), rtol=1e-12)
+    with pytest.warns(UserWarning, match="`eps` parameter is deprecated"):
+        F.gumbel_softmax(x, eps=1e-3)
+
+
 def test_prelu_module():
     m = fabric.nn.PReLU(3, init=0.1)
     assert list(m.state_dict()) == ["weight"] and m.weight.shape == (3,)
@@ -432,3 +453,22 @@ def test_module_constants_match_torch():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert repr(fabric.nn.Hardtanh(min_value=-2.0)) == repr(torch.nn.Hardtanh(min_value=-2.0))
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("hard", [False, True])
+def test_gumbel_softmax_matches_torch(hard):
+    import torch
+    import torch.nn.functional as TF
+
+    data = np.random.default_rng(12).standard_normal((4, 5))
+    fabric.manual_seed(3)
+    torch.manual_seed(3)
+    x = fabric.from_numpy(data.copy()).requires_grad_()
+    t = torch.from_numpy(data.copy()).requires_grad_()
+    y, ty = F.gumbel_softmax(x, tau=0.5, hard=hard, dim=0), TF.gumbel_softmax(t, tau=0.5, hard=hard, dim=0)
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-12, atol=1e-14)
+    w = np.random.default_rng(13).standard_normal((4, 5))
+    (y * fabric.from_numpy(w)).sum().backward()
+    (ty * torch.from_numpy(w)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-12, atol=1e-14)

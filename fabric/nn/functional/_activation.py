@@ -41,6 +41,7 @@ __all__ = [
     "threshold", "threshold_", "relu", "relu_", "relu6", "hardtanh", "hardtanh_", "elu", "elu_", "selu", "selu_",
     "celu", "celu_", "leaky_relu", "leaky_relu_", "prelu", "rrelu", "rrelu_", "glu", "gelu", "logsigmoid",
     "hardshrink", "tanhshrink", "softsign", "softplus", "softmin", "softmax", "log_softmax", "softshrink",
+    "gumbel_softmax",
     "tanh", "sigmoid", "hardsigmoid", "silu", "mish", "hardswish",
 ]
 
@@ -957,3 +958,32 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _get_softmax_dim("log_softmax", input.dim(), _stacklevel)
     return _log_softmax(input, dim, dtype)
+
+
+def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
+    """Sample from the Gumbel-softmax distribution: ``softmax((logits + g) / tau)``
+    with ``g = -log(Exponential(1))`` drawn from fabric's RNG (PyTorch's
+    stream); ``hard=True`` returns the one-hot of the sample's argmax with the
+    soft sample's gradient (straight-through).
+
+    >>> import fabric, fabric.nn.functional as F
+    >>> _ = fabric.manual_seed(0)
+    >>> F.gumbel_softmax(fabric.zeros(2, 3), hard=True).sum(-1)
+    tensor([1., 1.])
+    """
+    _check_tensor(logits, "gumbel_softmax", "logits")
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    from ..._creation import empty_like
+
+    gumbels = -empty_like(logits).exponential_().log()
+    y_soft = _softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return y_soft
+    y = y_soft._data
+    d = _wrap_dim(dim, y.ndim)
+    xp = xp_of(y)
+    index = xp.expand_dims(y.argmax(axis=d), d) if y.ndim else xp.asarray(0)
+    classes = xp.arange(y.shape[d] if y.ndim else 1).reshape([-1 if i == d else 1 for i in range(y.ndim)])
+    y_hard = _const((classes == index).astype(y.dtype))
+    return y_hard - y_soft.detach() + y_soft
