@@ -22,4 +22,8 @@ from .pointwise import *  # noqa: F401,F403
 from . import pointwise
 from ._methods import install_tensor_methods
 
+# ``from fabric.ops import *`` exports the ops only, not the submodules.
+__all__ = sorted({name for _m in (arith, reduce, shape, join, inplace, convert, sorting, indexing, linalg, pointwise)
+                  for name in _m.__all__})
+
 install_tensor_methods()
