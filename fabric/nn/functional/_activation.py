@@ -188,7 +188,10 @@ class _Elementwise(Function):
 
     @classmethod
     def forward(cls, ctx, x, *params):
-        y = cls._fwd(xp_of(x), x, *params)
+        if x.dtype == np.float16:  # float16 storage, float32 arithmetic (PyTorch's opmath)
+            y = cls._fwd(xp_of(x), x.astype(np.float32), *params).astype(np.float16)
+        else:
+            y = cls._fwd(xp_of(x), x, *params)
         ctx.params = params
         ctx.save_for_backward(x, y if cls._save_output else None)
         return y
@@ -196,7 +199,12 @@ class _Elementwise(Function):
     @classmethod
     def backward(cls, ctx, gy):
         x, y = ctx.saved_tensors
-        return (cls._grad(ctx, x, y, gy),) + (None,) * len(ctx.params)
+        if x._data.dtype == np.float16 and not _grad_state.enabled:
+            up = [None if t is None else _const(t._data.astype(np.float32)) for t in (x, y, gy)]
+            gx = _const(cls._grad(ctx, *up)._data.astype(np.float16))
+        else:
+            gx = cls._grad(ctx, x, y, gy)
+        return (gx,) + (None,) * len(ctx.params)
 
 
 def _unary(cls, input, *params):
@@ -282,7 +290,7 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
     if input._data.dtype == np.bool_:
-        raise NotImplementedError('"hardtanh_cpu" not implemented for \'Bool\'')
+        raise RuntimeError("Bool inputs not supported for hardtanh")
     if inplace:
         return _inplace(hardtanh, input, min_val, max_val)
     return _unary(Hardtanh, input, min_val, max_val)
@@ -711,7 +719,7 @@ def glu(input, dim=-1):
     >>> F.glu(fabric.tensor([2.0, 0.0]))
     tensor([1.])
     """
-    _float_input(input, "glu", "glu")
+    _float_input(input, "glu", "glu_cpu")
     if input._data.ndim == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
     d = _wrap_dim(dim, input._data.ndim)
