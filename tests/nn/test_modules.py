@@ -138,21 +138,22 @@ def test_gradgradcheck(info, idx):
 @pytest.mark.parametrize("info,idx", CASES)
 def test_create_graph_gradients_agree(info, idx):
     """The fast backward (plain backward) and the differentiable backward
-    (create_graph=True) give the same gradients."""
-    sample, m, ins, func = _grad_setup(info, idx)
-    if not ins:
-        pytest.skip("nothing differentiable")
-    out = func()
-    if not out.requires_grad:
-        pytest.skip("output does not require grad")
-    g = fabric.from_numpy(np.random.default_rng(3).standard_normal(tuple(out.shape)))
-    fast = fabric.autograd.grad(out, ins, g, retain_graph=True, allow_unused=True)
-    graph = fabric.autograd.grad(out, ins, g, create_graph=True, allow_unused=True)
-    for a, b in zip(fast, graph):
-        if a is None:
-            assert b is None
+    (create_graph=True) give the same gradients, in both modes."""
+    for train in (True, False) if info.train_eval_differ else (True,):
+        sample, m, ins, func = _grad_setup(info, idx, train)
+        if not ins:
+            pytest.skip("nothing differentiable")
+        out = func()
+        if not out.requires_grad:
             continue
-        np.testing.assert_allclose(_np(a), _np(b), rtol=1e-10, atol=1e-12)
+        g = fabric.from_numpy(np.random.default_rng(3).standard_normal(tuple(out.shape)))
+        fast = fabric.autograd.grad(out, ins, g, retain_graph=True, allow_unused=True)
+        graph = fabric.autograd.grad(out, ins, g, create_graph=True, allow_unused=True)
+        for a, b in zip(fast, graph):
+            if a is None:
+                assert b is None
+                continue
+            np.testing.assert_allclose(_np(a), _np(b), rtol=1e-10, atol=1e-12)
 
 
 # --- modes, state, copies -----------------------------------------------------------------

@@ -39,9 +39,17 @@ def _check_p(p):
 
 
 def _bernoulli(x, shape, keep):
-    """``empty(shape, dtype=x.dtype).bernoulli_(keep)`` from the default generator of ``x``'s device."""
-    gen = generator_for(None, None if x.__class__ is np.ndarray else _device_of(x))
-    return gen.bernoulli(float(keep), shape, x.dtype)
+    """``empty(shape, dtype=x.dtype).bernoulli_(keep)`` from the default generator of ``x``'s device
+    (on CUDA, without a CUDA generator, drawn by the CPU generator and copied over)."""
+    if x.__class__ is np.ndarray:
+        return generator_for(None, None).bernoulli(float(keep), shape, x.dtype)
+    try:
+        return generator_for(None, _device_of(x)).bernoulli(float(keep), shape, x.dtype)
+    except (AttributeError, NotImplementedError):
+        from ...backends import backend_of
+
+        host = generator_for(None, None).bernoulli(float(keep), shape, x.dtype)
+        return backend_of(x).from_numpy(host, x.device.id)
 
 
 def _device_of(arr):

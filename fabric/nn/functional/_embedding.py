@@ -251,13 +251,11 @@ def _segment_argmax(x, seg, starts, num_segments):
         cand = np.where(x == full[seg], pos, n)
         arg[nonempty] = np.minimum.reduceat(cand, ne_starts, axis=0)
     else:
-        import cupyx
-
         full = xp.full((num_segments, d), -xp.inf, x.dtype)
-        cupyx.scatter_max(full, seg, x)
+        xp.maximum.at(full, seg, x)
         cand = xp.where(x == full[seg], pos, n)
         first = xp.full((num_segments, d), n, np.int64)
-        cupyx.scatter_min(first, seg, cand)
+        xp.minimum.at(first, seg, cand)
         arg = xp.where(nonempty[:, None], first, -1)
     return arg
 

@@ -689,7 +689,8 @@ class Module:
             >>> lin = fabric.nn.Linear(2, 1)
             >>> seen = []
             >>> _ = lin.register_full_backward_hook(lambda m, gi, go: seen.append(go[0].shape))
-            >>> lin(fabric.ones(3, 2, requires_grad=True)).sum().backward()
+            >>> x = fabric.ones(3, 2, requires_grad=True)
+            >>> lin(x).sum().backward()
             >>> seen
             [fabric.Size([3, 1])]
         """
