@@ -320,6 +320,12 @@ def binary(cls, a, b, floats_only=False):
     return _apply(cls, (a, b), (x, y))
 
 
+# PyTorch names dtypes by their C++ scalar types in matmul's dtype error
+_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+            "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+            "bool": "bool"}
+
+
 def add(input, other, *, alpha=1, out=None):
     """``input + alpha * other`` with PyTorch's type promotion."""
     if alpha != 1:
@@ -417,7 +423,8 @@ def matmul(input, other, *, out=None):
                         f"{type(other if isinstance(input, Tensor) else input).__name__}")
     x, y = input._data, other._data
     if x.dtype != y.dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {input.dtype} != {other.dtype}")
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_C_NAMES.get(x.dtype.name)} != "
+                           f"{_C_NAMES.get(y.dtype.name)}")
     if x.__class__ is not y.__class__:
         from ._util import device_mismatch
 
