@@ -67,6 +67,8 @@ def _index(index, x, name, dtypes=_INT_INDEX, what="int32 or int64"):
 
 
 def _same_device(t, x, what):
+    if not isinstance(t, Tensor):
+        raise TypeError(f"expected a Tensor for {what}, got {type(t).__name__}")
     d = t._data
     if d.__class__ is not x.__class__:
         raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices "

@@ -1473,7 +1473,11 @@ def _slice_int(v):
 
 
 def _norm_slice(k):
-    start, stop, step = _slice_int(k.start), _slice_int(k.stop), _slice_int(k.step)
+    start, stop, step = k.start, k.stop, k.step
+    if ((start is None or start.__class__ is builtins.int) and (stop is None or stop.__class__ is builtins.int)
+            and (step is None or (step.__class__ is builtins.int and step > 0))):
+        return k
+    start, stop, step = _slice_int(start), _slice_int(stop), _slice_int(step)
     if step is not None:
         if step == 0:
             raise ValueError("slice step cannot be zero")
