@@ -166,9 +166,9 @@ if HAS_HYPOTHESIS:
         "fro": lambda l, t, d, k: l.norm(t, "fro", d, k),
     }
 
+    @pytest.mark.torch
     @HSET
     @given(data=st.data(), op=st.sampled_from(sorted(DIM_OPS)))
-    @pytest.mark.torch
     def test_dim_reductions_like_torch(data, op):
         x = data.draw(arrays())
         d = dims(data.draw, x.ndim)
@@ -199,9 +199,9 @@ if HAS_HYPOTHESIS:
         "nanquantile_nearest": (lambda l, t, d, k: l.nanquantile(t, 0.6, d, k, interpolation="nearest"), None),
     }
 
+    @pytest.mark.torch
     @HSET
     @given(data=st.data(), op=st.sampled_from(sorted(INT_DIM_OPS)))
-    @pytest.mark.torch
     def test_int_dim_ops_like_torch(data, op):
         x = data.draw(arrays())
         d = dim_int(data.draw, x.ndim)
@@ -225,17 +225,17 @@ if HAS_HYPOTHESIS:
         "var_all": lambda l, t: l.var(t),
     }
 
+    @pytest.mark.torch
     @HSET
     @given(data=st.data(), op=st.sampled_from(sorted(WHOLE_OPS)))
-    @pytest.mark.torch
     def test_whole_tensor_ops_like_torch(data, op):
         # unique/histc have no derivative in PyTorch either
         check_like_torch(WHOLE_OPS[op], data.draw(arrays()), grad=op not in ("unique", "unique_consecutive", "histc"))
 
+    @pytest.mark.torch
     @HSET
     @given(data=st.data(), op=st.sampled_from(["max", "min", "median", "nanmedian", "sort", "cummax", "amax",
                                                "quantile", "nanquantile", "nansum", "nanmean", "argmin"]))
-    @pytest.mark.torch
     def test_nan_handling_like_torch(data, op):
         x = data.draw(arrays(dtypes=[np.float64], min_side=1))
         rng = np.random.default_rng(data.draw(st.integers(0, 1000)))
@@ -250,9 +250,9 @@ if HAS_HYPOTHESIS:
              "nanmean": lambda l, t: l.nanmean(t, d), "argmin": lambda l, t: l.argmin(t, d)}[op]
         check_like_torch(f, x, grad=op in ("nansum", "nanmean", "max", "median", "sort", "cummax"))
 
+    @pytest.mark.torch
     @HSET
     @given(data=st.data())
-    @pytest.mark.torch
     def test_searchsorted_like_torch(data):
         seq = data.draw(arrays(dtypes=[np.float64, np.int64], max_dims=2, min_side=1))
         seq = np.sort(seq.reshape(1) if seq.ndim == 0 else seq, axis=-1)
@@ -476,6 +476,11 @@ ERRORS = [
     (lambda l: l.tensor([1., 2.]).histc(0), RuntimeError, "bins must be > 0"),
     (lambda l: l.tensor([1., INF]).histc(3), RuntimeError, "is not finite"),
     (lambda l: l.tensor(3.).unique(dim=0), IndexError, "Dimension specified as 0 but tensor has no dimensions"),
+    (lambda l: l.ones(2, 3).median(keepdim=True), TypeError, ""),
+    (lambda l: l.ones(2, 3).max(keepdim=True), TypeError, ""),
+    (lambda l: l.tensor([True]).topk(1), RuntimeError, "topk does not support bool dtypes on CPU"),
+    (lambda l: l.tensor([True]).kthvalue(1), NotImplementedError, "not implemented for 'Bool'"),
+    (lambda l: l.tensor([True]).median(), NotImplementedError, "not implemented for 'Bool'"),
 ]
 
 

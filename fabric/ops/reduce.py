@@ -721,6 +721,8 @@ def max(input, dim=None, keepdim=False, *, out=None, other=None):
     if isinstance(dim, Tensor) or other is not None:
         return _binary_extreme("maximum", input, dim if other is None else other, out)
     if dim is None:
+        if keepdim:
+            raise TypeError("max() received an invalid combination of arguments: keepdim needs dim")
         return _out(_apply(MaxAll, (input, True, "max"), (input._data, True, "max")), out)
     return _out_tuple(_extreme_dim(input, dim, keepdim, True, "max"), out)
 
@@ -737,6 +739,8 @@ def min(input, dim=None, keepdim=False, *, out=None, other=None):
     if isinstance(dim, Tensor) or other is not None:
         return _binary_extreme("minimum", input, dim if other is None else other, out)
     if dim is None:
+        if keepdim:
+            raise TypeError("min() received an invalid combination of arguments: keepdim needs dim")
         return _out(_apply(MinAll, (input, False, "min"), (input._data, False, "min")), out)
     return _out_tuple(_extreme_dim(input, dim, keepdim, False, "min"), out)
 

@@ -333,6 +333,8 @@ def median(input, dim=None, keepdim=False, *, out=None):
         tensor(2.)
     """
     if dim is None:
+        if keepdim:
+            raise TypeError('median() missing 1 required positional arguments: "dim"')
         _no_bool(input, "median_cpu")
         return _out(_apply(MedianAll, (input, False), (input._data, False)), out)
     return _out_tuple(_median_dim(input, dim, keepdim, False, "median", _MedianDim, return_types.median), out)
@@ -347,6 +349,8 @@ def nanmedian(input, dim=None, keepdim=False, *, out=None):
         tensor(2.)
     """
     if dim is None:
+        if keepdim:
+            raise TypeError('nanmedian() missing 1 required positional arguments: "dim"')
         _no_bool(input, "median_cpu")
         return _out(_apply(NanmedianAll, (input, True), (input._data, True)), out)
     return _out_tuple(_median_dim(input, dim, keepdim, True, "nanmedian", _NanmedianDim,
