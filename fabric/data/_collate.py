@@ -12,7 +12,7 @@ Example::
 
     >>> from fabric.data import default_collate
     >>> default_collate([(0, 1.5, "a"), (1, 2.5, "b")])
-    [tensor([0, 1]), tensor([1.5000, 2.5000], dtype=fabric.float64), ['a', 'b']]
+    [tensor([0, 1]), tensor([1.5000, 2.5000], dtype=fabric.float64), ('a', 'b')]
 """
 from __future__ import annotations
 

@@ -350,7 +350,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._prefetch_factor = loader.prefetch_factor
         self._in_order = loader.in_order
         if self._prefetch_factor <= 0:
-            raise ValueError("prefetch_factor must be positive when num_workers > 0")
+            raise AssertionError("prefetch_factor must be greater than 0 for MultiProcessingDataLoaderIter")
         ctx = loader.multiprocessing_context or multiprocessing.get_context()
         self._worker_init_fn = loader.worker_init_fn
         self._shutdown = False

@@ -244,7 +244,7 @@ class Lambda:
 
     def __init__(self, lambd):
         if not callable(lambd):
-            raise TypeError(f"Argument lambd should be callable, got {repr(type(lambd).__name__)}")
+            raise TypeError(f"Argument lambd should be callable, got {type(lambd).__name__!r}")
         self.lambd = lambd
 
     def __call__(self, img):

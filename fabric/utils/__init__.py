@@ -9,6 +9,6 @@ Example::
 """
 from __future__ import annotations
 
-from . import data  # noqa: F401
+from . import data
 
 __all__ = ["data"]

@@ -5,8 +5,16 @@ import numpy as np
 import pytest
 
 import fabric
-from fabric.data import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset, Subset, TensorDataset,
-                         random_split)
+from fabric.data import (
+    ChainDataset,
+    ConcatDataset,
+    Dataset,
+    IterableDataset,
+    StackDataset,
+    Subset,
+    TensorDataset,
+    random_split,
+)
 
 
 class Squares(Dataset):
@@ -34,10 +42,11 @@ class Stream(IterableDataset):
 
 
 def test_alias_module_is_fabric_data():
-    import fabric.utils.data as tud
-    from fabric.utils.data import DataLoader
     from fabric.utils.data.dataloader import default_collate
     from fabric.utils.data.sampler import RandomSampler
+
+    import fabric.utils.data as tud
+    from fabric.utils.data import DataLoader
 
     assert tud is fabric.data and fabric.utils.data is fabric.data
     assert tud.Dataset is fabric.data.Dataset and DataLoader is fabric.data.DataLoader

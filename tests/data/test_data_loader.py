@@ -5,8 +5,17 @@ import numpy as np
 import pytest
 
 import fabric
-from fabric.data import (BatchSampler, DataLoader, Dataset, IterableDataset, SequentialSampler, Subset,
-                         TensorDataset, default_collate, random_split)
+from fabric.data import (
+    BatchSampler,
+    DataLoader,
+    Dataset,
+    IterableDataset,
+    SequentialSampler,
+    Subset,
+    TensorDataset,
+    default_collate,
+    random_split,
+)
 
 
 class Squares(Dataset):
@@ -89,6 +98,10 @@ def test_argument_errors():
     with pytest.raises(ValueError, match="expected unspecified batch_sampler option"):
         DataLoader(Stream(3), batch_sampler=[[0]])
     assert DataLoader(Squares(2), num_workers=2).prefetch_factor == 2
+    with pytest.raises(ValueError, match="prefetch_factor option should be non-negative"):
+        DataLoader(Squares(2), num_workers=1, prefetch_factor=-1)
+    with pytest.raises(AssertionError, match="prefetch_factor must be greater than 0"):
+        iter(DataLoader(Squares(2), num_workers=1, prefetch_factor=0))
 
 
 def test_iterable_dataset_batches_and_len_warning():
@@ -108,6 +121,32 @@ def test_pin_memory_without_cuda_warns_and_passes_batches_through():
     with pytest.warns(UserWarning, match="no accelerator is found"):
         out = list(DataLoader(Squares(3), batch_size=3, pin_memory=True))
     assert out[0]["i"].tolist() == [0, 1, 2]
+
+
+def test_pin_memory_walks_containers(monkeypatch):
+    """The container logic of pin_memory, with the CuPy allocation replaced by a copy."""
+    import collections
+
+    from fabric.data import _pin
+
+    pinned = []
+
+    def fake_pin(arr):
+        pinned.append(arr)
+        return arr.copy()
+
+    monkeypatch.setattr(_pin, "_pin_array", fake_pin)
+    P = collections.namedtuple("P", "a b")
+
+    class Custom:
+        def pin_memory(self):
+            return "pinned"
+
+    t = fabric.arange(3)
+    out = _pin.pin_memory({"x": [t, (t, "s")], "p": P(t, 1), "c": Custom()})
+    assert len(pinned) == 3 and out["x"][0].tolist() == [0, 1, 2] and out["x"][0] is not t
+    assert isinstance(out["x"][1], tuple) and out["x"][1][1] == "s"
+    assert isinstance(out["p"], P) and out["p"].b == 1 and out["c"] == "pinned"
 
 
 @pytest.mark.cuda

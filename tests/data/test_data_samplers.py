@@ -2,8 +2,15 @@
 import pytest
 
 import fabric
-from fabric.data import (BatchSampler, DistributedSampler, RandomSampler, Sampler, SequentialSampler,
-                         SubsetRandomSampler, WeightedRandomSampler)
+from fabric.data import (
+    BatchSampler,
+    DistributedSampler,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+    SubsetRandomSampler,
+    WeightedRandomSampler,
+)
 
 
 def test_sequential_and_batch():

@@ -1,5 +1,4 @@
 """MNIST / FashionMNIST from IDX files built here, downloads without the network, Digits, transforms."""
-import gzip
 import hashlib
 import os
 import sys
@@ -11,8 +10,7 @@ import pytest
 import fabric
 from fabric.data import DataLoader
 from fabric.data import transforms as T
-from fabric.data.datasets import MNIST, Digits, FashionMNIST
-from fabric.data.datasets import _utils
+from fabric.data.datasets import MNIST, Digits, FashionMNIST, _utils
 
 
 def _make_split(folder, split, n, seed, gz=True):

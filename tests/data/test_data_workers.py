@@ -15,8 +15,7 @@ import numpy as np
 import pytest
 
 import fabric
-from fabric.data import DataLoader, Dataset, IterableDataset, TensorDataset, get_worker_info
-from fabric.data import _shm
+from fabric.data import DataLoader, Dataset, IterableDataset, TensorDataset, _shm, get_worker_info
 
 pytestmark = pytest.mark.skipif(not _shm.available or not os.path.isdir("/dev/shm"),
                                 reason="these checks read POSIX shared memory under /dev/shm")

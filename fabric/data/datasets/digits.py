@@ -22,7 +22,8 @@ Example::
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -57,7 +58,7 @@ def _split(targets: np.ndarray, test_fraction: float, seed: int) -> np.ndarray:
     for c in np.unique(targets):
         members = np.flatnonzero(targets == c)
         perm = g._impl.randperm(members.size, np.dtype(np.int64))
-        test[members[perm[:int(round(test_fraction * members.size))]]] = True
+        test[members[perm[:round(test_fraction * members.size)]]] = True
     return test
 
 
