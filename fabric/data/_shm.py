@@ -263,8 +263,9 @@ class SlotWriter:
             unlink_prefix(self.prefix)
 
 
-def _free(flags, index) -> None:
-    flags[index] = 0
+def _free(flags, index, pid) -> None:
+    if os.getpid() == pid:  # not in a forked copy that happened to collect the batch
+        flags[index] = 0
 
 
 class Receiver:
@@ -314,7 +315,7 @@ class Receiver:
             return _Unpacker(io.BytesIO(payload), mm).load()
         mm = mmap.mmap(self._slot_fd(worker_id, slot, name), size, flags=_MAP_FLAGS)
         # the slot goes back to the worker when the batch's last array (so this mapping) is gone
-        weakref.finalize(mm, _free, self.flags, worker_id * self.max_slots + slot).atexit = False
+        weakref.finalize(mm, _free, self.flags, worker_id * self.max_slots + slot, os.getpid()).atexit = False
         return _Unpacker(io.BytesIO(payload), mm).load()
 
     def discard(self, message) -> None:

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import _dtype as D
-from .._creation import as_tensor, from_numpy
+from .._creation import as_tensor
 from .._random_ops import rand, randint
 from .._tensor import Tensor
 from ..autograd.grad_mode import is_grad_enabled
@@ -91,13 +91,13 @@ class ToTensor:
             raise ValueError(f"pic should be 2/3 dimensional. Got {pic.ndim} dimensions.")
         if pic.ndim == 2:
             pic = pic[:, :, None]
-        chw = np.ascontiguousarray(pic.transpose(2, 0, 1))
+        chw = pic.transpose(2, 0, 1)
         if chw.dtype == np.uint8:
             dt = D.get_default_dtype().to_numpy()
-            out = chw.astype(dt)
-            out /= dt.type(255)
-            return from_numpy(out)
-        return as_tensor(chw)
+            out = np.empty(chw.shape, dt)
+            np.divide(chw, dt.type(255), out=out, dtype=dt)  # to(float) then div(255), in one pass
+            return Tensor._make(out, False)
+        return as_tensor(np.ascontiguousarray(chw))
 
     def __repr__(self) -> str:
         return f"{self.__class__.__name__}()"
@@ -110,6 +110,24 @@ class Normalize:
         self.mean = mean
         self.std = std
         self.inplace = inplace
+        self._cache = {}  # (numpy dtype, array class) -> (mean, std) arrays shaped for (C, 1, 1)
+
+    def _stats(self, tensor: Tensor):
+        a = tensor._data
+        key = (a.dtype, a.__class__, getattr(getattr(a, "device", None), "id", None))
+        stats = self._cache.get(key)
+        if stats is None:
+            mean = as_tensor(self.mean, dtype=tensor.dtype, device=tensor.device)
+            std = as_tensor(self.std, dtype=tensor.dtype, device=tensor.device)
+            if bool((std == 0).any()):
+                raise ValueError(f"std evaluated to zero after conversion to {tensor.dtype}, leading to division "
+                                 "by zero.")
+            if mean.ndim == 1:
+                mean = mean.view(-1, 1, 1)
+            if std.ndim == 1:
+                std = std.view(-1, 1, 1)
+            stats = self._cache[key] = (mean, std)
+        return stats
 
     def __call__(self, tensor: Tensor) -> Tensor:
         if not isinstance(tensor, Tensor):
@@ -119,17 +137,19 @@ class Normalize:
         if tensor.ndim < 3:
             raise ValueError("Expected tensor to be a tensor image of size (..., C, H, W). Got tensor.size() = "
                              f"{tensor.size()}")
-        mean = as_tensor(self.mean, dtype=tensor.dtype, device=tensor.device)
-        std = as_tensor(self.std, dtype=tensor.dtype, device=tensor.device)
-        if bool((std == 0).any()):
-            raise ValueError(f"std evaluated to zero after conversion to {tensor.dtype}, leading to division by zero.")
-        if mean.ndim == 1:
-            mean = mean.view(-1, 1, 1)
-        if std.ndim == 1:
-            std = std.view(-1, 1, 1)
+        mean, std = self._stats(tensor)
+        if tensor._requires_grad and is_grad_enabled():  # recorded by autograd
+            return tensor.sub_(mean).div_(std) if self.inplace else (tensor - mean) / std
+        # data path: the same float arithmetic straight on the arrays, without per-op overhead
+        a = tensor._data
         if self.inplace:
-            return tensor.sub_(mean).div_(std)
-        return (tensor - mean) / std
+            a -= mean._data
+            a /= std._data
+            tensor._bump_version()
+            return tensor
+        out = a - mean._data
+        out /= std._data
+        return Tensor._make(out, False)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__name__}(mean={self.mean}, std={self.std})"

@@ -162,7 +162,10 @@ def test_normalize():
                                                                                                             None]
     assert np.array_equal(out.numpy(), ref) and out.dtype == fabric.float32
     y = x.clone()
-    assert T.Normalize(0.5, 0.5, inplace=True)(y) is y
+    assert T.Normalize(0.5, 0.5, inplace=True)(y) is y and np.array_equal(y.numpy(), (x.numpy() - 0.5) / 0.5)
+    w = x.clone().requires_grad_(True)  # recorded by autograd
+    T.Normalize((0.5, 0.25), (2.0, 4.0))(w).sum().backward()
+    assert np.allclose(w.grad.numpy()[0], 0.5) and np.allclose(w.grad.numpy()[1], 0.25)
     with pytest.raises(TypeError, match="Input tensor should be a float tensor"):
         T.Normalize(0, 1)(fabric.zeros(1, 2, 2, dtype=fabric.uint8))
     with pytest.raises(ValueError, match="std evaluated to zero"):
