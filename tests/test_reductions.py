@@ -648,6 +648,9 @@ def test_log_step_scan_matches_accumulate(shape, axis):
         x.reshape(-1)[::5] = np.nan
     for op in (np.maximum, np.minimum):
         np.testing.assert_array_equal(_scan(np, op, x, axis, native=False), op.accumulate(x, axis=axis))
+    y = np.random.default_rng(2).standard_normal(shape) * 50  # logcumsumexp's scan
+    np.testing.assert_allclose(_scan(np, np.logaddexp, y, axis, native=False), np.logaddexp.accumulate(y, axis=axis),
+                               rtol=1e-12)
 
 
 def test_no_python_loops_scale():

@@ -188,7 +188,8 @@ def _float_input(input, name):
 
 
 def _scan(xp, op, x, axis, native=True):
-    """``op.accumulate(x, axis)`` for a binary ufunc ``op`` (maximum, minimum):
+    """``op.accumulate(x, axis)`` for an associative binary ufunc ``op``
+    (maximum, minimum, logaddexp):
     NumPy's C loop, or on CuPy (whose ufuncs may lack ``accumulate``) a
     log-step (Hillis-Steele) scan: ceil(log2 n) vectorised passes."""
     if native and xp is np:
@@ -1046,13 +1047,8 @@ class LogCumSumExp(Function):
         xp = xp_of(x)
         if x.ndim == 0 or x.size == 0:
             y = x.copy()
-        elif xp is np:
-            y = np.logaddexp.accumulate(x, axis=axis)
-        else:  # CuPy: shift by the running maximum, then log(cumsum(exp))
-            m = _scan(xp, xp.maximum, x, axis)
-            mf = xp.where(xp.isfinite(m), m, 0)
-            last = xp.take(mf, [-1], axis=axis)
-            y = xp.log(xp.cumsum(xp.exp(x - last), axis=axis)) + last
+        else:  # logaddexp is associative: an exact, overflow-free scan
+            y = _scan(xp, xp.logaddexp, x, axis)
         ctx.save_for_backward(x, y)
         return y
 
