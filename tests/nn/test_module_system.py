@@ -115,7 +115,7 @@ def test_registration_errors():
 def test_getattr_delattr_dir():
     m = Net()
     with pytest.raises(AttributeError, match="'Net' object has no attribute 'nope'"):
-        m.nope
+        _ = m.nope
     d = dir(m)
     assert {"fc1", "scale", "steps", "forward", "training"} <= set(d)
     assert d == sorted(d)

@@ -59,7 +59,7 @@ def test_inplace_dropout_equals_torch():
     torch.manual_seed(4)
     fy = F.dropout(fx, 0.5, inplace=True)
     ty = torch.nn.functional.dropout(tx, 0.5, inplace=True)
-    assert fy is fx
+    assert fy is fx and ty is tx
     np.testing.assert_array_equal(fx.numpy(), tx.numpy())
 
 
@@ -233,7 +233,7 @@ def test_batchnorm_running_stats_over_steps_equal_torch(momentum):
     import torch
 
     f, t = nn.BatchNorm2d(3, momentum=momentum), torch.nn.BatchNorm2d(3, momentum=momentum)
-    for step in range(4):
+    for _ in range(4):
         fx, tx = _pair((4, 3, 2, 2))
         fy, ty = f(fx), t(tx)
         np.testing.assert_allclose(_np(fy), _np(ty), rtol=1e-5, atol=1e-5)
@@ -334,7 +334,7 @@ def test_normalize_zero_vector_and_gradcheck():
     assert np.isfinite(x.grad.numpy()).all() and float(y.abs().sum()) == 0
     x = fabric.from_numpy(rng.standard_normal((2, 3))).requires_grad_()
     for p in (2.0, 1.0, 3.0):
-        assert fabric.autograd.gradcheck(lambda t: F.normalize(t, p=p), (x,))
+        assert fabric.autograd.gradcheck(lambda t, p=p: F.normalize(t, p=p), (x,))
     assert fabric.autograd.gradgradcheck(lambda t: F.normalize(t), (x,))
 
 
