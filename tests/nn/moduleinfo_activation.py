@@ -7,7 +7,6 @@ differences in gradcheck are meaningful.
 from __future__ import annotations
 
 import numpy as np
-
 from moduleinfo import ModuleInfo, ModuleInput
 
 

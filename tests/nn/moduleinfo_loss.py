@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib
 
 import numpy as np
-
 from moduleinfo import Const, ModuleInfo, ModuleInput
 
 

@@ -352,7 +352,7 @@ def test_matches_torch(name, dtype):
         x = fabric.from_numpy(data.copy()).requires_grad_()
         t = torch.from_numpy(data.copy()).requires_grad_()
         y, ty = _fn(name)(x, **kwargs), _torch_fn(name)(t, **kwargs)
-        tol = dict(rtol=1e-6, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-13)
+        tol = {"rtol": 1e-6, "atol": 1e-6} if dtype == np.float32 else {"rtol": 1e-12, "atol": 1e-13}
         np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), **tol, err_msg=name)
         assert str(y.dtype).split(".")[-1] == str(ty.dtype).split(".")[-1]
         g = rng.standard_normal(tuple(ty.shape)).astype(dtype)

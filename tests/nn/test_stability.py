@@ -20,7 +20,7 @@ def grad_tol(dtype):
     precision of such logits to begin with), so the relative error is about
     eps * 1e4; PyTorch's logsumexp backward has the same.  float64 is exact
     to ~1e-12."""
-    return dict(rtol=1e-3, atol=1e-3) if dtype == np.float32 else dict(rtol=1e-9, atol=1e-12)
+    return {"rtol": 1e-3, "atol": 1e-3} if dtype == np.float32 else {"rtol": 1e-9, "atol": 1e-12}
 
 
 def T(a, dtype, grad=False):
@@ -191,7 +191,7 @@ def test_extremes_match_torch(dtype):
         y.sum().backward()
         ty.sum().backward()
         # the fused cross-entropy gradient exp(x - lse) uses a saved lse (see grad_tol)
-        tol = grad_tol(dtype) if fused else dict(rtol=1e-6, atol=1e-6)
+        tol = grad_tol(dtype) if fused else {"rtol": 1e-6, "atol": 1e-6}
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), **tol)
     lse = fabric.logsumexp(fabric.from_numpy(x.copy()), 1).numpy()
     np.testing.assert_allclose(lse, torch.logsumexp(torch.from_numpy(x.copy()), 1).numpy(), rtol=1e-6)

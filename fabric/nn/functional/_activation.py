@@ -31,9 +31,10 @@ import numpy as np
 
 from ... import _dtype as D
 from ... import ops as _ops
-from ...autograd.function import Function, _apply, _check_inplace
-from ...autograd.grad_mode import no_grad, state as _grad_state
 from ..._tensor import Tensor, _wrap_dim
+from ...autograd.function import Function, _apply, _check_inplace
+from ...autograd.grad_mode import no_grad
+from ...autograd.grad_mode import state as _grad_state
 from ...backends import backend_of
 from ...ops._util import xp_of
 
@@ -798,8 +799,8 @@ class RreluWithNoise(Function):
 
 
 def _rrelu_noise(x, lower, upper, generator=None):
-    from ...random import generator_for
     from ..._device import as_device
+    from ...random import generator_for
 
     xp = xp_of(x)
     neg = x <= 0
@@ -826,7 +827,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     """
     x = _float_input(input, "rrelu", "leaky_relu_cpu")
     if lower > upper:
-        raise RuntimeError(f"Lower bound should be less than or equal to the upper bound")
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     if inplace:
         return _inplace(rrelu, input, lower, upper, training)
     if not training:

@@ -18,8 +18,8 @@ import math
 import numpy as np
 
 from ... import _dtype as D
-from ...autograd.function import Function, _apply
 from ..._tensor import Tensor, _wrap_dim
+from ...autograd.function import Function, _apply
 from ...ops._util import xp_of
 
 __all__ = ["pairwise_distance", "cosine_similarity", "pdist"]

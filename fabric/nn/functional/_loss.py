@@ -27,12 +27,12 @@ import warnings
 import numpy as np
 
 from ... import ops as _ops
-from ...autograd.function import Function, _apply, once_differentiable
 from ..._tensor import Tensor
+from ...autograd.function import Function, _apply, once_differentiable
 from ...backends import backend_of
 from ...ops._util import xp_of
-from ._activation import (_const, _grad_mode, _log_softmax, _mask_scale, _softmax, _type_name, _where as _select,
-                          logsigmoid, threshold)
+from ._activation import _const, _grad_mode, _log_softmax, _mask_scale, _softmax, _type_name, logsigmoid, threshold
+from ._activation import _where as _select
 from ._distance import pairwise_distance
 
 __all__ = [
@@ -969,7 +969,7 @@ def _ctc_alpha_beta(lp, labels, in_len, tgt_len, blank):
     include the emission at ``t``, as in PyTorch) and ``nll`` (N,).
     """
     xp = xp_of(lp)
-    T, N, C = lp.shape
+    T, N, _ = lp.shape
     S = labels.shape[1]
     L = 2 * S + 1
     ext = xp.full((N, L), blank, dtype=np.int64)
@@ -1057,7 +1057,6 @@ class CtcLoss(Function):
         xp = xp_of(lpd)
         work = lpd.astype(np.float32) if lpd.dtype == np.float16 else lpd
         T, N, C = work.shape
-        L = ext.shape[1]
         ab = alpha + beta                                          # (T, N, L)
         m = ab.max(axis=2, keepdims=True)
         m = xp.where(m > -np.inf, m, 0)
