@@ -750,3 +750,35 @@ def test_default_initialisation_matches_torch_for_a_model():
     lf, lt = nn.Linear(3, 4), torch.nn.Linear(3, 4)
     np.testing.assert_array_equal(lf.weight.detach().numpy(), lt.weight.detach().numpy())
     np.testing.assert_array_equal(lf.bias.detach().numpy(), lt.bias.detach().numpy())
+
+
+@pytest.mark.torch
+def test_training_trajectory_equals_torch():
+    """Same seed: same initial weights, same dropout masks, same updates - the
+    whole training trajectory of a small model matches PyTorch."""
+    import torch
+
+    def build(nn_):
+        return nn_.Sequential(nn_.Linear(5, 8), nn_.BatchNorm1d(8), nn_.Dropout(0.3), nn_.Linear(8, 6),
+                              nn_.LayerNorm(6), nn_.Linear(6, 2))
+
+    fabric.manual_seed(42)
+    f = build(nn)
+    torch.manual_seed(42)
+    t = build(torch.nn)
+    data = np.random.default_rng(1).standard_normal((6, 16, 5)).astype(np.float32)
+    target = np.random.default_rng(2).standard_normal((6, 16, 2)).astype(np.float32)
+    for step in range(6):
+        for model, lib in ((f, fabric), (t, torch)):
+            lib.manual_seed(100 + step)
+            model.zero_grad()
+            out = model(lib.from_numpy(data[step].copy()))
+            loss = ((out - lib.from_numpy(target[step].copy())) ** 2).mean()
+            loss.backward()
+            with lib.no_grad():
+                for p in model.parameters():
+                    p -= 0.1 * p.grad
+    for (n, a), (n2, b) in zip(f.state_dict().items(), t.state_dict().items()):
+        assert n == n2
+        np.testing.assert_allclose(a.numpy().astype(float), b.numpy().astype(float), rtol=1e-4, atol=1e-5,
+                                   err_msg=n)
