@@ -357,9 +357,11 @@ class Tensor:
     def _grad_accumulator_node(self):
         m = self._meta
         if m is not None and m.acc is not None:
-            return m.acc
+            acc = m.acc()
+            if acc is not None:
+                return acc
         acc = _function.AccumulateGrad(self)
-        self._meta_().acc = acc
+        self._meta_().acc = weakref.ref(acc)
         return acc
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:

@@ -222,21 +222,17 @@ def _type_name(np_dtype) -> str:
 class AccumulateGrad(Node):
     """The sink node of a leaf tensor: adds incoming gradients into ``.grad``.
 
-    The leaf holds its accumulator; the accumulator refers back weakly, so
-    the two form no reference cycle."""
+    As in PyTorch, the node holds its leaf strongly (the graph keeps the leaf
+    alive) and the leaf refers to its node weakly (no reference cycle)."""
 
-    __slots__ = ("_variable_ref",)
+    __slots__ = ("variable",)
 
     def __init__(self, variable):
         Node.__init__(self)
-        self._variable_ref = weakref.ref(variable)
+        self.variable = variable
         self._edges = ()
         self._input_meta = ()
         self.needs_input_grad = ()
-
-    @property
-    def variable(self):
-        return self._variable_ref()
 
 
 def _edge(t):
@@ -308,6 +304,8 @@ def _apply(cls, args, arrays):
         for a in args:
             if isinstance(a, Tensor) and a._requires_grad:
                 return _apply_recording(cls, args, arrays)
+    if cls._is_inplace and args[0]._base is not None and _state.enabled and args[0]._base._requires_grad:
+        raise RuntimeError(_NO_GRAD_VIEW)
     out = cls.forward(_NullCtx(), *arrays)
     if cls._is_inplace:
         t = args[0]
@@ -453,6 +451,13 @@ def _make_view(base, out, requires_grad, node):
     return t
 
 
+_NO_GRAD_VIEW = (
+    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that this use "
+    "case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the "
+    "inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if "
+    "you want the inplace to be tracked).")
+
+
 def _check_inplace(t, rebase=True):
     if t.grad_fn is None and t._requires_grad:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
@@ -461,6 +466,8 @@ def _check_inplace(t, rebase=True):
         return
     if b._requires_grad and b.grad_fn is None:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    if b._requires_grad and not t._requires_grad:
+        raise RuntimeError(_NO_GRAD_VIEW)
     multi = getattr(t, "_multi_view", None)
     if multi is not None:
         raise RuntimeError(
