@@ -228,12 +228,11 @@ def test_worker_that_exits_is_reported_with_exit_code():
 
 
 def test_timeout():
-    it = iter(DataLoader(Sleepy(4, 0.6), num_workers=1, timeout=0.1))
+    # the first sample takes 0.8 s: raising at all shows the 0.1 s timeout fired first
+    it = iter(DataLoader(Sleepy(4, 0.8), num_workers=1, timeout=0.1))
     pids = [w.pid for w in it._workers]
-    t0 = time.monotonic()
     with pytest.raises(RuntimeError, match="DataLoader timed out after 0.1 seconds"):
         next(it)
-    assert time.monotonic() - t0 < 0.5
     del it
     _assert_clean(pids)
 
@@ -352,7 +351,7 @@ def test_workers_exit_when_the_parent_dies(tmp_path):
         print(f"fdl{{os.getpid():x}}_", flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
     """)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
     lines = proc.stdout.split()
     pids, prefix = [int(p) for p in lines[:-1]], lines[-1]
     deadline = time.monotonic() + 5.0
@@ -360,6 +359,32 @@ def test_workers_exit_when_the_parent_dies(tmp_path):
         time.sleep(0.1)
     assert not any(os.path.exists(f"/proc/{p}") for p in pids), "orphaned workers kept running"
     assert [f for f in os.listdir("/dev/shm") if f.startswith(prefix)] == []
+
+
+def test_interpreter_exit_stops_live_workers():
+    """Persistent workers, and an iterator abandoned mid-epoch, are stopped and their shared memory
+    unlinked when the interpreter exits normally."""
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))!r})
+        import fabric
+        from fabric.data import DataLoader, TensorDataset
+        ds = TensorDataset(fabric.zeros(100, 8))
+        persistent = DataLoader(ds, batch_size=10, num_workers=1, persistent_workers=True)
+        list(persistent)
+        it = iter(DataLoader(ds, batch_size=10, num_workers=1))
+        batch = next(it)
+        pools = [persistent._iterator._pool, it._pool]
+        print(" ".join(str(w.pid) for p in pools for w in p.workers))
+        print(" ".join(p.shm_prefix.lstrip("/") for p in pools))
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    pid_line, prefix_line = proc.stdout.splitlines()
+    for pid in map(int, pid_line.split()):
+        assert not os.path.exists(f"/proc/{pid}")
+    for prefix in prefix_line.split():
+        assert [f for f in os.listdir("/dev/shm") if f.startswith(prefix)] == []
+    assert "Traceback" not in proc.stderr
 
 
 # --- the shared-memory transport itself ---------------------------------------------------------
