@@ -692,7 +692,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     if isinstance(var, float):
         if var < 0:
             raise ValueError("var has negative entry/entries")
-        var = _ops.full_like(input, var) if hasattr(_ops, "full_like") else input * 0 + var
+        var = _const(xp_of(input._data).full(input._data.shape, var, input._data.dtype))
     elif bool((var._data < 0).any()):
         raise ValueError("var has negative entry/entries")
     if var.shape != input.shape:
