@@ -37,7 +37,6 @@ import io
 import mmap
 import os
 import pickle
-import secrets
 import weakref
 
 import numpy as np
@@ -60,7 +59,7 @@ available = _posixshmem is not None
 
 def new_prefix() -> str:
     """A name prefix unique to this process and call."""
-    return f"/fdl{os.getpid():x}_{secrets.token_hex(4)}_"
+    return f"/fdl{os.getpid():x}_{os.urandom(4).hex()}_"
 
 
 def _create(name: str, size: int) -> int:

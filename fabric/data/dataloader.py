@@ -22,14 +22,12 @@ Example::
 from __future__ import annotations
 
 import itertools
-import multiprocessing
 import os
 import time
 import warnings
 import weakref
 from collections.abc import Callable, Iterable
 from math import ceil
-from multiprocessing import connection as mp_connection
 from typing import Any, Generic, TypeVar
 
 from . import _collate, _shm, _worker
@@ -50,6 +48,12 @@ _T_co = TypeVar("_T_co", covariant=True)
 _SHUTDOWN_GRACE = 5.0
 # shared-memory slots per worker beyond its prefetched batches: the batches the user still holds
 _SPARE_SLOTS = 4
+
+def _mp_wait(objects, timeout):
+    from multiprocessing.connection import wait
+
+    return wait(objects, timeout)
+
 
 class _DatasetKind:
     Map = 0
@@ -194,6 +198,8 @@ class DataLoader(Generic[_T_co]):
     @multiprocessing_context.setter
     def multiprocessing_context(self, multiprocessing_context) -> None:
         if multiprocessing_context is not None:
+            import multiprocessing
+
             if self.num_workers > 0:
                 if isinstance(multiprocessing_context, str):
                     valid_start_methods = multiprocessing.get_all_start_methods()
@@ -351,6 +357,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._in_order = loader.in_order
         if self._prefetch_factor <= 0:
             raise AssertionError("prefetch_factor must be greater than 0 for MultiProcessingDataLoaderIter")
+        import multiprocessing
+
         ctx = loader.multiprocessing_context or multiprocessing.get_context()
         self._worker_init_fn = loader.worker_init_fn
         self._shutdown = False
@@ -403,16 +411,16 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             readers = [r for r in self._readers if not r.closed]
             sentinels = {self._workers[i].sentinel: i for i in range(self._num_workers) if self._workers_status[i]}
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ready = mp_connection.wait(readers + list(sentinels), timeout=remaining)
+            ready = _mp_wait(readers + list(sentinels), timeout=remaining)
             if not ready:
                 return None
             for obj in ready:
-                if isinstance(obj, mp_connection.Connection):
+                if not isinstance(obj, int):  # a pipe (process sentinels are ints)
                     try:
                         return obj.recv()
                     except (EOFError, OSError):
                         obj.close()  # the worker has exited; its sentinel tells whether that was expected
-            dead = [sentinels[s] for s in ready if not isinstance(s, mp_connection.Connection)]
+            dead = [sentinels[s] for s in ready if isinstance(s, int)]
             dead = [i for i in dead if self._readers[i].closed or not self._readers[i].poll()]
             if dead:
                 self._worker_died(dead)
@@ -604,11 +612,11 @@ class _WorkerPool:
             if not pending and not readers:
                 return
             remaining = max(0.0, deadline - time.monotonic())
-            ready = mp_connection.wait(readers + list(pending), timeout=remaining)
+            ready = _mp_wait(readers + list(pending), timeout=remaining)
             if not ready:
                 return
             for obj in ready:
-                if isinstance(obj, mp_connection.Connection):
+                if not isinstance(obj, int):  # a pipe (process sentinels are ints)
                     try:
                         msg = obj.recv()
                     except (EOFError, OSError):

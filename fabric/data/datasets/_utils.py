@@ -14,12 +14,9 @@ Example::
 from __future__ import annotations
 
 import gzip
-import hashlib
 import os
 import shutil
-import tempfile
 from urllib.error import URLError
-from urllib.request import Request, urlopen
 
 import numpy as np
 
@@ -66,7 +63,16 @@ def write_idx(path: str, array: np.ndarray) -> None:
         f.write(header + body)
 
 
+def urlopen(url: str, timeout: float):
+    """``urllib.request.urlopen`` (imported on first use: it is slow to import)."""
+    from urllib.request import Request, urlopen as _urlopen
+
+    return _urlopen(Request(url, headers={"User-Agent": "fabric"}), timeout=timeout)
+
+
 def md5sum(path: str, chunk_size: int = 1 << 20) -> str:
+    import hashlib
+
     h = hashlib.md5(usedforsecurity=False)
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(chunk_size), b""):
@@ -88,13 +94,14 @@ def download_url(urls: list[str], path: str, md5: str | None = None, timeout: fl
     Raises RuntimeError listing every URL tried and why it failed; a file
     whose checksum does not match is never kept.
     """
+    import tempfile
+
     errors = []
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     for url in urls:
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".download-")
         try:
-            with os.fdopen(fd, "wb") as out, urlopen(Request(url, headers={"User-Agent": "fabric"}),
-                                                       timeout=timeout) as response:
+            with os.fdopen(fd, "wb") as out, urlopen(url, timeout) as response:
                 shutil.copyfileobj(response, out)
             if md5 is not None and (got := md5sum(tmp)) != md5:
                 errors.append(f"{url}: checksum mismatch (MD5 {got}, expected {md5})")
