@@ -334,8 +334,8 @@ CORE_MODULES = [
 ]
 
 # Families in other files: tests/nn/moduleinfo_<family>.py, each defining MODULES.
-FAMILIES = ("conv", "pooling", "padding", "activation", "loss", "rnn", "attention", "transformer", "distance",
-            "misc")
+FAMILIES = ("conv", "conv_pool", "pooling", "padding", "activation", "loss", "rnn", "attention", "transformer",
+            "distance", "misc")
 
 
 def all_modules():
