@@ -29,6 +29,7 @@ from .random import manual_seed, seed, initial_seed, get_rng_state, set_rng_stat
 from ._formatting import set_printoptions  # noqa: F401
 import fabric.linalg as linalg  # noqa: E402,F401  (`from . import linalg` would get fabric.ops.linalg)
 from .serialization import save, load  # noqa: F401
+from ._torch_alias import install_torch_alias  # noqa: F401
 from . import nn, optim  # noqa: F401,E402
 from . import data, utils  # noqa: F401,E402
 from ._dtype import result_type as _result_type
