@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 SCRIPT = textwrap.dedent("""
     import torch
     import torch.nn as nn
@@ -50,14 +52,8 @@ def test_alias_refuses_when_real_torch_is_loaded():
     assert out.stdout.strip() == "refused", out.stderr
 
 
-@__import__("pytest").mark.torch
+@pytest.mark.torch
 def test_same_numbers_as_torch(tmp_path):
-    import pytest
-
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        pytest.skip("torch is not installed")
     ours = _run(["-m", "fabric.run"], tmp_path)
     theirs = _run([], tmp_path)
     assert ours.returncode == 0 and theirs.returncode == 0, ours.stderr + theirs.stderr

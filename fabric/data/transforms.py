@@ -161,9 +161,15 @@ def _pad(img, left: int, top: int, right: int, bottom: int, fill, padding_mode: 
         raise ValueError("Padding mode should be either constant, edge, reflect or symmetric")
     kw = {"constant_values": fill} if mode == "constant" else {}
     if isinstance(img, Tensor):
-        if img._requires_grad and is_grad_enabled():
-            raise NotImplementedError("RandomCrop padding is not recorded by fabric's autograd; pad a tensor that "
-                                      "does not require grad (or under fabric.no_grad())")
+        if img._requires_grad and is_grad_enabled():  # through nn.functional.pad, recorded by autograd
+            if mode == "symmetric":
+                raise NotImplementedError("symmetric padding of a tensor that requires grad is not differentiable in "
+                                          "fabric yet; use another padding_mode or pad under fabric.no_grad()")
+            from ..nn import functional as F
+
+            if mode == "constant":
+                return F.pad(img, (left, right, top, bottom), mode="constant", value=fill)
+            return F.pad(img, (left, right, top, bottom), mode="replicate" if mode == "edge" else mode)
         a = img._data
         widths = [(0, 0)] * (a.ndim - 2) + [(top, bottom), (left, right)]
         return Tensor._make(backend_of(a).xp.pad(a, widths, mode=mode, **kw), False)

@@ -440,10 +440,9 @@ def _zeta_tail_coeffs(s):
 
 
 def _hurwitz_zeta(xp, q, s):
-    """zeta(s, q) = sum_k (q + k)**-s for an integer ``s >= 2``: the first
-    terms summed until q + k >= 10 + s, then the Euler-Maclaurin tail.
-    Relative error vs mpmath <= 1.2e-14 for q in [-8, 30].  Negative q take
-    about |q| vectorised steps."""
+    """zeta(s, q) = sum_k (q + k)**-s for an integer ``s >= 2`` and q >= 0:
+    the first terms summed until q + k >= 10 + s, then the Euler-Maclaurin
+    tail.  Relative error vs mpmath <= 1.2e-14."""
     start = 10 + s
     if q.size:
         finite = xp.where(xp.isfinite(q), q, float(start))
@@ -457,15 +456,37 @@ def _hurwitz_zeta(xp, q, s):
         z = z + 1.0
     r = 1.0 / z
     zs = z ** -s
-    tail = z * zs / (s - 1) + 0.5 * zs + zs * r * _horner(r * r, _zeta_tail_coeffs(s))
-    return xp.where(q == -math.inf, math.nan, acc + tail)
+    return acc + (z * zs / (s - 1) + 0.5 * zs + zs * r * _horner(r * r, _zeta_tail_coeffs(s)))
+
+
+def _cot_derivative_poly(n):
+    """Integer coefficients (highest first) of P_n with
+    d^n/dx^n cot(pi x) = pi**n P_n(cot(pi x)): P_0 = c, P_k+1 = -(1 + c**2) P_k'."""
+    p = [0, 1]  # lowest degree first
+    for _ in range(n):
+        d = [k * a for k, a in enumerate(p)][1:] or [0]
+        p = [0] * (len(d) + 2)
+        for k, a in enumerate(d):
+            p[k] -= a
+            p[k + 2] -= a
+    return p[::-1]
 
 
 def _polygamma(xp, x, n):
-    """The n-th derivative of digamma: (-1)**(n+1) n! zeta(n+1, x)."""
+    """The n-th derivative of digamma: (-1)**(n+1) n! zeta(n+1, x) for
+    x >= 0; for x < 0 the reflection formula
+    psi_n(x) = (-1)**(n+1) ((-1)**n pi d^n/dx^n cot(pi x) - psi_n(1 - x))."""
     if n == 0:
         return _digamma(xp, x)
-    return (-1) ** (n + 1) * math.factorial(n) * _hurwitz_zeta(xp, x, n + 1)
+    neg = x < 0
+    q = xp.where(neg, 1.0 - x, x)
+    res = (-1) ** (n + 1) * math.factorial(n) * _hurwitz_zeta(xp, q, n + 1)
+    if not bool(neg.any()):
+        return res
+    cot = 1.0 / xp.tan(math.pi * (x - xp.round(x)))
+    d = math.pi ** (n + 1) * _horner(cot, _cot_derivative_poly(n))
+    refl = (-1) ** (n + 1) * ((-1) ** n * d - res)
+    return xp.where(neg, refl, res)
 
 
 # --- unary ops ---------------------------------------------------------------------
@@ -515,6 +536,15 @@ def _round_int(name):
     return lambda xp, x: getattr(xp, name)(x) if x.dtype.kind == "f" else x.copy()
 
 
+def _sigmoid(xp, x):
+    """``1 / (1 + exp(-x))`` in one buffer (four passes, one allocation)."""
+    y = xp.empty_like(x)
+    xp.negative(x, out=y)
+    xp.exp(y, out=y)
+    y += 1
+    return xp.reciprocal(y, out=y)
+
+
 def _sign(xp, x):
     if x.dtype.kind != "f":
         return x.copy() if x.dtype.kind == "b" else xp.sign(x)
@@ -548,7 +578,7 @@ Tanh = _unary("Tanh", lambda xp, x: xp.tanh(x), "y", lambda gy, x, y: gy * (1 - 
 Asinh = _unary("Asinh", lambda xp, x: xp.arcsinh(x), "x", lambda gy, x, y: gy * rsqrt(x * x + 1))
 Acosh = _unary("Acosh", lambda xp, x: xp.arccosh(x), "x", lambda gy, x, y: gy * rsqrt(x * x - 1))
 Atanh = _unary("Atanh", lambda xp, x: xp.arctanh(x), "x", lambda gy, x, y: gy / (1 - x * x))
-Sigmoid = _unary("Sigmoid", lambda xp, x: xp.reciprocal(1 + xp.exp(-x)), "y", lambda gy, x, y: gy * y * (1 - y))
+Sigmoid = _unary("Sigmoid", lambda xp, x: _sigmoid(xp, x), "y", lambda gy, x, y: gy * y * (1 - y))
 Erf = _unary("Erf", lambda xp, x: _special(_erf, xp, x), "x",
              lambda gy, x, y: gy * _2_OVER_SQRT_PI * exp(-x * x))
 Erfc = _unary("Erfc", lambda xp, x: _special(_erfc, xp, x), "x",
@@ -760,6 +790,10 @@ def relu_(input):
     x = _data(input, "relu_")
     if x.dtype == np.bool_:
         raise RuntimeError("Boolean inputs not supported for relu")
+    if not (_state.enabled and input._requires_grad):  # nothing to record: write straight into x
+        xp_of(x).maximum(x, 0, out=x)
+        input._bump_version()
+        return input
     return _inplace(input, Relu, (input,), [x], False)
 
 
@@ -1878,6 +1912,16 @@ def _tensor_where(self, condition, y):
     return where(condition, self, y)
 
 
+def _clamp_forward(xp, x, lo, hi, out=None):
+    """``minimum(maximum(x, lo), hi)`` (nan propagates; ``hi`` wins when
+    ``lo > hi``), in one pass when both bounds are given."""
+    if lo is None:
+        return xp.asarray(xp.minimum(x, hi, out=out))
+    if hi is None:
+        return xp.asarray(xp.maximum(x, lo, out=out))
+    return xp.asarray(xp.clip(x, lo, hi, out=out))
+
+
 class ClampScalar(Function):
     """clamp with number bounds: gradient passes where ``min <= x <= max``."""
 
@@ -1886,11 +1930,9 @@ class ClampScalar(Function):
 
     @staticmethod
     def forward(ctx, x, lo, hi):
-        xp = xp_of(x)
         ctx.lo, ctx.hi = lo, hi
         ctx.save_for_backward(x)
-        y = x if lo is None else xp.maximum(x, lo)
-        return xp.asarray(y if hi is None else xp.minimum(y, hi))
+        return _clamp_forward(xp_of(x), x, lo, hi)
 
     @staticmethod
     def backward(ctx, gy):
@@ -1913,10 +1955,8 @@ class ClampTensor(Function):
 
     @staticmethod
     def forward(ctx, x, lo, hi):
-        xp = xp_of(x)
         ctx.save_for_backward(x, lo, hi)
-        y = x if lo is None else xp.maximum(x, lo)
-        return xp.asarray(y if hi is None else xp.minimum(y, hi))
+        return _clamp_forward(xp_of(x), x, lo, hi)
 
     @staticmethod
     def backward(ctx, gy):
@@ -2015,6 +2055,11 @@ def clamp_(self, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     F, args, arrays = _clamp_args(self, min, max, "clamp_")
+    x = self._data
+    if F is ClampScalar and arrays[0] is x and not (_state.enabled and self._requires_grad):
+        _clamp_forward(xp_of(x), x, arrays[1], arrays[2], out=x)  # nothing to record: write straight into x
+        self._bump_version()
+        return self
     return _inplace(self, F, (self,) + args[1:], arrays)
 
 

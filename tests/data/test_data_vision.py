@@ -207,8 +207,15 @@ def test_random_crop_and_flip_on_numpy_images():
         T.RandomCrop(6)(img)
     with pytest.raises(ValueError, match="Padding mode should be either"):
         T.RandomCrop(5, padding=1, padding_mode="wrap")(img)
-    with pytest.raises(NotImplementedError, match="not recorded by fabric's autograd"):
-        T.RandomCrop(2, padding=1)(fabric.zeros(1, 2, 2, requires_grad=True))
+    for mode in ("constant", "edge", "reflect"):  # padding a tensor that requires grad is recorded
+        w = fabric.arange(1.0, 10.0).reshape(1, 3, 3).requires_grad_(True)
+        out = T.RandomCrop(5, padding=1, padding_mode=mode, fill=0)(w)
+        ref = np.pad(w.detach().numpy(), ((0, 0), (1, 1), (1, 1)), mode=mode)
+        assert np.array_equal(out.detach().numpy(), ref)
+        out.sum().backward()
+        assert w.grad is not None and float(w.grad.sum()) == (9.0 if mode == "constant" else 25.0)
+    with pytest.raises(NotImplementedError, match="symmetric padding of a tensor that requires grad"):
+        T.RandomCrop(2, padding=1, padding_mode="symmetric")(fabric.zeros(1, 2, 2, requires_grad=True))
 
 
 def test_compose_and_lambda():

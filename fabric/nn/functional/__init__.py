@@ -10,3 +10,4 @@ from ._distance import *  # noqa: F401,F403
 from ._loss import *  # noqa: F401,F403
 from ._conv import *  # noqa: F401,F403
 from ._pooling import *  # noqa: F401,F403
+from ._resample import *  # noqa: F401,F403

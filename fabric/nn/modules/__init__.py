@@ -13,3 +13,10 @@ from .dropout import *  # noqa: F401,F403
 from .batchnorm import *  # noqa: F401,F403
 from .instancenorm import *  # noqa: F401,F403
 from .normalization import *  # noqa: F401,F403
+from .conv import *  # noqa: F401,F403
+from .pooling import *  # noqa: F401,F403
+from .padding import *  # noqa: F401,F403
+from .pixelshuffle import *  # noqa: F401,F403
+from .upsampling import *  # noqa: F401,F403
+from .fold import *  # noqa: F401,F403
+from .rnn import *  # noqa: F401,F403

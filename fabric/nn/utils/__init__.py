@@ -12,4 +12,4 @@ from __future__ import annotations
 from . import clip_grad, convert_parameters  # noqa: F401
 from .clip_grad import clip_grad_norm, clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm  # noqa: F401
 from .convert_parameters import parameters_to_vector, vector_to_parameters  # noqa: F401
-# the RNN engineer adds: from . import rnn
+from . import rnn  # noqa: F401
