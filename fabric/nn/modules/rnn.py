@@ -1,0 +1,1085 @@
+"""Recurrent layers: ``RNN`` (tanh / relu), ``LSTM`` (with ``proj_size``),
+``GRU`` and the cells ``RNNCell``, ``LSTMCell``, ``GRUCell``.
+
+Parameters, their names (``weight_ih_l0``, ``bias_hh_l1_reverse``,
+``weight_hr_l0`` ...), shapes, default initialisation (``U(-1/sqrt(hidden),
+1/sqrt(hidden))`` drawn in PyTorch's order) and the numbers computed are
+PyTorch's, so state_dicts move between the two.
+
+How a layer runs.  Every layer of every direction is one autograd node
+(:class:`_RNNLayer`) working on a *packed* layout: rows of the 2-D input
+``(N, input_size)`` grouped by time step, step ``t`` holding the
+``batch_sizes[t]`` sequences still running (a padded ``(T, B, *)`` input is
+the special case of ``T`` equal blocks of ``B`` rows).  Its forward computes
+the input projection of all steps in one GEMM, then loops over the steps
+doing only ``h @ W_hh^T`` and the gate arithmetic on the first
+``batch_sizes[t]`` rows of the running state, so packed sequences give
+exactly the results of running each sequence alone: a finished sequence's
+state simply stops changing (forward direction), or a sequence joins with
+its initial state when its first step comes (reverse direction).  The
+backward is hand-written BPTT on arrays (one step loop, then the weight
+gradients as three GEMMs over all steps); under ``create_graph=True`` it
+recomputes the layer with differentiable Tensor ops (:func:`_layer_reference`)
+and differentiates that, so double backward works.
+
+Example::
+
+    >>> import fabric
+    >>> from fabric import nn
+    >>> lstm = nn.LSTM(10, 20, num_layers=2)
+    >>> out, (h, c) = lstm(fabric.randn(5, 3, 10))
+    >>> out.shape, h.shape
+    (fabric.Size([5, 3, 20]), fabric.Size([2, 3, 20]))
+"""
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+import warnings
+
+import numpy as np
+
+from ... import _creation
+from ..._tensor import Tensor
+from ...autograd.function import Function, _apply
+from ...autograd.grad_mode import state as _grad_state
+from ...ops._util import xp_of
+from .. import functional as F, init
+from ..parameter import Parameter
+from ..utils.rnn import PackedSequence
+from .module import Module
+
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+
+_GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+_TYPE_WORDS = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16"}
+
+
+def _const(arr) -> Tensor:
+    return Tensor._make(arr, False)
+
+
+# =====================================================================================
+# Array kernels.  ``plan`` lists (row offset, batch size) per time step in time order;
+# a layer runs the steps in that order (or reversed for the reverse direction) on
+# the first ``batch size`` rows of the running state (B, ·).  Names: x input rows,
+# y output rows, acts the activated gates per row, hprev/cprev the state each row
+# started its step from.
+# =====================================================================================
+
+def _sigmoid_(xp, a):
+    """In-place logistic sigmoid (exp overflow for very negative inputs gives 0, correctly)."""
+    xp.negative(a, out=a)
+    xp.exp(a, out=a)
+    a += 1
+    xp.reciprocal(a, out=a)
+
+
+def _order(plan, reverse):
+    return reversed(plan) if reverse else plan
+
+
+def _input_projection(xp, x, w_ih, b_ih, b_fold):
+    acts = xp.matmul(x, w_ih.T)
+    if b_ih is not None:
+        acts += b_ih
+        if b_fold is not None:
+            if b_fold.shape[0] == acts.shape[1]:
+                acts += b_fold
+            else:
+                acts[:, :b_fold.shape[0]] += b_fold
+    return acts
+
+
+def _state(xp, s0, batch, width, dtype):
+    return xp.zeros((batch, width), dtype) if s0 is None else s0.copy()
+
+
+def _lstm_forward(xp, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, plan, reverse):
+    n, hid4 = x.shape[0], w_ih.shape[0]
+    hid = hid4 // 4
+    p = w_hh.shape[1]
+    batch = plan[0][1]
+    dt = x.dtype
+    acts = _input_projection(xp, x, w_ih, b_ih, b_hh)
+    h = _state(xp, h0, batch, p, dt)
+    c = _state(xp, c0, batch, hid, dt)
+    hprev = xp.empty((n, p), dt)
+    cprev = xp.empty((n, hid), dt)
+    cs = xp.empty((n, hid), dt)
+    tc = xp.empty((n, hid), dt)
+    r = xp.empty((n, hid), dt) if w_hr is not None else None
+    y = xp.empty((n, p), dt)
+    tmp = xp.empty((batch, hid4), dt)
+    whh_t = w_hh.T
+    whr_t = w_hr.T if w_hr is not None else None
+    h2, h3 = 2 * hid, 3 * hid
+    with np.errstate(over="ignore"):
+        for off, bs in _order(plan, reverse):
+            e = off + bs
+            hp = hprev[off:e]
+            hp[...] = h[:bs]
+            cp = cprev[off:e]
+            cp[...] = c[:bs]
+            g = acts[off:e]
+            t = tmp[:bs]
+            xp.matmul(hp, whh_t, out=t)
+            g += t
+            _sigmoid_(xp, g[:, :h2])
+            xp.tanh(g[:, h2:h3], out=g[:, h2:h3])
+            _sigmoid_(xp, g[:, h3:])
+            cn = cs[off:e]
+            xp.multiply(g[:, hid:h2], cp, out=cn)
+            t2 = t[:, :hid]
+            xp.multiply(g[:, :hid], g[:, h2:h3], out=t2)
+            cn += t2
+            th = tc[off:e]
+            xp.tanh(cn, out=th)
+            ye = y[off:e]
+            if w_hr is None:
+                xp.multiply(g[:, h3:], th, out=ye)
+            else:
+                rr = r[off:e]
+                xp.multiply(g[:, h3:], th, out=rr)
+                xp.matmul(rr, whr_t, out=ye)
+            h[:bs] = ye
+            c[:bs] = cn
+    return (y, h, c), (acts, tc, hprev, cprev, r)
+
+
+def _lstm_backward(xp, saved, x, w_ih, w_hh, w_hr, gy, ghn, gcn, plan, reverse):
+    acts, tc, hprev, cprev, r = saved
+    n, hid4 = acts.shape
+    hid = hid4 // 4
+    p = w_hh.shape[1]
+    batch = plan[0][1]  # the largest batch: batch_sizes never increase
+    dt = acts.dtype
+    h2, h3 = 2 * hid, 3 * hid
+    i, f, g, o = acts[:, :hid], acts[:, hid:h2], acts[:, h2:h3], acts[:, h3:]
+    # per-row factors, vectorised over all steps: d_pre = [dc*k_i, dc*k_f, dc*k_g, dr*k_o], dc += dr*k_c
+    k = xp.empty((n, 4, hid), dt)
+    k_i, k_f, k_g, k_o = k[:, 0], k[:, 1], k[:, 2], k[:, 3]
+    xp.subtract(1, i, out=k_i)
+    k_i *= i
+    k_i *= g
+    xp.subtract(1, f, out=k_f)
+    k_f *= f
+    k_f *= cprev
+    xp.multiply(g, g, out=k_g)
+    xp.subtract(1, k_g, out=k_g)
+    k_g *= i
+    xp.subtract(1, o, out=k_o)
+    k_o *= o
+    k_o *= tc
+    k_c = tc * tc
+    xp.subtract(1, k_c, out=k_c)
+    k_c *= o
+    k3 = k[:, :3]
+    dpre = xp.empty((n, 4, hid), dt)
+    dh = xp.zeros((batch, p), dt) if ghn is None else ghn.copy()
+    dc = xp.zeros((batch, hid), dt) if gcn is None else gcn.copy()
+    gh_rows = xp.empty((n, p), dt) if w_hr is not None else None
+    tmp = xp.empty((batch, hid), dt)
+    for off, bs in _order(plan, not reverse):
+        e = off + bs
+        gh = dh[:bs]
+        if gy is not None:
+            gh += gy[off:e]
+        if w_hr is None:
+            dr = gh
+        else:
+            gh_rows[off:e] = gh
+            dr = tmp[:bs]
+            xp.matmul(gh, w_hr, out=dr)
+        dcs = dc[:bs]
+        dp = dpre[off:e]
+        xp.multiply(dr, k_o[off:e], out=dp[:, 3])
+        t = dp[:, 0]  # scratch: overwritten below
+        xp.multiply(dr, k_c[off:e], out=t)
+        dcs += t
+        xp.multiply(dcs[:, None, :], k3[off:e], out=dp[:, :3])
+        dcs *= f[off:e]
+        xp.matmul(dp.reshape(bs, hid4), w_hh, out=gh)
+    d2 = dpre.reshape(n, hid4)
+    grads = {"x": xp.matmul(d2, w_ih), "w_ih": xp.matmul(d2.T, x), "w_hh": xp.matmul(d2.T, hprev),
+             "b": d2.sum(0), "h0": dh, "c0": dc}
+    if w_hr is not None:
+        grads["w_hr"] = xp.matmul(gh_rows.T, r)
+    return grads
+
+
+def _gru_forward(xp, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, plan, reverse):
+    n, hid3 = x.shape[0], w_ih.shape[0]
+    hid = hid3 // 3
+    batch = plan[0][1]
+    dt = x.dtype
+    h2 = 2 * hid
+    acts = _input_projection(xp, x, w_ih, b_ih, None if b_hh is None else b_hh[:h2])
+    b_hn = None if b_hh is None else b_hh[h2:]
+    h = _state(xp, h0, batch, hid, dt)
+    hprev = xp.empty((n, hid), dt)
+    ghn = xp.empty((n, hid), dt)
+    y = xp.empty((n, hid), dt)
+    tmp = xp.empty((batch, hid3), dt)
+    whh_t = w_hh.T
+    with np.errstate(over="ignore"):
+        for off, bs in _order(plan, reverse):
+            e = off + bs
+            hp = hprev[off:e]
+            hp[...] = h[:bs]
+            t = tmp[:bs]
+            xp.matmul(hp, whh_t, out=t)
+            g = acts[off:e]
+            g[:, :h2] += t[:, :h2]
+            _sigmoid_(xp, g[:, :h2])
+            gn = ghn[off:e]
+            if b_hn is None:
+                gn[...] = t[:, h2:]
+            else:
+                xp.add(t[:, h2:], b_hn, out=gn)
+            nn_ = g[:, h2:]
+            t2 = t[:, :hid]
+            xp.multiply(g[:, :hid], gn, out=t2)
+            nn_ += t2
+            xp.tanh(nn_, out=nn_)
+            ye = y[off:e]
+            xp.subtract(hp, nn_, out=ye)
+            ye *= g[:, hid:h2]
+            ye += nn_
+            h[:bs] = ye
+    return (y, h), (acts, hprev, ghn)
+
+
+def _gru_backward(xp, saved, x, w_ih, w_hh, w_hr, gy, ghn_out, gcn, plan, reverse):
+    acts, hprev, ghn = saved
+    n, hid3 = acts.shape
+    hid = hid3 // 3
+    batch = plan[0][1]
+    dt = acts.dtype
+    h2 = 2 * hid
+    r, z, nn_ = acts[:, :hid], acts[:, hid:h2], acts[:, h2:]
+    k_n = nn_ * nn_
+    xp.subtract(1, k_n, out=k_n)
+    k_n *= 1 - z                                  # d n_pre = dh * k_n
+    k_r = 1 - r
+    k_r *= r
+    k_r *= ghn                                    # d r_pre = d n_pre * k_r
+    k_z = hprev - nn_
+    k_z *= z
+    k_z *= 1 - z                                  # d z_pre = dh * k_z
+    dgi = xp.empty((n, hid3), dt)
+    dgh = xp.empty((n, hid3), dt)
+    dh = xp.zeros((batch, hid), dt) if ghn_out is None else ghn_out.copy()
+    tmp = xp.empty((batch, hid), dt)
+    for off, bs in _order(plan, not reverse):
+        e = off + bs
+        gh = dh[:bs]
+        if gy is not None:
+            gh += gy[off:e]
+        di = dgi[off:e]
+        dg = dgh[off:e]
+        dn = di[:, h2:]
+        xp.multiply(gh, k_n[off:e], out=dn)
+        xp.multiply(dn, k_r[off:e], out=di[:, :hid])
+        xp.multiply(gh, k_z[off:e], out=di[:, hid:h2])
+        dg[:, :h2] = di[:, :h2]
+        xp.multiply(dn, r[off:e], out=dg[:, h2:])
+        t = tmp[:bs]
+        xp.multiply(gh, z[off:e], out=t)
+        xp.matmul(dg, w_hh, out=gh)
+        gh += t
+    return {"x": xp.matmul(dgi, w_ih), "w_ih": xp.matmul(dgi.T, x), "w_hh": xp.matmul(dgh.T, hprev),
+            "b_ih": dgi.sum(0), "b_hh": dgh.sum(0), "h0": dh}
+
+
+def _rnn_forward(relu):
+    def forward(xp, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, plan, reverse):
+        n, hid = x.shape[0], w_ih.shape[0]
+        batch = plan[0][1]
+        dt = x.dtype
+        acts = _input_projection(xp, x, w_ih, b_ih, b_hh)
+        h = _state(xp, h0, batch, hid, dt)
+        hprev = xp.empty((n, hid), dt)
+        tmp = xp.empty((batch, hid), dt)
+        whh_t = w_hh.T
+        for off, bs in _order(plan, reverse):
+            e = off + bs
+            hp = hprev[off:e]
+            hp[...] = h[:bs]
+            t = tmp[:bs]
+            xp.matmul(hp, whh_t, out=t)
+            g = acts[off:e]
+            g += t
+            if relu:
+                xp.maximum(g, 0, out=g)
+            else:
+                xp.tanh(g, out=g)
+            h[:bs] = g
+        return (acts, h), (acts, hprev)
+    return forward
+
+
+def _rnn_backward(relu):
+    def backward(xp, saved, x, w_ih, w_hh, w_hr, gy, ghn, gcn, plan, reverse):
+        y, hprev = saved
+        n, hid = y.shape
+        batch = plan[0][1]
+        dt = y.dtype
+        if relu:
+            k = (y > 0).astype(dt)
+        else:
+            k = y * y
+            xp.subtract(1, k, out=k)
+        dpre = xp.empty((n, hid), dt)
+        dh = xp.zeros((batch, hid), dt) if ghn is None else ghn.copy()
+        for off, bs in _order(plan, not reverse):
+            e = off + bs
+            gh = dh[:bs]
+            if gy is not None:
+                gh += gy[off:e]
+            dp = dpre[off:e]
+            xp.multiply(gh, k[off:e], out=dp)
+            xp.matmul(dp, w_hh, out=gh)
+        return {"x": xp.matmul(dpre, w_ih), "w_ih": xp.matmul(dpre.T, x), "w_hh": xp.matmul(dpre.T, hprev),
+                "b": dpre.sum(0), "h0": dh}
+    return backward
+
+
+_KERNELS = {
+    "LSTM": (_lstm_forward, _lstm_backward),
+    "GRU": (_gru_forward, _gru_backward),
+    "RNN_TANH": (_rnn_forward(False), _rnn_backward(False)),
+    "RNN_RELU": (_rnn_forward(True), _rnn_backward(True)),
+}
+
+
+# =====================================================================================
+# The reference: the same layer written with differentiable Tensor ops (one
+# small graph per step).  It backs the create_graph backward and the tests.
+# =====================================================================================
+
+def _layer_reference(mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, plan, reverse):
+    """``(y, h_n[, c_n])`` of one layer/direction, with Tensor ops."""
+    from ...ops.join import cat
+
+    xw = F.linear(x, w_ih, b_ih)
+    batch = plan[0][1]
+    p = w_hh.shape[1]
+    hid = w_ih.shape[0] // _GATES[mode]
+    h = h0 if h0 is not None else x.new_zeros((batch, p))
+    c = None
+    if mode == "LSTM":
+        c = c0 if c0 is not None else x.new_zeros((batch, hid))
+    ys = [None] * len(plan)
+    steps = list(enumerate(plan))
+    for t, (off, bs) in (reversed(steps) if reverse else steps):
+        gi = xw[off:off + bs]
+        hp = h[:bs]
+        gh = F.linear(hp, w_hh, b_hh)
+        if mode == "LSTM":
+            ig, fg, gg, og = (gi + gh).chunk(4, 1)
+            cn = fg.sigmoid() * c[:bs] + ig.sigmoid() * gg.tanh()
+            hn = og.sigmoid() * cn.tanh()
+            if w_hr is not None:
+                hn = F.linear(hn, w_hr)
+            c = cn if bs == c.shape[0] else cat([cn, c[bs:]])
+        elif mode == "GRU":
+            ir, iz, in_ = gi.chunk(3, 1)
+            hr, hz, hn_ = gh.chunk(3, 1)
+            rg = (ir + hr).sigmoid()
+            zg = (iz + hz).sigmoid()
+            ng = (in_ + rg * hn_).tanh()
+            hn = (hp - ng) * zg + ng
+        else:
+            pre = gi + gh
+            hn = pre.tanh() if mode == "RNN_TANH" else pre.relu()
+        ys[t] = hn
+        h = hn if bs == h.shape[0] else cat([hn, h[bs:]])
+    y = cat(ys) if len(ys) > 1 else ys[0]
+    return (y, h, c) if mode == "LSTM" else (y, h)
+
+
+class _Alias(Function):
+    """Identity with its own graph node: the create_graph backward differentiates
+    a recomputation hanging off these nodes, so the inner ``autograd.grad``
+    stops there instead of walking the history of the layer's inputs."""
+
+    _array_forward = True
+    _node_name = "AliasBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.view()
+
+    @staticmethod
+    def backward(ctx, gy):
+        return gy
+
+
+class _RNNLayer(Function):
+    """One layer, one direction: ``(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)`` ->
+    ``(y, h_n)`` or, for LSTM, ``(y, h_n, c_n)``; see the module docstring."""
+
+    _array_forward = True
+    _node_name = "RnnLayerBackward0"
+
+    @staticmethod
+    def forward(ctx, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, plan, reverse):
+        xp = xp_of(x)
+        outs, saved = _KERNELS[mode][0](xp, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, plan, reverse)
+        ctx.mode, ctx.plan, ctx.reverse, ctx.arrays = mode, plan, reverse, saved
+        ctx.set_materialize_grads(False)
+        ctx.save_for_backward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, outs[0])
+        return outs
+
+    @staticmethod
+    def backward(ctx, gy, ghn, gcn=None):
+        saved = ctx.saved_tensors  # also checks that no output/input was modified in place
+        need = ctx.needs_input_grad
+        if _grad_state.enabled:
+            return _layer_backward_graph(ctx, saved[:8], need, (gy, ghn, gcn))
+        x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr = (None if t is None else t._data for t in saved[:8])
+        xp = xp_of(x)
+
+        def arr(g):
+            return None if g is None else g._data
+
+        gr = _KERNELS[ctx.mode][1](xp, ctx.arrays, x, w_ih, w_hh, w_hr, arr(gy), arr(ghn), arr(gcn), ctx.plan,
+                                   ctx.reverse)
+        b_ih_g = gr.get("b_ih", gr.get("b"))
+        b_hh_g = gr.get("b_hh", gr.get("b"))
+        vals = (gr["x"], gr["h0"], gr.get("c0"), gr["w_ih"], gr["w_hh"], b_ih_g, b_hh_g, gr.get("w_hr"))
+        out = tuple(_const(v) if (n and v is not None) else None for v, n in zip(vals, need))
+        return out + (None, None, None)
+
+
+def _layer_backward_graph(ctx, inputs, need, grads_out):
+    """The create_graph backward: differentiate the Tensor-op recomputation."""
+    from ...autograd import grad as _grad
+
+    ins = [(_Alias.apply(t) if n else t.detach()) if t is not None else None for t, n in zip(inputs, need)]
+    outs = _layer_reference(ctx.mode, *ins, ctx.plan, ctx.reverse)
+    pairs = [(o, g) for o, g in zip(outs, grads_out) if g is not None and o is not None]
+    wrt = [t for t, n in zip(ins, need) if n and t is not None]
+    res = _grad([o for o, _ in pairs], wrt, [g for _, g in pairs], create_graph=True, allow_unused=True)
+    it = iter(res)
+    out = tuple(next(it) if (n and t is not None) else None for t, n in zip(ins, need))
+    return out + (None, None, None)
+
+
+def _run_layer(mode, x, h0, c0, weights, plan, reverse):
+    w_ih, w_hh, b_ih, b_hh, w_hr = weights
+    args = (x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, plan, reverse)
+    return _apply(_RNNLayer, args, [a._data if isinstance(a, Tensor) else a for a in args])
+
+
+@functools.lru_cache(maxsize=256)
+def _padded_plan(steps, batch):
+    return tuple((t * batch, batch) for t in range(steps))
+
+
+def _packed_plan(batch_sizes):
+    sizes = batch_sizes._data.tolist()
+    plan, off = [], 0
+    for bs in sizes:
+        plan.append((off, bs))
+        off += bs
+    return tuple(plan)
+
+
+def _dtype_word(dt):
+    return _TYPE_WORDS.get(str(dt), str(dt))
+
+
+def _rnn_stack(mode, x2, plan, hx, cx, layer_weights, num_layers, dropout, train, bidirectional):
+    """Run all layers and directions on packed-layout rows ``x2``; returns
+    ``(y, h_n, c_n)`` with ``c_n`` None except for LSTM."""
+    from ...ops.join import cat, stack
+
+    dirs = 2 if bidirectional else 1
+    hs, cs = [], []
+    layer_input = x2
+    for layer in range(num_layers):
+        outs = []
+        for d in range(dirs):
+            k = layer * dirs + d
+            h0 = hx[k] if hx is not None else None
+            c0 = cx[k] if cx is not None else None
+            res = _run_layer(mode, layer_input, h0, c0, layer_weights[k], plan, d == 1)
+            outs.append(res[0])
+            hs.append(res[1])
+            if mode == "LSTM":
+                cs.append(res[2])
+        layer_input = outs[0] if dirs == 1 else cat(outs, 1)
+        if dropout != 0 and train and layer < num_layers - 1:
+            layer_input = F.dropout(layer_input, dropout, True)
+    return layer_input, stack(hs), (stack(cs) if mode == "LSTM" else None)
+
+
+def _apply_permutation(tensor, permutation, dim: int = 1):
+    return tensor.index_select(dim, permutation)
+
+
+# =====================================================================================
+# Modules
+# =====================================================================================
+
+class RNNBase(Module):
+    """Base class of :class:`RNN`, :class:`LSTM` and :class:`GRU`: creates the
+    parameters (``weight_ih_l{k}{suffix}``, ``weight_hh_l{k}{suffix}``,
+    ``bias_ih_l{k}{suffix}``, ``bias_hh_l{k}{suffix}``, ``weight_hr_l{k}{suffix}``
+    with ``suffix`` ``''`` or ``'_reverse'``) in PyTorch's order and runs the
+    layers.
+
+    Example::
+
+        >>> import fabric
+        >>> [n for n, _ in fabric.nn.GRU(2, 3, bidirectional=True).named_parameters()][:5]
+        ['weight_ih_l0', 'weight_hh_l0', 'bias_ih_l0', 'bias_hh_l0', 'weight_ih_l0_reverse']
+    """
+
+    __constants__ = ["mode", "input_size", "hidden_size", "num_layers", "bias", "batch_first", "dropout",
+                     "bidirectional", "proj_size"]
+    __jit_unused_properties__ = ["all_weights"]
+
+    def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0,
+                 device=None, dtype=None) -> None:
+        factory_kwargs = {"device": device, "dtype": dtype}
+        super().__init__()
+        self.mode = mode
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bias = bias
+        self.batch_first = batch_first
+        self.dropout = float(dropout)
+        self.bidirectional = bidirectional
+        self.proj_size = proj_size
+        num_directions = 2 if bidirectional else 1
+        if not isinstance(dropout, numbers.Number) or not 0 <= dropout <= 1 or isinstance(dropout, bool):
+            raise ValueError("dropout should be a number in range [0, 1] representing the probability of an element "
+                             "being zeroed")
+        if dropout > 0 and num_layers == 1:
+            warnings.warn("dropout option adds dropout after all but last recurrent layer, so non-zero dropout "
+                          f"expects num_layers greater than 1, but got dropout={dropout} and num_layers={num_layers}",
+                          stacklevel=2)
+        if not isinstance(bias, bool):
+            raise TypeError(f"bias should be of type bool, got: {type(bias).__name__}")
+        if not isinstance(batch_first, bool):
+            raise TypeError(f"batch_first should be of type bool, got: {type(batch_first).__name__}")
+        if not isinstance(input_size, int):
+            raise TypeError(f"input_size should be of type int, got: {type(input_size).__name__}")
+        if input_size <= 0:
+            raise ValueError("input_size must be greater than zero")
+        if not isinstance(hidden_size, int):
+            raise TypeError(f"hidden_size should be of type int, got: {type(hidden_size).__name__}")
+        if hidden_size <= 0:
+            raise ValueError("hidden_size must be greater than zero")
+        if num_layers <= 0:
+            raise ValueError("num_layers must be greater than zero")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        if mode not in _GATES:
+            raise ValueError("Unrecognized RNN mode: " + mode)
+        gate_size = _GATES[mode] * hidden_size
+        self._flat_weights_names = []
+        self._all_weights = []
+        for layer in range(num_layers):
+            for direction in range(num_directions):
+                real_hidden_size = proj_size if proj_size > 0 else hidden_size
+                layer_input_size = input_size if layer == 0 else real_hidden_size * num_directions
+                w_ih = Parameter(_creation.empty((gate_size, layer_input_size), **factory_kwargs))
+                w_hh = Parameter(_creation.empty((gate_size, real_hidden_size), **factory_kwargs))
+                b_ih = Parameter(_creation.empty(gate_size, **factory_kwargs))
+                b_hh = Parameter(_creation.empty(gate_size, **factory_kwargs))
+                if self.proj_size == 0:
+                    layer_params = (w_ih, w_hh, b_ih, b_hh) if bias else (w_ih, w_hh)
+                else:
+                    w_hr = Parameter(_creation.empty((proj_size, hidden_size), **factory_kwargs))
+                    layer_params = (w_ih, w_hh, b_ih, b_hh, w_hr) if bias else (w_ih, w_hh, w_hr)
+                suffix = "_reverse" if direction == 1 else ""
+                param_names = ["weight_ih_l{}{}", "weight_hh_l{}{}"]
+                if bias:
+                    param_names += ["bias_ih_l{}{}", "bias_hh_l{}{}"]
+                if self.proj_size > 0:
+                    param_names += ["weight_hr_l{}{}"]
+                param_names = [x.format(layer, suffix) for x in param_names]
+                for name, param in zip(param_names, layer_params):
+                    setattr(self, name, param)
+                self._flat_weights_names.extend(param_names)
+                self._all_weights.append(param_names)
+        self.reset_parameters()
+
+    @property
+    def _flat_weights(self):
+        """The parameters in ``_flat_weights_names`` order (read from the
+        module on every access, so replaced Parameters are always seen)."""
+        return [getattr(self, wn) if hasattr(self, wn) else None for wn in self._flat_weights_names]
+
+    def flatten_parameters(self) -> None:
+        """A no-op: fabric's weights need no re-packing (PyTorch packs them for cuDNN)."""
+
+    def reset_parameters(self) -> None:
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    @property
+    def all_weights(self):
+        return [[getattr(self, weight) for weight in weights] for weights in self._all_weights]
+
+    # --- checks ---------------------------------------------------------------------------
+    def check_input(self, input, batch_sizes) -> None:
+        w0 = getattr(self, self._flat_weights_names[0])
+        if input.dtype != w0.dtype:
+            raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype ({w0.dtype}). Convert "
+                             f"input: input.to({w0.dtype}), or convert model: model.to({input.dtype})")
+        expected_input_dim = 2 if batch_sizes is not None else 3
+        if input.dim() != expected_input_dim:
+            raise RuntimeError(f"input must have {expected_input_dim} dimensions, got {input.dim()}")
+        if self.input_size != input.size(-1):
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
+                               f"{input.size(-1)}")
+
+    def get_expected_hidden_size(self, input, batch_sizes):
+        if batch_sizes is not None:
+            mini_batch = int(batch_sizes[0])
+        else:
+            mini_batch = input.size(0) if self.batch_first else input.size(1)
+        num_directions = 2 if self.bidirectional else 1
+        size = self.proj_size if self.proj_size > 0 else self.hidden_size
+        return (self.num_layers * num_directions, mini_batch, size)
+
+    def check_hidden_size(self, hx, expected_hidden_size, msg: str = "Expected hidden size {}, got {}") -> None:
+        if tuple(hx.size()) != tuple(expected_hidden_size):
+            raise RuntimeError(msg.format(expected_hidden_size, list(hx.size())))
+
+    def check_forward_args(self, input, hidden, batch_sizes) -> None:
+        self.check_input(input, batch_sizes)
+        expected_hidden_size = self.get_expected_hidden_size(input, batch_sizes)
+        self.check_hidden_size(hidden, expected_hidden_size)
+
+    def permute_hidden(self, hx, permutation):
+        if permutation is None:
+            return hx
+        return _apply_permutation(hx, permutation)
+
+    def _check_state_dtype(self, input, states):
+        for s in states:
+            if s is not None and s.dtype != input.dtype:
+                raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_dtype_word(s._data.dtype)} "
+                                   f"and {_dtype_word(input._data.dtype)}")
+
+    def extra_repr(self) -> str:
+        s = "{input_size}, {hidden_size}"
+        if self.proj_size != 0:
+            s += ", proj_size={proj_size}"
+        if self.num_layers != 1:
+            s += ", num_layers={num_layers}"
+        if self.bias is not True:
+            s += ", bias={bias}"
+        if self.batch_first is not False:
+            s += ", batch_first={batch_first}"
+        if self.dropout != 0:
+            s += ", dropout={dropout}"
+        if self.bidirectional is not False:
+            s += ", bidirectional={bidirectional}"
+        return s.format(**self.__dict__)
+
+    def __setstate__(self, d):
+        super().__setstate__(d)
+        if "proj_size" not in d:
+            self.proj_size = 0
+
+    # --- running ---------------------------------------------------------------------------
+    def _layer_weights(self):
+        per = len(self._all_weights[0])
+        flat = self._flat_weights
+        out = []
+        for k in range(len(self._all_weights)):
+            ws = flat[k * per:(k + 1) * per]
+            if self.bias:
+                w_ih, w_hh, b_ih, b_hh = ws[:4]
+            else:
+                (w_ih, w_hh), b_ih, b_hh = ws[:2], None, None
+            out.append((w_ih, w_hh, b_ih, b_hh, ws[-1] if self.proj_size > 0 else None))
+        return out
+
+    def _run(self, input, batch_sizes, hx, cx):
+        """Run the stack on a checked input: ``input`` is packed data (2-D) when
+        ``batch_sizes`` is given, else ``(T, B, *)`` or ``(B, T, *)``."""
+        if batch_sizes is not None:
+            x2 = input
+            plan = _packed_plan(batch_sizes)
+        else:
+            x = input.transpose(0, 1) if self.batch_first else input
+            steps, batch = x.shape[0], x.shape[1]
+            if steps == 0:
+                raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
+            x2 = x.reshape(steps * batch, x.shape[2])
+            plan = _padded_plan(steps, batch)
+        y, h_n, c_n = _rnn_stack(self.mode, x2, plan, hx, cx, self._layer_weights(), self.num_layers, self.dropout,
+                                 self.training, self.bidirectional)
+        if batch_sizes is None:
+            y = y.reshape(steps, batch, y.shape[1])
+            if self.batch_first:
+                y = y.transpose(0, 1)
+        return y, h_n, c_n
+
+    def _unpack(self, input):
+        """``(data, batch_sizes, sorted_indices, unsorted_indices, max_batch)`` of a PackedSequence."""
+        data, batch_sizes, sorted_indices, unsorted_indices = input
+        return data, batch_sizes, sorted_indices, unsorted_indices, int(batch_sizes[0])
+
+
+class RNN(RNNBase):
+    """Elman RNN: ``h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh)``
+    (``nonlinearity='relu'`` for ReLU), over ``num_layers`` layers and one
+    or two directions.  ``forward(input, hx=None)`` takes ``(L, N, H_in)``
+    (``(N, L, H_in)`` with ``batch_first``), ``(L, H_in)`` unbatched, or a
+    :class:`~fabric.nn.utils.rnn.PackedSequence`, and returns
+    ``(output, h_n)``.
+
+    Example::
+
+        >>> import fabric
+        >>> rnn = fabric.nn.RNN(10, 20, 2)
+        >>> output, hn = rnn(fabric.randn(5, 3, 10), fabric.randn(2, 3, 20))
+        >>> output.shape, hn.shape
+        (fabric.Size([5, 3, 20]), fabric.Size([2, 3, 20]))
+    """
+
+    def __init__(self, *args, **kwargs):
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        if len(args) > 3:
+            self.nonlinearity = args[3]
+            args = args[:3] + args[4:]
+        else:
+            self.nonlinearity = kwargs.pop("nonlinearity", "tanh")
+        if self.nonlinearity == "tanh":
+            mode = "RNN_TANH"
+        elif self.nonlinearity == "relu":
+            mode = "RNN_RELU"
+        else:
+            raise ValueError(f"Unknown nonlinearity '{self.nonlinearity}'. Select from 'tanh' or 'relu'.")
+        super().__init__(mode, *args, **kwargs)
+
+    def forward(self, input, hx=None):
+        return _forward_single_state(self, input, hx, "RNN")
+
+
+class GRU(RNNBase):
+    """Gated recurrent unit (PyTorch's equations:
+    ``r = σ(W_ir x + b_ir + W_hr h + b_hr)``, ``z = σ(...)``,
+    ``n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn))``, ``h' = (1 - z) ⊙ n + z ⊙ h``).
+    Arguments and inputs as :class:`RNN`.
+
+    Example::
+
+        >>> import fabric
+        >>> out, h = fabric.nn.GRU(4, 6, batch_first=True)(fabric.randn(2, 5, 4))
+        >>> out.shape, h.shape
+        (fabric.Size([2, 5, 6]), fabric.Size([1, 2, 6]))
+    """
+
+    def __init__(self, *args, **kwargs):
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        super().__init__("GRU", *args, **kwargs)
+
+    def forward(self, input, hx=None):
+        return _forward_single_state(self, input, hx, "GRU")
+
+
+def _forward_single_state(self, input, hx, name):
+    """RNN / GRU forward (one state tensor), as PyTorch's ``RNN.forward``."""
+    num_directions = 2 if self.bidirectional else 1
+    orig_input = input
+    if isinstance(orig_input, PackedSequence):
+        input, batch_sizes, sorted_indices, unsorted_indices, max_batch_size = self._unpack(orig_input)
+        if hx is not None:
+            hx = self.permute_hidden(hx, sorted_indices)
+    else:
+        batch_sizes = None
+        if input.dim() not in (2, 3):
+            what = f"{input.dim()}D tensor instead" if name == "RNN" else f"{input.dim()}D instead"
+            raise ValueError(f"{name}: Expected input to be 2D or 3D, got {what}")
+        is_batched = input.dim() == 3
+        batch_dim = 0 if self.batch_first else 1
+        if not is_batched:
+            input = input.unsqueeze(batch_dim)
+            if hx is not None:
+                if hx.dim() != 2:
+                    raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got {hx.dim()}-D tensor")
+                hx = hx.unsqueeze(1)
+        elif hx is not None and hx.dim() != 3:
+            raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got {hx.dim()}-D tensor")
+        max_batch_size = input.size(0) if self.batch_first else input.size(1)
+        sorted_indices = None
+        unsorted_indices = None
+    self.check_input(input, batch_sizes)
+    if hx is not None:
+        self.check_hidden_size(hx, self.get_expected_hidden_size(input, batch_sizes))
+        self._check_state_dtype(input, (hx,))
+    output, hidden, _ = self._run(input, batch_sizes, hx, None)
+    if isinstance(orig_input, PackedSequence):
+        from ..utils.rnn import PackedSequence as _PS
+
+        return _PS(output, batch_sizes, sorted_indices, unsorted_indices), self.permute_hidden(hidden,
+                                                                                                unsorted_indices)
+    if not is_batched:
+        output = output.squeeze(batch_dim)
+        hidden = hidden.squeeze(1)
+    return output, self.permute_hidden(hidden, unsorted_indices)
+
+
+class LSTM(RNNBase):
+    """Long short-term memory: gates ``i, f, g, o`` (in that order in the
+    weights), ``c' = f ⊙ c + i ⊙ g``, ``h' = o ⊙ tanh(c')``, and with
+    ``proj_size > 0`` ``h' = W_hr (o ⊙ tanh(c'))``.  ``forward(input,
+    (h_0, c_0)=None)`` returns ``(output, (h_n, c_n))``; inputs as
+    :class:`RNN`.
+
+    Example::
+
+        >>> import fabric
+        >>> lstm = fabric.nn.LSTM(10, 20, 2, proj_size=5)
+        >>> output, (hn, cn) = lstm(fabric.randn(5, 3, 10))
+        >>> output.shape, hn.shape, cn.shape
+        (fabric.Size([5, 3, 5]), fabric.Size([2, 3, 5]), fabric.Size([2, 3, 20]))
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__("LSTM", *args, **kwargs)
+
+    def get_expected_cell_size(self, input, batch_sizes):
+        if batch_sizes is not None:
+            mini_batch = int(batch_sizes[0])
+        else:
+            mini_batch = input.size(0) if self.batch_first else input.size(1)
+        num_directions = 2 if self.bidirectional else 1
+        return (self.num_layers * num_directions, mini_batch, self.hidden_size)
+
+    def check_forward_args(self, input, hidden, batch_sizes) -> None:
+        self.check_input(input, batch_sizes)
+        self.check_hidden_size(hidden[0], self.get_expected_hidden_size(input, batch_sizes),
+                               "Expected hidden[0] size {}, got {}")
+        self.check_hidden_size(hidden[1], self.get_expected_cell_size(input, batch_sizes),
+                               "Expected hidden[1] size {}, got {}")
+
+    def permute_hidden(self, hx, permutation):
+        if permutation is None:
+            return hx
+        return _apply_permutation(hx[0], permutation), _apply_permutation(hx[1], permutation)
+
+    def forward(self, input, hx=None):
+        orig_input = input
+        if isinstance(orig_input, PackedSequence):
+            input, batch_sizes, sorted_indices, unsorted_indices, max_batch_size = self._unpack(orig_input)
+            if hx is not None:
+                hx = self.permute_hidden(hx, sorted_indices)
+            self.check_input(input, batch_sizes)
+        else:
+            batch_sizes = None
+            if input.dim() not in (2, 3):
+                raise ValueError(f"LSTM: Expected input to be 2D or 3D, got {input.dim()}D instead")
+            is_batched = input.dim() == 3
+            batch_dim = 0 if self.batch_first else 1
+            if not is_batched:
+                input = input.unsqueeze(batch_dim)
+            sorted_indices = None
+            unsorted_indices = None
+            if hx is None:
+                self.check_input(input, batch_sizes)
+            else:
+                if is_batched:
+                    if hx[0].dim() != 3 or hx[1].dim() != 3:
+                        raise RuntimeError("For batched 3-D input, hx and cx should also be 3-D but got "
+                                           f"({hx[0].dim()}-D, {hx[1].dim()}-D) tensors")
+                else:
+                    if hx[0].dim() != 2 or hx[1].dim() != 2:
+                        raise RuntimeError("For unbatched 2-D input, hx and cx should also be 2-D but got "
+                                           f"({hx[0].dim()}-D, {hx[1].dim()}-D) tensors")
+                    hx = (hx[0].unsqueeze(1), hx[1].unsqueeze(1))
+        if hx is not None:
+            self.check_forward_args(input, hx, batch_sizes)
+            self._check_state_dtype(input, hx)
+            h0, c0 = hx
+        else:
+            h0 = c0 = None
+        output, h_n, c_n = self._run(input, batch_sizes, h0, c0)
+        hidden = (h_n, c_n)
+        if isinstance(orig_input, PackedSequence):
+            return PackedSequence(output, batch_sizes, sorted_indices, unsorted_indices), \
+                self.permute_hidden(hidden, unsorted_indices)
+        if not is_batched:
+            output = output.squeeze(batch_dim)
+            hidden = (hidden[0].squeeze(1), hidden[1].squeeze(1))
+        return output, self.permute_hidden(hidden, unsorted_indices)
+
+
+# --- cells -----------------------------------------------------------------------------------
+
+class RNNCellBase(Module):
+    """Base class of the cells: ``weight_ih`` ``(chunks * hidden, input)``,
+    ``weight_hh`` ``(chunks * hidden, hidden)``, ``bias_ih``, ``bias_hh``.
+
+    Example::
+
+        >>> import fabric
+        >>> fabric.nn.GRUCell(3, 4).weight_ih.shape
+        fabric.Size([12, 3])
+    """
+
+    __constants__ = ["input_size", "hidden_size", "bias"]
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int, device=None,
+                 dtype=None) -> None:
+        factory_kwargs = {"device": device, "dtype": dtype}
+        super().__init__()
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.bias = bias
+        self.weight_ih = Parameter(_creation.empty((num_chunks * hidden_size, input_size), **factory_kwargs))
+        self.weight_hh = Parameter(_creation.empty((num_chunks * hidden_size, hidden_size), **factory_kwargs))
+        if bias:
+            self.bias_ih = Parameter(_creation.empty(num_chunks * hidden_size, **factory_kwargs))
+            self.bias_hh = Parameter(_creation.empty(num_chunks * hidden_size, **factory_kwargs))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def extra_repr(self) -> str:
+        s = "{input_size}, {hidden_size}"
+        if "bias" in self.__dict__ and self.bias is not True:
+            s += ", bias={bias}"
+        if "nonlinearity" in self.__dict__ and self.nonlinearity != "tanh":
+            s += ", nonlinearity={nonlinearity}"
+        return s.format(**self.__dict__)
+
+    def reset_parameters(self) -> None:
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    def _cell(self, mode, input, states, name):
+        """Check like PyTorch's cell ops, then run one step of the fused layer."""
+        if input.dim() not in (1, 2):
+            raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D instead")
+        is_batched = input.dim() == 2
+        if not is_batched:
+            input = input.unsqueeze(0)
+        states = [None if s is None else (s.unsqueeze(0) if not is_batched else s) for s in states]
+        w = self.weight_ih
+        if input.size(1) != w.shape[1]:
+            raise RuntimeError(f"input has inconsistent input_size: got {input.size(1)} expected {w.shape[1]}")
+        for k, s in enumerate(states):
+            if s is None:
+                continue
+            if input.size(0) != s.size(0):
+                raise RuntimeError(f"Input batch size {input.size(0)} doesn't match hidden{k} batch size {s.size(0)}")
+            if s.size(1) != self.hidden_size:
+                raise RuntimeError(f"hidden{k} has inconsistent hidden_size: got {s.size(1)}, expected "
+                                   f"{self.hidden_size}")
+        for t in [s for s in states if s is not None] + [input]:
+            if t.dtype != w.dtype:
+                raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_dtype_word(t._data.dtype)} "
+                                   f"and {_dtype_word(w._data.dtype)}")
+        batch = input.shape[0]
+        h0 = states[0]
+        c0 = states[1] if len(states) > 1 else None
+        res = _run_layer(mode, input, h0, c0, (w, self.weight_hh, self.bias_ih, self.bias_hh, None),
+                         ((0, batch),), False)
+        out = (res[1], res[2]) if mode == "LSTM" else res[1]
+        if not is_batched:
+            out = (out[0].squeeze(0), out[1].squeeze(0)) if mode == "LSTM" else out.squeeze(0)
+        return out
+
+
+class RNNCell(RNNCellBase):
+    """One Elman RNN step: ``h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)``
+    (or ReLU).  ``forward(input, hx=None)``: input ``(N, H_in)`` or
+    ``(H_in,)``; returns ``h'``.
+
+    Example::
+
+        >>> import fabric
+        >>> cell = fabric.nn.RNNCell(10, 20)
+        >>> hx = fabric.zeros(3, 20)
+        >>> for x in fabric.randn(6, 3, 10):
+        ...     hx = cell(x, hx)
+        >>> hx.shape
+        fabric.Size([3, 20])
+    """
+
+    __constants__ = ["input_size", "hidden_size", "bias", "nonlinearity"]
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh",
+                 device=None, dtype=None) -> None:
+        super().__init__(input_size, hidden_size, bias, num_chunks=1, device=device, dtype=dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input, hx=None):
+        if input.dim() not in (1, 2):
+            raise ValueError(f"RNNCell: Expected input to be 1D or 2D, got {input.dim()}D instead")
+        if hx is not None and hx.dim() not in (1, 2):
+            raise ValueError(f"RNNCell: Expected hidden to be 1D or 2D, got {hx.dim()}D instead")
+        if self.nonlinearity == "tanh":
+            mode = "RNN_TANH"
+        elif self.nonlinearity == "relu":
+            mode = "RNN_RELU"
+        else:
+            raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
+        return self._cell(mode, input, [hx], "RNNCell")
+
+
+class LSTMCell(RNNCellBase):
+    """One LSTM step; ``forward(input, (h, c)=None)`` returns ``(h', c')``.
+
+    Example::
+
+        >>> import fabric
+        >>> h, c = fabric.nn.LSTMCell(10, 20)(fabric.randn(3, 10))
+        >>> h.shape, c.shape
+        (fabric.Size([3, 20]), fabric.Size([3, 20]))
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__(input_size, hidden_size, bias, num_chunks=4, device=device, dtype=dtype)
+
+    def forward(self, input, hx=None):
+        if input.dim() not in (1, 2):
+            raise ValueError(f"LSTMCell: Expected input to be 1D or 2D, got {input.dim()}D instead")
+        if hx is not None:
+            for idx, value in enumerate(hx):
+                if value.dim() not in (1, 2):
+                    raise ValueError(f"LSTMCell: Expected hx[{idx}] to be 1D or 2D, got {value.dim()}D instead")
+        states = [None, None] if hx is None else [hx[0], hx[1]]
+        return self._cell("LSTM", input, states, "LSTMCell")
+
+
+class GRUCell(RNNCellBase):
+    """One GRU step; ``forward(input, hx=None)`` returns ``h'``.
+
+    Example::
+
+        >>> import fabric
+        >>> fabric.nn.GRUCell(10, 20)(fabric.randn(3, 10)).shape
+        fabric.Size([3, 20])
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__(input_size, hidden_size, bias, num_chunks=3, device=device, dtype=dtype)
+
+    def forward(self, input, hx=None):
+        if input.dim() not in (1, 2):
+            raise ValueError(f"GRUCell: Expected input to be 1D or 2D, got {input.dim()}D instead")
+        if hx is not None and hx.dim() not in (1, 2):
+            raise ValueError(f"GRUCell: Expected hidden to be 1D or 2D, got {hx.dim()}D instead")
+        return self._cell("GRU", input, [hx], "GRUCell")
