@@ -456,7 +456,7 @@ def _hurwitz_zeta(xp, q, s):
         z = z + 1.0
     r = 1.0 / z
     zs = z ** -s
-    return acc + (z * zs / (s - 1) + 0.5 * zs + zs * r * _horner(r * r, _zeta_tail_coeffs(s)))
+    return acc + (z ** (1 - s) / (s - 1) + 0.5 * zs + zs * r * _horner(r * r, _zeta_tail_coeffs(s)))
 
 
 def _cot_derivative_poly(n):
@@ -479,14 +479,16 @@ def _polygamma(xp, x, n):
     if n == 0:
         return _digamma(xp, x)
     neg = x < 0
-    q = xp.where(neg, 1.0 - x, x)
+    q = xp.where(neg, 1.0 - x, xp.abs(x))  # abs: -0.0 is a pole like +0.0
     res = (-1) ** (n + 1) * math.factorial(n) * _hurwitz_zeta(xp, q, n + 1)
-    if not bool(neg.any()):
-        return res
-    cot = 1.0 / xp.tan(math.pi * (x - xp.round(x)))
-    d = math.pi ** (n + 1) * _horner(cot, _cot_derivative_poly(n))
-    refl = (-1) ** (n + 1) * ((-1) ** n * d - res)
-    return xp.where(neg, refl, res)
+    if bool(neg.any()):
+        cot = 1.0 / xp.tan(math.pi * (x - xp.round(x)))
+        d = math.pi ** (n + 1) * _horner(cot, _cot_derivative_poly(n))
+        res = xp.where(neg, (-1) ** (n + 1) * ((-1) ** n * d - res), res)
+    # at +-inf PyTorch gives trigamma 0 and nan, higher orders nan and +-inf
+    pos_inf = 0.0 if n == 1 else math.nan
+    neg_inf = math.nan if n == 1 else (-1) ** (n + 1) * math.inf
+    return xp.where(x == math.inf, pos_inf, xp.where(x == -math.inf, neg_inf, res))
 
 
 # --- unary ops ---------------------------------------------------------------------
