@@ -1,42 +1,45 @@
 """How a worker's batch reaches the main process: the array bytes of every
-CPU Tensor and NumPy array in the batch go into POSIX shared memory; only the
-structure (and whatever is not an array) is pickled and sent through a pipe.
-The main process rebuilds the arrays as views of the shared memory: it copies
-nothing.
+CPU Tensor and NumPy array in the batch go into shared memory; only the
+structure (and whatever is not an array) is pickled and sent through the
+worker's socket. The main process rebuilds the arrays as views of the shared
+memory: it copies nothing.
 
 Each worker keeps a small pool of reusable shared-memory *slots*
 (:class:`SlotWriter`). A batch is copied into a free slot; the main process
 (:class:`Receiver`) maps that slot for the batch alone, and when the last
 array of the batch is garbage collected the mapping goes away and the slot's
 flag in a shared control block is set back to free, so the worker reuses it:
-no new pages, no file creation per batch. When every slot is still held (the
-user keeps many batches alive) the worker writes a one-shot segment instead,
-which the main process unlinks as soon as it has mapped it.
+no new pages and no new files per batch. When every slot is still held (the
+user keeps many batches alive) the worker uses a one-shot block instead.
 
-Segment names carry a per-iterator prefix. The main process unlinks each slot
-name the first time it opens it, and at shutdown unlinks whatever is left
-under the prefix (:func:`unlink_prefix`), so a killed worker or an abandoned
-message leaks nothing. Where POSIX shared memory is missing (Windows) batches
-are pickled whole.
+The shared memory has no name anywhere: it is an anonymous file
+(``memfd_create``; elsewhere a POSIX segment unlinked right after creation)
+whose descriptor travels over the worker's Unix socket (``SCM_RIGHTS``), once
+per slot. So nothing can be left behind in ``/dev/shm``, even when every
+process involved is killed; the memory is freed with the last descriptor and
+mapping. Where this is missing (Windows) batches are pickled whole.
 
 Example::
 
-    >>> import numpy as np
+    >>> import multiprocessing, numpy as np
     >>> from fabric.data import _shm
-    >>> prefix = _shm.new_prefix()
-    >>> rx = _shm.Receiver(prefix, num_workers=1, max_slots=2)
-    >>> tx = _shm.SlotWriter(prefix, 0, 2)
-    >>> rx.unpack(tx.pack({"x": np.arange(3)}))["x"]
+    >>> main_end, worker_end = multiprocessing.Pipe()
+    >>> rx = _shm.Receiver(num_workers=1, max_slots=2)
+    >>> rx.send_control(main_end, 0)
+    >>> tx = _shm.SlotWriter(worker_end, 0, 2)
+    >>> tx.send(7, {"x": np.arange(3)})
+    >>> idx, message = main_end.recv()
+    >>> rx.unpack(main_end, message)["x"]
     array([0, 1, 2])
     >>> tx.close(); rx.close()
 """
 from __future__ import annotations
 
-import glob
 import io
 import mmap
 import os
 import pickle
+import sys
 import weakref
 
 import numpy as np
@@ -45,52 +48,32 @@ from .._tensor import Tensor
 
 try:
     import _posixshmem
+    from multiprocessing.reduction import recv_handle, send_handle
 except ImportError:  # Windows
     _posixshmem = None
 
-__all__ = ["available", "new_prefix", "SlotWriter", "Receiver", "unlink", "unlink_prefix"]
+__all__ = ["available", "SlotWriter", "Receiver"]
 
 _ALIGN = 64
 _SLOT_ROUND = 1 << 16
-_SHM_DIR = "/dev/shm"
 _MAP_FLAGS = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
-available = _posixshmem is not None
+available = _posixshmem is not None and sys.platform != "win32"
 
 
-def new_prefix() -> str:
-    """A name prefix unique to this process and call."""
-    return f"/fdl{os.getpid():x}_{os.urandom(4).hex()}_"
-
-
-def _create(name: str, size: int) -> int:
-    fd = _posixshmem.shm_open(name, os.O_CREAT | os.O_EXCL | os.O_RDWR, mode=0o600)
+def new_shared_fd(size: int) -> int:
+    """A descriptor of ``size`` bytes of anonymous shared memory."""
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("fabric-data", os.MFD_CLOEXEC)
+    else:
+        name = f"/fdl{os.getpid():x}_{os.urandom(6).hex()}"
+        fd = _posixshmem.shm_open(name, os.O_CREAT | os.O_EXCL | os.O_RDWR, mode=0o600)
+        _posixshmem.shm_unlink(name)
     try:
         os.ftruncate(fd, size)
     except BaseException:
         os.close(fd)
-        _posixshmem.shm_unlink(name)
         raise
     return fd
-
-
-def unlink(name) -> None:
-    """Unlink a segment (one that is already gone is fine)."""
-    if name is not None and available:
-        try:
-            _posixshmem.shm_unlink(name)
-        except FileNotFoundError:
-            pass
-
-
-def unlink_prefix(prefix: str) -> int:
-    """Unlink every segment whose name starts with ``prefix`` (Linux, where
-    the segments are listed under /dev/shm); returns how many were found."""
-    if not available or not os.path.isdir(_SHM_DIR):
-        return 0
-    found = glob.glob(os.path.join(_SHM_DIR, glob.escape(prefix.lstrip("/")) + "*"))
-    for path in found:
-        unlink("/" + os.path.basename(path))
-    return len(found)
 
 
 _DTYPE_KEYS = {}
@@ -163,103 +146,95 @@ def _copy_into(mm, packer) -> None:
 
 
 class SlotWriter:
-    """The worker side: packs batches into this worker's slots."""
+    """The worker side: packs batches into this worker's slots and sends them
+    through ``conn`` (its end of a duplex ``multiprocessing.Pipe``)."""
 
-    def __init__(self, prefix: str, worker_id: int, max_slots: int):
-        self.prefix, self.worker_id, self.max_slots = prefix, worker_id, max_slots
-        self.slots = []  # [name, capacity, fd, mmap]
-        self.created = []  # slot and one-shot names, unlinked if the parent dies before opening them
-        self._seq = 0
+    def __init__(self, conn, worker_id: int, max_slots: int):
+        self.conn, self.worker_id, self.max_slots = conn, worker_id, max_slots
+        self.slots = []  # [capacity, fd, mmap]
         self._flags = None
         if available:
-            fd = _posixshmem.shm_open(prefix + "ctl", os.O_RDWR, mode=0o600)
+            fd = recv_handle(conn)  # the control block, from the main process
             try:
                 self._control = mmap.mmap(fd, 0)
             finally:
                 os.close(fd)
-            base = worker_id * max_slots
-            self._flags = np.ndarray((max_slots,), np.uint8, buffer=self._control, offset=base)
-
-    def _name(self, tag: str) -> str:
-        self._seq += 1
-        name = f"{self.prefix}{self.worker_id}{tag}{self._seq}"
-        self.created.append(name)
-        del self.created[:-4 * self.max_slots]
-        return name
+            self._flags = np.ndarray((max_slots,), np.uint8, buffer=self._control, offset=worker_id * max_slots)
 
     def _slot_for(self, size: int):
-        """Index of a free slot that can hold ``size`` bytes (made or grown
-        as needed), or None when every slot is busy."""
+        """``(index, new)``: a free slot that holds ``size`` bytes, made or
+        grown as needed (``new``: its descriptor must be sent), or
+        ``(None, False)`` when every slot is busy."""
         flags = self._flags
         small = None
         for k, slot in enumerate(self.slots):
             if flags[k] == 0:
-                if slot[1] >= size:
-                    return k
+                if slot[0] >= size:
+                    return k, False
                 small = k
         if small is None and len(self.slots) >= self.max_slots:
-            return None
+            return None, False
         cap = -(-size // _SLOT_ROUND) * _SLOT_ROUND
-        name = self._name("s")
-        fd = _create(name, cap)
+        fd = new_shared_fd(cap)
         try:
             mm = mmap.mmap(fd, cap)
         except BaseException:
             os.close(fd)
-            unlink(name)
             raise
         if small is None:
-            self.slots.append([name, cap, fd, mm])
-            return len(self.slots) - 1
+            self.slots.append([cap, fd, mm])
+            return len(self.slots) - 1, True
         old = self.slots[small]
-        old[3].close()
-        os.close(old[2])
-        unlink(old[0])  # the main process may still map it; the memory lives until it lets go
-        self.slots[small] = [name, cap, fd, mm]
-        return small
+        old[2].close()
+        os.close(old[1])  # the main process keeps its own descriptor until it gets the new one
+        self.slots[small] = [cap, fd, mm]
+        return small, True
 
-    def pack(self, obj):
-        """A message for :meth:`Receiver.unpack`: ``(worker id, slot index or
-        None, segment name or None, size, payload)``."""
+    def send(self, idx, obj) -> None:
+        """Send ``(idx, message)`` for :meth:`Receiver.unpack`; the message is
+        ``(worker id, slot or None, descriptor follows, size, payload)``, and
+        when a descriptor follows it is sent right after. Pickling errors are
+        raised before anything is sent."""
         buf = io.BytesIO()
         if not available:
             pickle.dump(obj, buf, protocol=pickle.HIGHEST_PROTOCOL)
-            return self.worker_id, None, None, 0, buf.getvalue()
+            self.conn.send((idx, (self.worker_id, None, False, 0, buf.getvalue())))
+            return
         packer = _Packer(buf)
         packer.dump(obj)
         payload, size = buf.getvalue(), packer.nbytes
         if size == 0:
-            return self.worker_id, None, None, 0, payload
-        k = self._slot_for(size)
+            self.conn.send((idx, (self.worker_id, None, False, 0, payload)))
+            return
+        k, new = self._slot_for(size)
         if k is not None:
-            self._flags[k] = 1
-            name, _, _, mm = self.slots[k]
+            _, fd, mm = self.slots[k]
             _copy_into(mm, packer)
-            return self.worker_id, k, name, size, payload
-        name = self._name("_")  # every slot is held by the main process: a one-shot segment
-        fd = _create(name, size)
+            self._flags[k] = 1
+            self.conn.send((idx, (self.worker_id, k, new, size, payload)))
+            if new:
+                send_handle(self.conn, fd, os.getppid())
+            return
+        fd = new_shared_fd(size)  # every slot is held by the main process: a one-shot block
         try:
             mm = mmap.mmap(fd, size)
             try:
                 _copy_into(mm, packer)
             finally:
                 mm.close()
-        except BaseException:
-            unlink(name)
-            raise
+            self.conn.send((idx, (self.worker_id, None, True, size, payload)))
+            send_handle(self.conn, fd, os.getppid())
         finally:
             os.close(fd)
-        return self.worker_id, None, name, size, payload
 
-    def close(self, unlink_created: bool = False) -> None:
-        for _, _, fd, mm in self.slots:
+    def close(self) -> None:
+        for _, fd, mm in self.slots:
             mm.close()
             os.close(fd)
         self.slots = []
-        if unlink_created:  # the main process is gone: nobody else will clean up
-            for name in self.created + [self.prefix + "ctl"]:
-                unlink(name)
-            unlink_prefix(self.prefix)
+        if self._flags is not None:
+            self._flags = None
+            self._control.close()  # (a mapping holds a descriptor of its own)
 
 
 def _free(flags, index, pid) -> None:
@@ -271,67 +246,72 @@ class Receiver:
     """The main side: owns the control block (one free/busy byte per slot)
     and rebuilds batches as views of the slots."""
 
-    def __init__(self, prefix: str, num_workers: int, max_slots: int):
-        self.prefix, self.max_slots = prefix, max_slots
-        self._fds = {}  # slot name -> fd (the name is unlinked once opened)
-        self._slot_name = {}  # (worker, slot) -> current name
+    def __init__(self, num_workers: int, max_slots: int):
+        self.max_slots = max_slots
+        self._fds = {}  # (worker, slot) -> descriptor
         self.flags = None
+        self._control_fd = None
         if available:
             size = max(1, num_workers * max_slots)
-            fd = _create(prefix + "ctl", size)
-            try:
-                self._control = mmap.mmap(fd, size)
-            finally:
-                os.close(fd)
+            self._control_fd = new_shared_fd(size)
+            self._control = mmap.mmap(self._control_fd, size)
             self.flags = np.ndarray((size,), np.uint8, buffer=self._control)
 
-    def _slot_fd(self, worker_id: int, slot: int, name: str) -> int:
-        fd = self._fds.get(name)
-        if fd is None:
-            fd = _posixshmem.shm_open(name, os.O_RDWR, mode=0o600)
-            unlink(name)
-            old = self._slot_name.get((worker_id, slot))
-            if old is not None:  # the worker grew this slot: its old memory goes with its last mapping
-                os.close(self._fds.pop(old))
-            self._slot_name[(worker_id, slot)] = name
-            self._fds[name] = fd
+    def send_control(self, conn, pid: int) -> None:
+        """Hand the control block to a worker just started (its first read)."""
+        if available:
+            send_handle(conn, self._control_fd, pid)
+
+    def _fd(self, conn, message):
+        worker_id, slot, fd_follows, _, _ = message
+        if not fd_follows:
+            return self._fds[(worker_id, slot)]
+        fd = recv_handle(conn)
+        if slot is not None:
+            old = self._fds.pop((worker_id, slot), None)
+            if old is not None:  # the worker grew this slot
+                os.close(old)
+            self._fds[(worker_id, slot)] = fd
         return fd
 
-    def unpack(self, message):
-        """Rebuild a batch from a :meth:`SlotWriter.pack` message."""
-        worker_id, slot, name, size, payload = message
+    def unpack(self, conn, message):
+        """Rebuild a batch from a message received on ``conn`` (reading the
+        descriptor that follows it, if any)."""
+        worker_id, slot, _, size, payload = message
         if not available:
             return pickle.loads(payload)
-        if name is None:
+        if size == 0:
             return _Unpacker(io.BytesIO(payload), None).load()
+        fd = self._fd(conn, message)
         if slot is None:
-            fd = _posixshmem.shm_open(name, os.O_RDWR, mode=0o600)
             try:
                 mm = mmap.mmap(fd, size, flags=_MAP_FLAGS)
             finally:
                 os.close(fd)
-                unlink(name)
             return _Unpacker(io.BytesIO(payload), mm).load()
-        mm = mmap.mmap(self._slot_fd(worker_id, slot, name), size, flags=_MAP_FLAGS)
+        mm = mmap.mmap(fd, size, flags=_MAP_FLAGS)
         # the slot goes back to the worker when the batch's last array (so this mapping) is gone
         weakref.finalize(mm, _free, self.flags, worker_id * self.max_slots + slot, os.getpid()).atexit = False
         return _Unpacker(io.BytesIO(payload), mm).load()
 
-    def discard(self, message) -> None:
+    def discard(self, conn, message) -> None:
         """Drop a message without building its batch."""
-        worker_id, slot, name, _, _ = message
-        if name is None:
+        worker_id, slot, _, size, _ = message
+        if not available or size == 0:
             return
+        fd = self._fd(conn, message)
         if slot is None:
-            unlink(name)
+            os.close(fd)
         else:
-            self._slot_fd(worker_id, slot, name)
             self.flags[worker_id * self.max_slots + slot] = 0
 
     def close(self) -> None:
-        """Close the slot files and unlink every name under the prefix
-        (batches still alive keep their memory until they are collected)."""
+        """Close the slot descriptors. Batches still alive keep their memory
+        through their mappings until they are collected, and the control block
+        lives as long as they do."""
         for fd in self._fds.values():
             os.close(fd)
         self._fds.clear()
-        unlink_prefix(self.prefix)
+        if self._control_fd is not None:
+            os.close(self._control_fd)
+            self._control_fd = None

@@ -159,17 +159,16 @@ def _seed_worker(base_seed: int, worker_id: int) -> int:
 
 
 def _worker_loop(dataset_kind, dataset, index_queue, data_conn, done_event, auto_collation, collate_fn, drop_last,
-                 base_seed, init_fn, worker_id, num_workers, persistent_workers, shm_prefix, max_slots) -> None:
+                 base_seed, init_fn, worker_id, num_workers, persistent_workers, max_slots) -> None:
     """Runs in the worker process until told to stop (a ``None`` task) or
     until the parent process is gone. Sends ``(task index, message)`` pairs,
     the message made by :meth:`fabric.data._shm.SlotWriter.pack`."""
     from .dataloader import _DatasetKind
 
     global _worker_info
-    parent = os.getppid()
     writer = None
     try:
-        writer = _shm.SlotWriter(shm_prefix, worker_id, max_slots)
+        writer = _shm.SlotWriter(data_conn, worker_id, max_slots)
         seed = _seed_worker(base_seed, worker_id)
         _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed, dataset=dataset)
         init_exception = None
@@ -181,6 +180,7 @@ def _worker_loop(dataset_kind, dataset, index_queue, data_conn, done_event, auto
         except Exception:
             init_exception = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
 
+        parent = os.getppid()
         iteration_end = False
         while True:
             try:
@@ -211,16 +211,16 @@ def _worker_loop(dataset_kind, dataset, index_queue, data_conn, done_event, auto
                     else:
                         data = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
             try:
-                message = writer.pack(data)
-            except Exception:  # e.g. a batch that cannot be pickled
-                message = writer.pack(ExceptionWrapper(where=f"in DataLoader worker process {worker_id} while "
-                                                             "sending a batch"))
-            data_conn.send((idx, message))
-            del data, idx, index, r, message
-    except (KeyboardInterrupt, BrokenPipeError, EOFError, OSError):
+                writer.send(idx, data)
+            except OSError:
+                raise
+            except Exception:  # the batch cannot be pickled: nothing was sent, say why instead
+                writer.send(idx, ExceptionWrapper(where=f"in DataLoader worker process {worker_id} while sending "
+                                                        "a batch"))
+            del data, idx, index, r
+    except (KeyboardInterrupt, OSError, EOFError):
         # the main process went away or is shutting down: nothing left to tell it
         pass
     finally:
         if writer is not None:
-            # names the parent never opened are unlinked if it died; otherwise it cleans up
-            writer.close(unlink_created=os.getppid() != parent)
+            writer.close()

@@ -394,18 +394,19 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 self._index_queues[idx].put(_worker._ResumeIteration())
             resume_iteration_cnt = self._num_workers
             while resume_iteration_cnt > 0:
-                idx, message = self._get_message()
+                conn, (idx, message) = self._get_message()
                 if isinstance(idx, _worker._ResumeIteration):
                     resume_iteration_cnt -= 1
                 else:  # a batch of an abandoned epoch
-                    self._pool.receiver.discard(message)
+                    self._pool.receiver.discard(conn, message)
         for _ in range(self._prefetch_factor * self._num_workers):
             self._try_put_index()
 
     # --- receiving --------------------------------------------------------
     def _wait_message(self, timeout):
-        """The next raw message from any worker, or None after ``timeout``
-        seconds (None: no limit). Raises when an active worker has died."""
+        """``(pipe, message)``: the next message from any worker, or None
+        after ``timeout`` seconds (None: no limit). Raises when an active
+        worker has died."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             readers = [r for r in self._readers if not r.closed]
@@ -417,7 +418,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             for obj in ready:
                 if not isinstance(obj, int):  # a pipe (process sentinels are ints)
                     try:
-                        return obj.recv()
+                        return obj, obj.recv()
                     except (EOFError, OSError):
                         obj.close()  # the worker has exited; its sentinel tells whether that was expected
             dead = [sentinels[s] for s in ready if isinstance(s, int)]
@@ -453,8 +454,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         return msg
 
     def _get_data(self):
-        idx, message = self._get_message()
-        return idx, self._pool.receiver.unpack(message)
+        conn, (idx, message) = self._get_message()
+        return idx, self._pool.receiver.unpack(conn, message)
 
     def _next_data(self):
         while True:
@@ -534,8 +535,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._workers_status[worker_id] = False
 
     def _shutdown_workers(self) -> None:
-        """Stop every worker, reap it, and unlink any shared memory that was
-        sent but never read. Safe to call more than once."""
+        """Stop every worker, reap it, and release the shared memory of
+        batches sent but never read. Safe to call more than once."""
         self._shutdown = True
         self._finalizer()
 
@@ -547,33 +548,34 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
 
 class _WorkerPool:
     """The worker processes of one iterator with their index queues and
-    result pipes, and the shared-memory name prefix of their batches."""
+    result pipes, and the receiving end of their shared memory."""
 
     def __init__(self, ctx, num_workers: int, max_slots: int):
         self.ctx = ctx
         self.owner_pid = os.getpid()
-        self.shm_prefix = _shm.new_prefix()
         self.max_slots = max_slots
-        self.receiver = _shm.Receiver(self.shm_prefix, num_workers, max_slots)
+        self.receiver = _shm.Receiver(num_workers, max_slots)
         self.done_event = ctx.Event()
         self.workers, self.readers, self.index_queues = [], [], []
 
     def start(self, target, kwargs) -> None:
         """Start one worker running ``target(**kwargs)`` plus its own index
-        queue, result pipe, the done event and the shared-memory prefix."""
+        queue, its end of a result pipe and the done event, then hand it the
+        shared-memory control block."""
         index_queue = self.ctx.Queue()
         index_queue.cancel_join_thread()
-        reader, writer = self.ctx.Pipe(duplex=False)
+        reader, writer = self.ctx.Pipe()  # a Unix socket pair: shared-memory descriptors can travel
         w = self.ctx.Process(target=target, daemon=True, kwargs=dict(
             kwargs, index_queue=index_queue, data_conn=writer, done_event=self.done_event,
-            shm_prefix=self.shm_prefix, max_slots=self.max_slots))
+            max_slots=self.max_slots))
         self.index_queues.append(index_queue)
         self.readers.append(reader)
         try:
             w.start()
         finally:
-            writer.close()  # the worker holds the only write end: EOF when it exits
+            writer.close()  # the worker holds the only other end: EOF when it exits
         self.workers.append(w)
+        self.receiver.send_control(reader, w.pid)
 
     def shutdown(self) -> None:
         if os.getpid() != self.owner_pid:
@@ -604,7 +606,7 @@ class _WorkerPool:
 
     def _drain_until_exit(self, deadline: float) -> None:
         """Read (and drop) what the workers still send until they have all
-        exited or ``deadline`` passes: unread segments are unlinked, and a
+        exited or ``deadline`` passes: unread batches release their memory, and a
         worker blocked on a full pipe gets to finish."""
         pending = {w.sentinel: w for w in self.workers if w.exitcode is None}
         while True:
@@ -623,6 +625,9 @@ class _WorkerPool:
                         obj.close()
                         continue
                     if not isinstance(msg[0], _worker._ResumeIteration):
-                        self.receiver.discard(msg[1])
+                        try:
+                            self.receiver.discard(obj, msg[1])
+                        except (EOFError, OSError, RuntimeError):  # the worker died before its descriptor
+                            obj.close()
                 else:
                     pending.pop(obj).join()

@@ -17,18 +17,37 @@ import pytest
 import fabric
 from fabric.data import DataLoader, Dataset, IterableDataset, TensorDataset, _shm, get_worker_info
 
-pytestmark = pytest.mark.skipif(not _shm.available or not os.path.isdir("/dev/shm"),
-                                reason="these checks read POSIX shared memory under /dev/shm")
+pytestmark = pytest.mark.skipif(not _shm.available or not os.path.isdir("/proc/self/fd"),
+                                reason="these checks count this process's descriptors under /proc (Linux)")
 
 
-def _segments():
-    return [f for f in os.listdir("/dev/shm") if f.startswith(f"fdl{os.getpid():x}_")]
+def _fds():
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _shm_names():
+    return sorted(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else []
+
+
+@pytest.fixture(autouse=True)
+def _no_leaks():
+    """Every test ends with no worker process, no extra open descriptor (the shared memory lives in
+    descriptors and mappings only) and no new name in /dev/shm."""
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()  # spawn starts it once for the process: not a per-test descriptor
+    gc.collect()
+    fds, names = _fds(), _shm_names()
+    yield
+    gc.collect()
+    assert multiprocessing.active_children() == []
+    assert _fds() == fds, "open descriptors leaked"
+    assert _shm_names() == names, "named shared memory left behind"
 
 
 def _assert_clean(pids=()):
     gc.collect()
     assert multiprocessing.active_children() == []
-    assert _segments() == []
     for pid in pids:  # reaped: no zombie left behind
         assert not os.path.exists(f"/proc/{pid}"), f"process {pid} still exists"
 
@@ -135,8 +154,7 @@ def test_batches_arrive_in_shared_memory():
     dl = DataLoader(TensorDataset(x, fabric.arange(16)), batch_size=8, num_workers=2)
     batches = list(dl)
     xb = batches[0][0]
-    assert isinstance(xb._data.base, mmap.mmap)  # a view of the segment: the main process copied nothing
-    assert _segments() == []  # names are unlinked as soon as the batch is mapped
+    assert isinstance(xb._data.base, mmap.mmap)  # a view of the shared block: the main process copied nothing
     xb.add_(1)  # writable, like a torch tensor from shared memory
     assert xb.tolist()[0] == [1.0, 2.0, 3.0, 4.0]
     assert [b[1].tolist() for b in batches] == [list(range(8)), list(range(8, 16))]
@@ -337,10 +355,16 @@ def test_spawn_start_method():
     _assert_clean()
 
 
-def test_workers_exit_when_the_parent_dies(tmp_path):
-    script = textwrap.dedent(f"""
-        import os, signal, sys, time
-        sys.path.insert(0, {os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))!r})
+def _run_script(body, check):
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    script = f"import sys\nsys.path.insert(0, {root!r})\n" + textwrap.dedent(body)
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=check)
+
+
+def test_workers_exit_when_the_parent_dies():
+    names = _shm_names()
+    proc = _run_script("""
+        import os, signal, time
         import fabric
         from fabric.data import DataLoader, TensorDataset
         dl = DataLoader(TensorDataset(fabric.zeros(1000, 64)), batch_size=10, num_workers=2, prefetch_factor=4)
@@ -348,25 +372,21 @@ def test_workers_exit_when_the_parent_dies(tmp_path):
         next(it)
         time.sleep(0.3)
         print(" ".join(str(w.pid) for w in it._workers), flush=True)
-        print(f"fdl{{os.getpid():x}}_", flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
-    """)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
-    lines = proc.stdout.split()
-    pids, prefix = [int(p) for p in lines[:-1]], lines[-1]
+    """, check=False)
+    pids = [int(p) for p in proc.stdout.split()]
+    assert len(pids) == 2
     deadline = time.monotonic() + 5.0
     while time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}") for p in pids):
         time.sleep(0.1)
     assert not any(os.path.exists(f"/proc/{p}") for p in pids), "orphaned workers kept running"
-    assert [f for f in os.listdir("/dev/shm") if f.startswith(prefix)] == []
+    assert _shm_names() == names
 
 
 def test_interpreter_exit_stops_live_workers():
-    """Persistent workers, and an iterator abandoned mid-epoch, are stopped and their shared memory
-    unlinked when the interpreter exits normally."""
-    script = textwrap.dedent(f"""
-        import sys
-        sys.path.insert(0, {os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))!r})
+    """Persistent workers, and an iterator abandoned mid-epoch, are stopped when the interpreter
+    exits normally."""
+    proc = _run_script("""
         import fabric
         from fabric.data import DataLoader, TensorDataset
         ds = TensorDataset(fabric.zeros(100, 8))
@@ -374,63 +394,68 @@ def test_interpreter_exit_stops_live_workers():
         list(persistent)
         it = iter(DataLoader(ds, batch_size=10, num_workers=1))
         batch = next(it)
-        pools = [persistent._iterator._pool, it._pool]
-        print(" ".join(str(w.pid) for p in pools for w in p.workers))
-        print(" ".join(p.shm_prefix.lstrip("/") for p in pools))
-    """)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
-    pid_line, prefix_line = proc.stdout.splitlines()
-    for pid in map(int, pid_line.split()):
+        print(" ".join(str(w.pid) for w in persistent._iterator._workers + it._workers))
+    """, check=True)
+    for pid in map(int, proc.stdout.split()):
         assert not os.path.exists(f"/proc/{pid}")
-    for prefix in prefix_line.split():
-        assert [f for f in os.listdir("/dev/shm") if f.startswith(prefix)] == []
     assert "Traceback" not in proc.stderr
 
 
 # --- the shared-memory transport itself ---------------------------------------------------------
 @pytest.fixture
 def link():
-    prefix = _shm.new_prefix()
-    rx, tx = _shm.Receiver(prefix, 1, 2), _shm.SlotWriter(prefix, 0, 2)
-    yield rx, tx
-    tx.close()
-    rx.close()
-    assert _segments() == []
+    """A Receiver and a SlotWriter in this process, joined by a socket pair."""
+    import types
+
+    ns = types.SimpleNamespace()
+    ns.main_end, worker_end = multiprocessing.Pipe()
+    ns.rx = _shm.Receiver(1, 2)
+    ns.rx.send_control(ns.main_end, os.getpid())
+    ns.tx = _shm.SlotWriter(worker_end, 0, 2)
+
+    def through(obj):
+        ns.tx.send(0, obj)
+        return ns.rx.unpack(ns.main_end, ns.main_end.recv()[1])
+
+    ns.through = through
+    yield ns
+    ns.tx.close()
+    ns.rx.close()
+    ns.main_end.close()
+    worker_end.close()
+    ns.__dict__.clear()  # pytest keeps the fixture value until after the leak check
 
 
 @pytest.mark.parametrize("arr", [np.arange(7, dtype=np.int8), np.ones((3, 4), np.float16)[:, ::2],
                                  np.array([True, False]), np.zeros((0, 3)), np.float64(2.5) * np.ones(()),
                                  np.arange(12, dtype=">i4"), np.zeros(3, dtype=[("a", "<i4"), ("b", "<f8")])])
 def test_shm_round_trip(link, arr):
-    rx, tx = link
+    through = link.through
     t = fabric.from_numpy(np.arange(6.0).reshape(2, 3)).requires_grad_(True)
     obj = {"a": arr, "t": t, "again": t, "s": "text", "o": np.array([{"k": 1}], dtype=object)}
-    out = rx.unpack(tx.pack(obj))
+    out = through(obj)
     assert out["a"].dtype == arr.dtype and np.array_equal(out["a"], arr)
     assert out["t"].requires_grad and out["t"].tolist() == t.tolist() and out["again"] is out["t"]
     assert out["s"] == "text" and out["o"][0] == {"k": 1}
+    del out
+    assert through([]) == []  # nothing in shared memory
 
 
 def test_shm_slots_are_reused_and_never_overwritten_while_held(link):
-    rx, tx = link
+    rx, tx, through, main_end = link.rx, link.tx, link.through, link.main_end
     held = []
-    for i in range(6):  # more batches held at once than there are slots: one-shot segments take over
-        held.append(rx.unpack(tx.pack(np.full(1000, i))))
+    for i in range(6):  # more batches held at once than there are slots: one-shot blocks take over
+        held.append(through(np.full(1000, i)))
     assert len(tx.slots) == 2
     assert [int(h[0]) for h in held] == list(range(6)) and all((h == h[0]).all() for h in held)
     del held
-    for i in range(20):  # released batches give their slot back: no new segments
-        assert int(rx.unpack(tx.pack(np.full(1000, i)))[-1]) == i
+    for i in range(20):  # released batches give their slot back: no new blocks
+        assert int(through(np.full(1000, i))[-1]) == i
     assert len(tx.slots) == 2
-    big = rx.unpack(tx.pack(np.arange(100_000)))  # a batch larger than the slots: one grows
+    big = through(np.arange(100_000))  # a batch larger than the slots: one grows
     assert int(big[-1]) == 99_999 and len(tx.slots) == 2
-    msg = tx.pack(np.ones(10))
-    rx.discard(msg)  # an abandoned batch frees its slot too
-    assert rx.flags[msg[1]] == 0
-
-
-def test_shm_unlink_prefix():
-    prefix = _shm.new_prefix()
-    rx = _shm.Receiver(prefix, 1, 1)
-    assert _shm.unlink_prefix(prefix) == 1 and _shm.unlink_prefix(prefix) == 0
-    rx.close()
+    del big
+    tx.send(1, np.ones(10))
+    idx, message = main_end.recv()
+    rx.discard(main_end, message)  # an abandoned batch frees its slot too
+    assert idx == 1 and rx.flags[message[1]] == 0
