@@ -898,9 +898,50 @@ def test_polygamma_edges_match_torch():
     import torch
 
     v = np.array([0.0, -0.0, -2.5, np.inf, -np.inf, np.nan, 3.0, 1e-300, 1e300, -1e6 - 0.25, -30.7])
-    for n in range(0, 5):
+    for n in range(5):
         ours = fabric.polygamma(n, fabric.from_numpy(v)).numpy()
         theirs = torch.polygamma(n, torch.from_numpy(v)).numpy()
         np.testing.assert_allclose(ours, theirs, rtol=1e-9, equal_nan=True, err_msg=f"polygamma({n})")
     # negative integers are poles: fabric gives inf where torch's trigamma gives a huge finite value
     assert fabric.polygamma(1, fabric.tensor([-1.0, -3.0])).isinf().all().item()
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("op", ["sin_", "clamp_", "relu_", "sigmoid_", "pow_", "atan2_", "lerp_", "floor_",
+                                "addcdiv_"])
+def test_inplace_on_views_matches_torch(op):
+    """An in-place op on a view rewrites the base's history (CopySlices)."""
+    import torch
+
+    calls = {"sin_": lambda v, lib: v.sin_(), "clamp_": lambda v, lib: v.clamp_(-0.5, 0.5),
+             "relu_": lambda v, lib: v.relu_(), "sigmoid_": lambda v, lib: v.sigmoid_(),
+             "pow_": lambda v, lib: v.pow_(2), "atan2_": lambda v, lib: v.atan2_(v.detach() + 2),
+             "lerp_": lambda v, lib: v.lerp_(v.detach() * 3, 0.5), "floor_": lambda v, lib: v.floor_(),
+             "addcdiv_": lambda v, lib: v.addcdiv_(v.detach() + 1, v.detach() + 2, value=0.5)}
+    res = []
+    for lib in (fabric, torch):
+        x = lib.tensor([0.3, -1.2, 0.8, 1.7, -0.4, 2.2], dtype=lib.float64, requires_grad=True)
+        y = x * 2
+        calls[op](y[1:5:2], lib)
+        out = (y * lib.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], dtype=lib.float64)).sum()
+        g, = lib.autograd.grad(out, x, create_graph=True)
+        gg = lib.autograd.grad((g * g).sum(), x)[0] if g.requires_grad else None
+        res.append((type(y.grad_fn).__name__, y.detach().numpy().copy(), _np_of(g), _np_of(gg)))
+    assert res[0][0] == res[1][0] == "CopySlices"
+    for a, b in zip(res[0][1:], res[1][1:]):
+        if a is None or b is None:
+            assert not np.any(a if b is None else b)
+        else:
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12, err_msg=op)
+
+
+def test_inplace_on_no_grad_view_with_grad_mode_raises():
+    x = fabric.tensor([1.0, 2.0], requires_grad=True) * 1
+    with fabric.no_grad():
+        v = x[:1]
+    with pytest.raises(RuntimeError, match="view was created in no_grad mode"):
+        v.relu_()
+    with pytest.raises(RuntimeError, match="view was created in no_grad mode"):
+        v.sin_()
+    with fabric.no_grad():
+        v.relu_()  # fine: both in no_grad

@@ -38,7 +38,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
-from ..autograd.function import Function, _apply, _check_inplace, _normalize
+from ..autograd.function import Function, _apply, _check_inplace, _normalize, _rebase_view
 from ..autograd.grad_mode import state as _state
 from ._util import _SCALARS, binary_operands, float_operands, scalar_value, xp_of
 from .arith import exp, pow
@@ -219,12 +219,12 @@ def _inplace(self, fn, args, arrays, saves_self=True):
     (``args[0]`` is ``self``), then write the result into ``self``.
 
     When autograd records the op, ``self`` becomes the result (its new
-    ``grad_fn`` is the op's node).  If backward reads ``self``'s old value
-    (``saves_self``), it reads a copy that keeps ``self``'s old history, like
-    PyTorch's ``original_self``.
+    ``grad_fn`` is the op's node; for a view, the base's history is rebased
+    through CopySlices, as in PyTorch).  If backward reads ``self``'s old
+    value (``saves_self``), it reads a copy that keeps ``self``'s old
+    history, like PyTorch's ``original_self``.
     """
-    if _state.enabled and _any_requires_grad(args):
-        _check_inplace(self)
+    if _recording(self, args):
         if saves_self or any(a is self for a in args[1:]):
             old = Tensor._make(self._data.copy(), self._requires_grad, self.grad_fn, self._output_nr)
             args = tuple(old if a is self else a for a in args)
@@ -233,10 +233,17 @@ def _inplace(self, fn, args, arrays, saves_self=True):
     return _commit(self, _apply(fn, args, arrays), False)
 
 
-def _any_requires_grad(args):
+def _recording(self, args):
+    """Whether an in-place op on ``self`` must be recorded; raises PyTorch's
+    errors for leaves that require grad and for views of them."""
+    if not _state.enabled:
+        return False
     for a in args:
         if isinstance(a, Tensor) and a._requires_grad:
+            _check_inplace(self)
             return True
+    if self._base is not None and self._base._requires_grad:
+        _check_inplace(self)  # a view made under no_grad, modified with grad mode on
     return False
 
 
@@ -253,9 +260,13 @@ def _commit(self, result, recorded):
     x[...] = r
     self._bump_version()
     if recorded:
-        if result.grad_fn is not None:
-            self.grad_fn = result.grad_fn
-            self._output_nr = result._output_nr
+        node = result.grad_fn
+        if node is not None:
+            if self._base is not None:
+                _rebase_view(self, node)
+            else:
+                self.grad_fn = node
+                self._output_nr = result._output_nr
             self._requires_grad = True
         elif self.grad_fn is not None:  # a result without gradient: self's old history no longer applies
             self.grad_fn = None
@@ -792,7 +803,7 @@ def relu_(input):
     x = _data(input, "relu_")
     if x.dtype == np.bool_:
         raise RuntimeError("Boolean inputs not supported for relu")
-    if not (_state.enabled and input._requires_grad):  # nothing to record: write straight into x
+    if not _recording(input, (input,)):  # nothing to record: write straight into x
         xp_of(x).maximum(x, 0, out=x)
         input._bump_version()
         return input
@@ -1067,10 +1078,7 @@ def bitwise_not_(self):
 
 def _inplace_no_grad(self, result):
     """Finish an in-place op whose result has no gradient (logical, bitwise)."""
-    recorded = _state.enabled and self._requires_grad
-    if recorded:
-        _check_inplace(self)
-    return _commit(self, result, recorded)
+    return _commit(self, result, _recording(self, (self,)))
 
 
 # --- binary ops ----------------------------------------------------------------------
@@ -2058,7 +2066,7 @@ def clamp_(self, min=None, max=None):
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     F, args, arrays = _clamp_args(self, min, max, "clamp_")
     x = self._data
-    if F is ClampScalar and arrays[0] is x and not (_state.enabled and self._requires_grad):
+    if F is ClampScalar and arrays[0] is x and not _recording(self, (self,)):
         _clamp_forward(xp_of(x), x, arrays[1], arrays[2], out=x)  # nothing to record: write straight into x
         self._bump_version()
         return self
