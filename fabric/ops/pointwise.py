@@ -40,7 +40,7 @@ from .. import _dtype as D
 from .._tensor import Tensor
 from ..autograd.function import Function, _apply, _check_inplace, _normalize, _rebase_view
 from ..autograd.grad_mode import state as _state
-from ._util import _SCALARS, binary_operands, float_operands, scalar_value, xp_of
+from ._util import _SCALARS, _same_device, binary_operands, float_operands, scalar_value, xp_of
 from .arith import exp, pow
 from .inplace import copy_into_out
 
@@ -163,6 +163,22 @@ def _arrays(xp, x, y):
     if y.__class__ in _SCALARS:
         return x, xp.asarray(y, dtype=x.dtype)
     return x, y
+
+
+def _one_device(tensors, arrays):
+    """An op's operand arrays on one device: a 0-d CPU tensor may join a CUDA
+    op (it is copied over), any other mix raises PyTorch's device error.
+    Entries that are not arrays (numbers, None) are left alone."""
+    ref = None
+    for k, a in enumerate(arrays):
+        if hasattr(a, "dtype") and a.__class__ is not _ndarray:
+            ref = k
+            break
+    if ref is not None:
+        for k, a in enumerate(arrays):
+            if k != ref and hasattr(a, "dtype"):
+                _, arrays[k] = _same_device(tensors[ref], tensors[k], arrays[ref], a)
+    return arrays
 
 
 def _zeros_like(t):
@@ -1694,11 +1710,7 @@ def _logical_fn(ufunc, name, example):
     def op(input, other, *, out=None):
         x = _data(input, name)
         _need_tensor(name, other)
-        y = other._data
-        if x.__class__ is not y.__class__:
-            from ._util import _same_device
-
-            x, y = _same_device(input, other, x, y)
+        x, y = _one_device((input, other), [x, other._data])
         return _out(_wrap(getattr(xp_of(x), ufunc)(x, y)), out)
 
     def op_(self, other):
@@ -1821,10 +1833,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
     if atol < 0:
         raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
-    if x.__class__ is not y.__class__:
-        from ._util import _same_device
-
-        x, y = _same_device(input, other, x, y)
+    x, y = _one_device((input, other), [x, y])
     xp = xp_of(x)
     close = x == y
     if equal_nan and x.dtype.kind == "f":
@@ -1904,11 +1913,7 @@ def where(condition, input=None, other=None, *, out=None):
         c = c.astype(bool)
     if isinstance(input, Tensor) or isinstance(other, Tensor):
         a, b, x, y = binary_operands(input, other)
-        ref = x if hasattr(x, "dtype") else y
-        if c.__class__ is not ref.__class__:
-            from ._util import _same_device
-
-            c, _ = _same_device(condition, input if isinstance(input, Tensor) else other, c, ref)
+        c, x, y = _one_device((condition, a, b), [c, x, y])
     else:
         a, b = scalar_value(input), scalar_value(other)
         dt = D.result_type(a, b).np
@@ -2019,12 +2024,8 @@ def _clamp_args(input, min, max, name):
             _unsupported("clamp", x)
         lo = None if min is None else min._data.astype(rt, copy=False)
         hi = None if max is None else max._data.astype(rt, copy=False)
-        for t, arr in ((min, lo), (max, hi)):
-            if arr is not None and arr.__class__ is not x.__class__:
-                from ._util import _same_device
-
-                _same_device(input, t, x, arr)
-        return ClampTensor, (input, min, max), [x.astype(rt, copy=False), lo, hi]
+        arrays = _one_device((input, min, max), [x.astype(rt, copy=False), lo, hi])
+        return ClampTensor, (input, min, max), arrays
     lo = None if min is None else scalar_value(min)
     hi = None if max is None else scalar_value(max)
     if x.dtype.kind == "f" and lo.__class__ is not builtins.bool and hi.__class__ is not builtins.bool:
@@ -2162,16 +2163,13 @@ def _lerp_args(input, end, weight, name):
         _unsupported("lerp_kernel_scalar" if not isinstance(weight, Tensor) else "lerp_kernel_tensor", x)
     if y.dtype != x.dtype:
         raise RuntimeError(f"expected dtype {_cname(x.dtype)} for `end` but got dtype {_cname(y.dtype)}")
-    if x.__class__ is not y.__class__:
-        from ._util import _same_device
-
-        x, y = _same_device(input, end, x, y)
     if isinstance(weight, Tensor):
         w = weight._data
         if w.dtype != x.dtype and w.ndim:
             raise RuntimeError(f"expected dtype {_cname(x.dtype)} for `weight` but got dtype {_cname(w.dtype)}")
-        return LerpTensor, (input, end, weight), [x, y, w.astype(x.dtype, copy=False)]
-    return LerpScalar, (input, end, None), [x, y, scalar_value(weight)]
+        arrays = _one_device((input, end, weight), [x, y, w.astype(x.dtype, copy=False)])
+        return LerpTensor, (input, end, weight), arrays
+    return LerpScalar, (input, end, None), _one_device((input, end), [x, y]) + [scalar_value(weight)]
 
 
 @_broadcasting
@@ -2204,12 +2202,7 @@ def _three_operands(name, input, t1, t2):
     if rt == np.bool_:
         _unsupported(name.rstrip("_"), x)
     arrays = [t._data if t._data.dtype == rt else t._data.astype(rt) for t in (input, t1, t2)]
-    for t in (t1, t2):
-        if t._data.__class__ is not x.__class__:
-            from ._util import _same_device
-
-            _same_device(input, t, x, t._data)
-    return rt, arrays
+    return rt, _one_device((input, t1, t2), arrays)
 
 
 class Addcmul(Function):
