@@ -945,3 +945,26 @@ def test_inplace_on_no_grad_view_with_grad_mode_raises():
         v.sin_()
     with fabric.no_grad():
         v.relu_()  # fine: both in no_grad
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("dt", ["int32", "int64", "uint8", "float32", "float64", "bool"])
+def test_augmented_assignment_operators_match_torch(dt):
+    import torch
+
+    v = _np_values(dt, signed=False)
+    for stmt in ("x //= 2", "x %= 3", "x **= 2", "x <<= 1", "x >>= 1", "x &= 3", "x |= 4", "x ^= 1", "x &= True",
+                 "x //= 2.5", "x **= 0.5"):
+        res = []
+        for lib in (fabric, torch):
+            x = _to(lib, v)
+            before = x
+            try:
+                ns = {"x": x}
+                exec(stmt, ns)
+                res.append((ns["x"], None))
+                assert ns["x"] is before  # in place
+            except Exception as e:  # noqa: BLE001 - comparing error types with torch
+                res.append((None, type(e)))
+        (ours, err), (theirs, terr) = res
+        _compare(ours, theirs, err, terr, f"{stmt} with {dt}")

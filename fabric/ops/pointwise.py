@@ -638,6 +638,7 @@ def _sinc_grad(gy, x, y):
 
 Sinc = _unary("Sinc", _sinc, "x", _sinc_grad)
 
+
 def _float_fn(F, name, summary, example_in, example_out):
     """The public ``name(input, *, out=None)`` and in-place ``name_(self)``
     of a float function: integer and bool inputs give the default float
@@ -778,8 +779,7 @@ def round(input, *, decimals=0, out=None):
         tensor([0., 2., 3.])
     """
     x = _data(input, "round")
-    if decimals.__class__ is not builtins.int and not isinstance(decimals, (builtins.int, np.integer)) \
-            or isinstance(decimals, builtins.bool):
+    if not isinstance(decimals, (builtins.int, np.integer)) or isinstance(decimals, builtins.bool):
         raise TypeError(f"round(): argument 'decimals' must be int, not {type(decimals).__name__}")
     if x.dtype.kind not in "fiu" or (decimals and x.dtype.kind != "f"):
         _unsupported("round", x)
