@@ -489,3 +489,16 @@ def test_random_keys_match_torch():
         np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), err_msg=repr(key))
         if not _has_duplicates(key):
             np.testing.assert_allclose(fv.grad.numpy(), tv.grad.numpy(), err_msg=repr(key))
+
+
+def test_view_created_in_no_grad_then_modified_with_grad_raises():
+    w = fabric.ones(3, requires_grad=True)
+    with fabric.no_grad():
+        v = w[1:]
+    with pytest.raises(RuntimeError, match="view was created in no_grad mode"):
+        v.mul_(2)
+    with pytest.raises(RuntimeError, match="view was created in no_grad mode"):
+        v.add_(fabric.ones(2, requires_grad=True))
+    with fabric.no_grad():
+        v.mul_(2)
+    np.testing.assert_array_equal(w.detach().numpy(), [1, 2, 2])
