@@ -464,10 +464,10 @@ def _check_inplace(t, rebase=True):
     b = t._base
     if b is None:
         return
-    if b._requires_grad and b.grad_fn is None:
-        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
     if b._requires_grad and not t._requires_grad:
         raise RuntimeError(_NO_GRAD_VIEW)
+    if b._requires_grad and b.grad_fn is None:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
     multi = getattr(t, "_multi_view", None)
     if multi is not None:
         raise RuntimeError(
