@@ -36,6 +36,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+import threading
 import warnings
 
 import numpy as np
@@ -63,260 +64,346 @@ def _const(arr) -> Tensor:
 # =====================================================================================
 # Array kernels.  ``plan`` lists (row offset, batch size) per time step in time order;
 # a layer runs the steps in that order (or reversed for the reverse direction) on
-# the first ``batch size`` rows of the running state (B, ·).  Names: x input rows,
-# y output rows, acts the activated gates per row, hprev/cprev the state each row
-# started its step from.
+# the first ``batch size`` rows of each block; a step reads the state its rows
+# left in the previous step's output block (or the initial state, for rows that
+# start there).
+#
+# Layout.  Forward gates are gate-major, ``acts[k, row, :]`` (k = gate), so every
+# elementwise op of a step works on contiguous (batch, hidden) blocks (NumPy is
+# ~2x slower on column slices of a (batch, 4*hidden) array); the recurrent GEMM
+# writes that layout directly (``h @ W_k^T`` for all gates as one batched matmul).
+# LSTM gates are reordered internally to (g, i, f, o) so the sigmoid gates are
+# adjacent; a sigmoid is computed as ``0.5 * tanh(x / 2) + 0.5`` with the 1/2
+# folded into the weights (exact: a power of two), so one ``tanh`` call covers
+# all gates of a step.  Backward gradients of the pre-activations are row-major
+# ``(rows, gates, hidden)`` so that the per-step GEMM and the final weight
+# GEMMs are single 2-D GEMMs.  Per-row derivative factors are computed for all
+# steps at once before the step loop.  Names: x input rows, y output rows, acts
+# the activated gates, hprev/cprev the state each row started its step from.
 # =====================================================================================
 
-def _sigmoid_(xp, a):
-    """In-place logistic sigmoid (exp overflow for very negative inputs gives 0, correctly)."""
-    xp.negative(a, out=a)
-    xp.exp(a, out=a)
-    a += 1
-    xp.reciprocal(a, out=a)
+_LSTM_PERM = [2, 0, 1, 3]        # internal gate k is PyTorch's gate _LSTM_PERM[k] (PyTorch: i, f, g, o)
+_LSTM_UNPERM = [1, 2, 0, 3]
+_LSTM_SCALE = (1.0, 0.5, 0.5, 0.5)
+_GRU_SCALE = (0.5, 0.5, 1.0)     # r, z, n
+_POOL = threading.local()
+_POOL_MAX = 1 << 24              # elements; larger scratch arrays are not kept between calls
+
+
+def _scratch(xp, key, shape, dtype):
+    """A scratch array reused between calls (NumPy only): a backward's temporaries
+    would otherwise be fresh pages every call, and page faults cost ~10% here."""
+    size = 1
+    for s in shape:
+        size *= s
+    if xp is not np or size > _POOL_MAX:
+        return xp.empty(shape, dtype)
+    bufs = getattr(_POOL, "bufs", None)
+    if bufs is None:
+        bufs = _POOL.bufs = {}
+    k = (key, np.dtype(dtype).char)
+    buf = bufs.get(k)
+    if buf is None or buf.size < size:
+        buf = bufs[k] = np.empty(size, dtype)
+    return buf[:size].reshape(shape)
 
 
 def _order(plan, reverse):
     return reversed(plan) if reverse else plan
 
 
-def _input_projection(xp, x, w_ih, b_ih, b_fold):
-    acts = xp.matmul(x, w_ih.T)
-    if b_ih is not None:
-        acts += b_ih
-        if b_fold is not None:
-            if b_fold.shape[0] == acts.shape[1]:
-                acts += b_fold
-            else:
-                acts[:, :b_fold.shape[0]] += b_fold
-    return acts
+def _gate_weights(xp, w, gates, perm, scale):
+    """``w`` (gates*H, K) as gate-major ``(gates, K, H)`` (transposed for ``rows @ w_k^T``), permuted and
+    scaled, contiguous."""
+    w3 = w.reshape(gates, -1, w.shape[1])
+    if perm is not None:
+        w3 = w3[perm]
+    w3 = w3 * xp.asarray(scale, w.dtype)[:, None, None]
+    return xp.ascontiguousarray(w3.transpose(0, 2, 1))
 
 
-def _state(xp, s0, batch, width, dtype):
-    return xp.zeros((batch, width), dtype) if s0 is None else s0.copy()
+def _gate_bias(xp, b, gates, perm, scale):
+    b2 = b.reshape(gates, -1)
+    if perm is not None:
+        b2 = b2[perm]
+    return (b2 * xp.asarray(scale, b.dtype)[:, None])[:, None, :]
+
+
+def _gather_state(dst, src_block, prev_bs, bs, s0):
+    """Fill ``dst`` (bs, ·) with the state of the rows of a step: the first
+    ``prev_bs`` rows from the previous step's block, the rest from ``s0``."""
+    if src_block is None:
+        prev_bs = 0
+    else:
+        m = min(bs, prev_bs)
+        dst[:m] = src_block[:m]
+    if bs > prev_bs:
+        if s0 is None:
+            dst[prev_bs:] = 0
+        else:
+            dst[prev_bs:] = s0[prev_bs:bs]
+
+
+@functools.lru_cache(maxsize=256)
+def _final_rows(plan, reverse):
+    """Per batch row, the row index (in the packed layout) of its last processed step."""
+    if reverse or all(bs == plan[0][1] for _, bs in plan):
+        off, bs = plan[0] if reverse else plan[-1]
+        return slice(off, off + bs)
+    rows = np.empty(plan[0][1], np.int64)
+    for off, bs in plan:
+        rows[:bs] = np.arange(off, off + bs)
+    return rows
+
+
+def _final_state(xp, arr, plan, reverse):
+    rows = _final_rows(plan, reverse)
+    if isinstance(rows, slice):
+        return arr[rows].copy()
+    return arr[xp.asarray(rows)]
 
 
 def _lstm_forward(xp, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, plan, reverse):
-    n, hid4 = x.shape[0], w_ih.shape[0]
-    hid = hid4 // 4
+    n, hid = x.shape[0], w_ih.shape[0] // 4
     p = w_hh.shape[1]
     batch = plan[0][1]
     dt = x.dtype
-    acts = _input_projection(xp, x, w_ih, b_ih, b_hh)
-    h = _state(xp, h0, batch, p, dt)
-    c = _state(xp, c0, batch, hid, dt)
+    acts = xp.matmul(x, _gate_weights(xp, w_ih, 4, _LSTM_PERM, _LSTM_SCALE))         # (4, n, hid)
+    if b_ih is not None:
+        acts += _gate_bias(xp, b_ih + b_hh, 4, _LSTM_PERM, _LSTM_SCALE)
+    whh = _gate_weights(xp, w_hh, 4, _LSTM_PERM, _LSTM_SCALE)                         # (4, p, hid)
+    whr_t = xp.ascontiguousarray(w_hr.T) if w_hr is not None else None
     hprev = xp.empty((n, p), dt)
     cprev = xp.empty((n, hid), dt)
     cs = xp.empty((n, hid), dt)
     tc = xp.empty((n, hid), dt)
     r = xp.empty((n, hid), dt) if w_hr is not None else None
     y = xp.empty((n, p), dt)
-    tmp = xp.empty((batch, hid4), dt)
-    whh_t = w_hh.T
-    whr_t = w_hr.T if w_hr is not None else None
-    h2, h3 = 2 * hid, 3 * hid
-    with np.errstate(over="ignore"):
-        for off, bs in _order(plan, reverse):
-            e = off + bs
-            hp = hprev[off:e]
-            hp[...] = h[:bs]
-            cp = cprev[off:e]
-            cp[...] = c[:bs]
-            g = acts[off:e]
-            t = tmp[:bs]
-            xp.matmul(hp, whh_t, out=t)
-            g += t
-            _sigmoid_(xp, g[:, :h2])
-            xp.tanh(g[:, h2:h3], out=g[:, h2:h3])
-            _sigmoid_(xp, g[:, h3:])
-            cn = cs[off:e]
-            xp.multiply(g[:, hid:h2], cp, out=cn)
-            t2 = t[:, :hid]
-            xp.multiply(g[:, :hid], g[:, h2:h3], out=t2)
-            cn += t2
-            th = tc[off:e]
-            xp.tanh(cn, out=th)
-            ye = y[off:e]
-            if w_hr is None:
-                xp.multiply(g[:, h3:], th, out=ye)
-            else:
-                rr = r[off:e]
-                xp.multiply(g[:, h3:], th, out=rr)
-                xp.matmul(rr, whr_t, out=ye)
-            h[:bs] = ye
-            c[:bs] = cn
+    tmp = _scratch(xp, "lstm_t", (4 * batch * hid,), dt)
+    prev = None
+    for off, bs in _order(plan, reverse):
+        e = off + bs
+        hp = hprev[off:e]
+        cp = cprev[off:e]
+        if prev is None:
+            _gather_state(hp, None, 0, bs, h0)
+            _gather_state(cp, None, 0, bs, c0)
+        else:
+            poff, pbs = prev
+            _gather_state(hp, y[poff:poff + pbs], pbs, bs, h0)
+            _gather_state(cp, cs[poff:poff + pbs], pbs, bs, c0)
+        prev = (off, bs)
+        t = tmp[:4 * bs * hid].reshape(4, bs, hid)
+        xp.matmul(hp, whh, out=t)
+        a = acts[:, off:e]
+        a += t
+        xp.tanh(a, out=a)
+        s = a[1:]
+        s *= 0.5
+        s += 0.5
+        cn = cs[off:e]
+        th = tc[off:e]
+        xp.multiply(a[2], cp, out=cn)
+        xp.multiply(a[1], a[0], out=th)
+        cn += th
+        xp.tanh(cn, out=th)
+        ye = y[off:e]
+        if w_hr is None:
+            xp.multiply(a[3], th, out=ye)
+        else:
+            rr = r[off:e]
+            xp.multiply(a[3], th, out=rr)
+            xp.matmul(rr, whr_t, out=ye)
+    h = _final_state(xp, y, plan, reverse)
+    c = _final_state(xp, cs, plan, reverse)
     return (y, h, c), (acts, tc, hprev, cprev, r)
+
+
+def _unperm_rows(a, gates, perm):
+    """Rows of a (gates*H, ·) array in internal gate order back to PyTorch's order."""
+    if perm is None:
+        return a
+    return a.reshape(gates, -1, *a.shape[1:])[perm].reshape(a.shape)
 
 
 def _lstm_backward(xp, saved, x, w_ih, w_hh, w_hr, gy, ghn, gcn, plan, reverse):
     acts, tc, hprev, cprev, r = saved
-    n, hid4 = acts.shape
-    hid = hid4 // 4
+    _, n, hid = acts.shape
     p = w_hh.shape[1]
     batch = plan[0][1]  # the largest batch: batch_sizes never increase
     dt = acts.dtype
-    h2, h3 = 2 * hid, 3 * hid
-    i, f, g, o = acts[:, :hid], acts[:, hid:h2], acts[:, h2:h3], acts[:, h3:]
-    # per-row factors, vectorised over all steps: d_pre = [dc*k_i, dc*k_f, dc*k_g, dr*k_o], dc += dr*k_c
-    k = xp.empty((n, 4, hid), dt)
-    k_i, k_f, k_g, k_o = k[:, 0], k[:, 1], k[:, 2], k[:, 3]
-    xp.subtract(1, i, out=k_i)
-    k_i *= i
-    k_i *= g
-    xp.subtract(1, f, out=k_f)
-    k_f *= f
-    k_f *= cprev
-    xp.multiply(g, g, out=k_g)
-    xp.subtract(1, k_g, out=k_g)
-    k_g *= i
-    xp.subtract(1, o, out=k_o)
-    k_o *= o
-    k_o *= tc
-    k_c = tc * tc
+    g, f, o = acts[0], acts[2], acts[3]
+    # factors for all steps: d_pre[:, :3] = dc * k[:, :3], d_pre[:, 3] = dr * k[:, 3], dc += dr * k_c
+    sd = _scratch(xp, "lstm_sd", (3, n, hid), dt)
+    xp.multiply(acts[1:], acts[1:], out=sd)
+    xp.subtract(acts[1:], sd, out=sd)                  # s (1 - s) for i, f, o
+    k = _scratch(xp, "lstm_k", (n, 4, hid), dt)
+    xp.multiply(g, g, out=k[:, 0])
+    xp.subtract(1, k[:, 0], out=k[:, 0])
+    k[:, 0] *= acts[1]                                 # g: i (1 - g^2)
+    xp.multiply(sd[0], g, out=k[:, 1])                 # i: g i (1 - i)
+    xp.multiply(sd[1], cprev, out=k[:, 2])             # f: c_prev f (1 - f)
+    xp.multiply(sd[2], tc, out=k[:, 3])                # o: tanh(c) o (1 - o)
+    k_c = sd[0]
+    xp.multiply(tc, tc, out=k_c)
     xp.subtract(1, k_c, out=k_c)
-    k_c *= o
+    k_c *= o                                           # c: o (1 - tanh(c)^2)
     k3 = k[:, :3]
-    dpre = xp.empty((n, 4, hid), dt)
+    whh = xp.ascontiguousarray(w_hh.reshape(4, hid, p)[_LSTM_PERM]).reshape(4 * hid, p)
+    dpre = _scratch(xp, "lstm_d", (n, 4, hid), dt)
     dh = xp.zeros((batch, p), dt) if ghn is None else ghn.copy()
     dc = xp.zeros((batch, hid), dt) if gcn is None else gcn.copy()
     gh_rows = xp.empty((n, p), dt) if w_hr is not None else None
-    tmp = xp.empty((batch, hid), dt)
+    tmp = _scratch(xp, "lstm_bt", (batch, hid), dt)
     for off, bs in _order(plan, not reverse):
         e = off + bs
         gh = dh[:bs]
         if gy is not None:
             gh += gy[off:e]
+        t = tmp[:bs]
         if w_hr is None:
             dr = gh
         else:
             gh_rows[off:e] = gh
-            dr = tmp[:bs]
-            xp.matmul(gh, w_hr, out=dr)
+            dr = xp.matmul(gh, w_hr)
         dcs = dc[:bs]
-        dp = dpre[off:e]
-        xp.multiply(dr, k_o[off:e], out=dp[:, 3])
-        t = dp[:, 0]  # scratch: overwritten below
+        d = dpre[off:e]
         xp.multiply(dr, k_c[off:e], out=t)
         dcs += t
-        xp.multiply(dcs[:, None, :], k3[off:e], out=dp[:, :3])
+        xp.multiply(dcs[:, None, :], k3[off:e], out=d[:, :3])
+        xp.multiply(dr, k[off:e, 3], out=d[:, 3])
         dcs *= f[off:e]
-        xp.matmul(dp.reshape(bs, hid4), w_hh, out=gh)
-    d2 = dpre.reshape(n, hid4)
-    grads = {"x": xp.matmul(d2, w_ih), "w_ih": xp.matmul(d2.T, x), "w_hh": xp.matmul(d2.T, hprev),
-             "b": d2.sum(0), "h0": dh, "c0": dc}
+        xp.matmul(d.reshape(bs, 4 * hid), whh, out=gh)
+    d2 = dpre.reshape(n, 4 * hid)
+    wih = xp.ascontiguousarray(w_ih.reshape(4, hid, -1)[_LSTM_PERM]).reshape(4 * hid, -1)
+    grads = {"x": xp.matmul(d2, wih), "w_ih": _unperm_rows(xp.matmul(d2.T, x), 4, _LSTM_UNPERM),
+             "w_hh": _unperm_rows(xp.matmul(d2.T, hprev), 4, _LSTM_UNPERM),
+             "b": _unperm_rows(d2.sum(0), 4, _LSTM_UNPERM), "h0": dh, "c0": dc}
     if w_hr is not None:
         grads["w_hr"] = xp.matmul(gh_rows.T, r)
     return grads
 
 
 def _gru_forward(xp, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, plan, reverse):
-    n, hid3 = x.shape[0], w_ih.shape[0]
-    hid = hid3 // 3
+    n, hid = x.shape[0], w_ih.shape[0] // 3
     batch = plan[0][1]
     dt = x.dtype
-    h2 = 2 * hid
-    acts = _input_projection(xp, x, w_ih, b_ih, None if b_hh is None else b_hh[:h2])
-    b_hn = None if b_hh is None else b_hh[h2:]
-    h = _state(xp, h0, batch, hid, dt)
+    acts = xp.matmul(x, _gate_weights(xp, w_ih, 3, None, _GRU_SCALE))                 # (3, n, hid)
+    b_hn = None
+    if b_ih is not None:
+        b = b_ih.copy()
+        b[:2 * hid] += b_hh[:2 * hid]
+        acts += _gate_bias(xp, b, 3, None, _GRU_SCALE)
+        b_hn = b_hh[2 * hid:]
+    whh = _gate_weights(xp, w_hh, 3, None, _GRU_SCALE)
     hprev = xp.empty((n, hid), dt)
     ghn = xp.empty((n, hid), dt)
     y = xp.empty((n, hid), dt)
-    tmp = xp.empty((batch, hid3), dt)
-    whh_t = w_hh.T
-    with np.errstate(over="ignore"):
-        for off, bs in _order(plan, reverse):
-            e = off + bs
-            hp = hprev[off:e]
-            hp[...] = h[:bs]
-            t = tmp[:bs]
-            xp.matmul(hp, whh_t, out=t)
-            g = acts[off:e]
-            g[:, :h2] += t[:, :h2]
-            _sigmoid_(xp, g[:, :h2])
-            gn = ghn[off:e]
-            if b_hn is None:
-                gn[...] = t[:, h2:]
-            else:
-                xp.add(t[:, h2:], b_hn, out=gn)
-            nn_ = g[:, h2:]
-            t2 = t[:, :hid]
-            xp.multiply(g[:, :hid], gn, out=t2)
-            nn_ += t2
-            xp.tanh(nn_, out=nn_)
-            ye = y[off:e]
-            xp.subtract(hp, nn_, out=ye)
-            ye *= g[:, hid:h2]
-            ye += nn_
-            h[:bs] = ye
-    return (y, h), (acts, hprev, ghn)
+    tmp = _scratch(xp, "gru_t", (3 * batch * hid,), dt)
+    prev = None
+    for off, bs in _order(plan, reverse):
+        e = off + bs
+        hp = hprev[off:e]
+        if prev is None:
+            _gather_state(hp, None, 0, bs, h0)
+        else:
+            _gather_state(hp, y[prev[0]:prev[0] + prev[1]], prev[1], bs, h0)
+        prev = (off, bs)
+        t = tmp[:3 * bs * hid].reshape(3, bs, hid)
+        xp.matmul(hp, whh, out=t)
+        a = acts[:, off:e]
+        rz = a[:2]
+        rz += t[:2]
+        xp.tanh(rz, out=rz)
+        rz *= 0.5
+        rz += 0.5
+        gn = ghn[off:e]
+        if b_hn is None:
+            gn[...] = t[2]
+        else:
+            xp.add(t[2], b_hn, out=gn)
+        nn_ = a[2]
+        xp.multiply(a[0], gn, out=t[0])
+        nn_ += t[0]
+        xp.tanh(nn_, out=nn_)
+        ye = y[off:e]
+        xp.subtract(hp, nn_, out=ye)
+        ye *= a[1]
+        ye += nn_
+    return (y, _final_state(xp, y, plan, reverse)), (acts, hprev, ghn)
 
 
 def _gru_backward(xp, saved, x, w_ih, w_hh, w_hr, gy, ghn_out, gcn, plan, reverse):
     acts, hprev, ghn = saved
-    n, hid3 = acts.shape
-    hid = hid3 // 3
+    _, n, hid = acts.shape
     batch = plan[0][1]
     dt = acts.dtype
-    h2 = 2 * hid
-    r, z, nn_ = acts[:, :hid], acts[:, hid:h2], acts[:, h2:]
-    k_n = nn_ * nn_
+    r, z, nn_ = acts[0], acts[1], acts[2]
+    k_n = _scratch(xp, "gru_kn", (n, hid), dt)
+    xp.multiply(nn_, nn_, out=k_n)
     xp.subtract(1, k_n, out=k_n)
-    k_n *= 1 - z                                  # d n_pre = dh * k_n
-    k_r = 1 - r
-    k_r *= r
-    k_r *= ghn                                    # d r_pre = d n_pre * k_r
-    k_z = hprev - nn_
-    k_z *= z
-    k_z *= 1 - z                                  # d z_pre = dh * k_z
-    dgi = xp.empty((n, hid3), dt)
-    dgh = xp.empty((n, hid3), dt)
+    k2 = _scratch(xp, "gru_k2", (n, 2, hid), dt)
+    kr, kz = k2[:, 0], k2[:, 1]
+    xp.subtract(1, z, out=kz)
+    k_n *= kz                                     # n: (1 - z)(1 - n^2)
+    xp.subtract(1, r, out=kr)
+    kr *= r
+    kr *= ghn
+    kr *= k_n                                     # r: (1 - r) r (W_hn h + b_hn) k_n
+    kz *= z
+    t = _scratch(xp, "gru_hn", (n, hid), dt)
+    xp.subtract(hprev, nn_, out=t)
+    kz *= t                                       # z: (h - n) z (1 - z)
+    k_nr = t
+    xp.multiply(k_n, r, out=k_nr)                 # W_hn h + b_hn: k_n r
+    dgh = _scratch(xp, "gru_dgh", (n, 3, hid), dt)   # d of the hidden-side pre-activations
+    dgi = _scratch(xp, "gru_dgi", (n, 3, hid), dt)   # d of the input-side ones (r, z equal dgh's)
     dh = xp.zeros((batch, hid), dt) if ghn_out is None else ghn_out.copy()
-    tmp = xp.empty((batch, hid), dt)
+    tmp = _scratch(xp, "gru_bt", (batch, hid), dt)
     for off, bs in _order(plan, not reverse):
         e = off + bs
         gh = dh[:bs]
         if gy is not None:
             gh += gy[off:e]
-        di = dgi[off:e]
-        dg = dgh[off:e]
-        dn = di[:, h2:]
-        xp.multiply(gh, k_n[off:e], out=dn)
-        xp.multiply(dn, k_r[off:e], out=di[:, :hid])
-        xp.multiply(gh, k_z[off:e], out=di[:, hid:h2])
-        dg[:, :h2] = di[:, :h2]
-        xp.multiply(dn, r[off:e], out=dg[:, h2:])
-        t = tmp[:bs]
-        xp.multiply(gh, z[off:e], out=t)
-        xp.matmul(dg, w_hh, out=gh)
-        gh += t
-    return {"x": xp.matmul(dgi, w_ih), "w_ih": xp.matmul(dgi.T, x), "w_hh": xp.matmul(dgh.T, hprev),
-            "b_ih": dgi.sum(0), "b_hh": dgh.sum(0), "h0": dh}
+        d = dgh[off:e]
+        xp.multiply(gh[:, None, :], k2[off:e], out=d[:, :2])
+        xp.multiply(gh, k_nr[off:e], out=d[:, 2])
+        xp.multiply(gh, k_n[off:e], out=dgi[off:e, 2])
+        tz = tmp[:bs]
+        xp.multiply(gh, z[off:e], out=tz)
+        xp.matmul(d.reshape(bs, 3 * hid), w_hh, out=gh)
+        gh += tz
+    dgi[:, :2] = dgh[:, :2]
+    dgi2, dgh2 = dgi.reshape(n, 3 * hid), dgh.reshape(n, 3 * hid)
+    return {"x": xp.matmul(dgi2, w_ih), "w_ih": xp.matmul(dgi2.T, x), "w_hh": xp.matmul(dgh2.T, hprev),
+            "b_ih": dgi2.sum(0), "b_hh": dgh2.sum(0), "h0": dh}
 
 
 def _rnn_forward(relu):
     def forward(xp, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, plan, reverse):
         n, hid = x.shape[0], w_ih.shape[0]
-        batch = plan[0][1]
         dt = x.dtype
-        acts = _input_projection(xp, x, w_ih, b_ih, b_hh)
-        h = _state(xp, h0, batch, hid, dt)
+        acts = xp.matmul(x, xp.ascontiguousarray(w_ih.T))
+        if b_ih is not None:
+            acts += b_ih + b_hh
+        whh_t = xp.ascontiguousarray(w_hh.T)
         hprev = xp.empty((n, hid), dt)
-        tmp = xp.empty((batch, hid), dt)
-        whh_t = w_hh.T
+        prev = None
         for off, bs in _order(plan, reverse):
             e = off + bs
             hp = hprev[off:e]
-            hp[...] = h[:bs]
-            t = tmp[:bs]
-            xp.matmul(hp, whh_t, out=t)
-            g = acts[off:e]
-            g += t
-            if relu:
-                xp.maximum(g, 0, out=g)
+            if prev is None:
+                _gather_state(hp, None, 0, bs, h0)
             else:
-                xp.tanh(g, out=g)
-            h[:bs] = g
-        return (acts, h), (acts, hprev)
+                _gather_state(hp, acts[prev[0]:prev[0] + prev[1]], prev[1], bs, h0)
+            prev = (off, bs)
+            a = acts[off:e]
+            a += xp.matmul(hp, whh_t)
+            if relu:
+                xp.maximum(a, 0, out=a)
+            else:
+                xp.tanh(a, out=a)
+        return (acts, _final_state(xp, acts, plan, reverse)), (acts, hprev)
     return forward
 
 
@@ -326,21 +413,22 @@ def _rnn_backward(relu):
         n, hid = y.shape
         batch = plan[0][1]
         dt = y.dtype
+        k = _scratch(xp, "rnn_k", (n, hid), dt)
         if relu:
-            k = (y > 0).astype(dt)
+            xp.greater(y, 0, out=k)
         else:
-            k = y * y
+            xp.multiply(y, y, out=k)
             xp.subtract(1, k, out=k)
-        dpre = xp.empty((n, hid), dt)
+        dpre = _scratch(xp, "rnn_d", (n, hid), dt)
         dh = xp.zeros((batch, hid), dt) if ghn is None else ghn.copy()
         for off, bs in _order(plan, not reverse):
             e = off + bs
             gh = dh[:bs]
             if gy is not None:
                 gh += gy[off:e]
-            dp = dpre[off:e]
-            xp.multiply(gh, k[off:e], out=dp)
-            xp.matmul(dp, w_hh, out=gh)
+            d = dpre[off:e]
+            xp.multiply(gh, k[off:e], out=d)
+            xp.matmul(d, w_hh, out=gh)
         return {"x": xp.matmul(dpre, w_ih), "w_ih": xp.matmul(dpre.T, x), "w_hh": xp.matmul(dpre.T, hprev),
                 "b": dpre.sum(0), "h0": dh}
     return backward
