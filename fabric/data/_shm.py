@@ -6,11 +6,12 @@ memory: it copies nothing.
 
 Each worker keeps a small pool of reusable shared-memory *slots*
 (:class:`SlotWriter`). A batch is copied into a free slot; the main process
-(:class:`Receiver`) maps that slot for the batch alone, and when the last
-array of the batch is garbage collected the mapping goes away and the slot's
-flag in a shared control block is set back to free, so the worker reuses it:
-no new pages and no new files per batch. When every slot is still held (the
-user keeps many batches alive) the worker uses a one-shot block instead.
+(:class:`Receiver`) maps each slot once and builds the batch's arrays as views
+of a per-batch lease; when the last array of the batch is garbage collected
+the lease's finalizer sets the slot's flag in a shared control block back to
+free, so the worker reuses it: no new pages, mappings or files per batch.
+When every slot is still held (the user keeps many batches alive) the worker
+uses a one-shot block instead.
 
 The shared memory has no name anywhere: it is an anonymous file
 (``memfd_create``; elsewhere a POSIX segment unlinked right after creation)
@@ -243,12 +244,18 @@ def _free(flags, index, pid) -> None:
 
 
 class Receiver:
-    """The main side: owns the control block (one free/busy byte per slot)
-    and rebuilds batches as views of the slots."""
+    """The main side: owns the control block (one free/busy byte per slot),
+    maps each slot once, and rebuilds batches as views of the slots.
+
+    A batch's arrays are views of a per-batch *lease*, a uint8 array over its
+    bytes of the slot; NumPy keeps the lease as the base of every view derived
+    from them, so the lease dies with the batch's last array, and its
+    finalizer hands the slot back to the worker.
+    """
 
     def __init__(self, num_workers: int, max_slots: int):
         self.max_slots = max_slots
-        self._fds = {}  # (worker, slot) -> descriptor
+        self._maps = {}  # (worker, slot) -> the whole slot, mapped once
         self.flags = None
         self._control_fd = None
         if available:
@@ -262,17 +269,15 @@ class Receiver:
         if available:
             send_handle(conn, self._control_fd, pid)
 
-    def _fd(self, conn, message):
+    def _slot_map(self, conn, message):
         worker_id, slot, fd_follows, _, _ = message
-        if not fd_follows:
-            return self._fds[(worker_id, slot)]
-        fd = recv_handle(conn)
-        if slot is not None:
-            old = self._fds.pop((worker_id, slot), None)
-            if old is not None:  # the worker grew this slot
-                os.close(old)
-            self._fds[(worker_id, slot)] = fd
-        return fd
+        if fd_follows:  # a new (or grown) slot: the old mapping lives on in its batches' leases
+            fd = recv_handle(conn)
+            try:
+                self._maps[(worker_id, slot)] = mmap.mmap(fd, os.fstat(fd).st_size, flags=_MAP_FLAGS)
+            finally:
+                os.close(fd)
+        return self._maps[(worker_id, slot)]
 
     def unpack(self, conn, message):
         """Rebuild a batch from a message received on ``conn`` (reading the
@@ -282,36 +287,33 @@ class Receiver:
             return pickle.loads(payload)
         if size == 0:
             return _Unpacker(io.BytesIO(payload), None).load()
-        fd = self._fd(conn, message)
-        if slot is None:
+        if slot is None:  # a one-shot block
+            fd = recv_handle(conn)
             try:
                 mm = mmap.mmap(fd, size, flags=_MAP_FLAGS)
             finally:
                 os.close(fd)
             return _Unpacker(io.BytesIO(payload), mm).load()
-        mm = mmap.mmap(fd, size, flags=_MAP_FLAGS)
-        # the slot goes back to the worker when the batch's last array (so this mapping) is gone
-        weakref.finalize(mm, _free, self.flags, worker_id * self.max_slots + slot, os.getpid()).atexit = False
-        return _Unpacker(io.BytesIO(payload), mm).load()
+        lease = np.frombuffer(self._slot_map(conn, message), np.uint8, size)
+        weakref.finalize(lease, _free, self.flags, worker_id * self.max_slots + slot, os.getpid()).atexit = False
+        return _Unpacker(io.BytesIO(payload), lease).load()
 
     def discard(self, conn, message) -> None:
         """Drop a message without building its batch."""
-        worker_id, slot, _, size, _ = message
+        worker_id, slot, fd_follows, size, _ = message
         if not available or size == 0:
             return
-        fd = self._fd(conn, message)
         if slot is None:
-            os.close(fd)
+            os.close(recv_handle(conn))
         else:
+            self._slot_map(conn, message)
             self.flags[worker_id * self.max_slots + slot] = 0
 
     def close(self) -> None:
-        """Close the slot descriptors. Batches still alive keep their memory
-        through their mappings until they are collected, and the control block
-        lives as long as they do."""
-        for fd in self._fds.values():
-            os.close(fd)
-        self._fds.clear()
+        """Drop the slot mappings and the control block's descriptor. Batches
+        still alive keep their memory (and the control block) until they are
+        collected."""
+        self._maps.clear()
         if self._control_fd is not None:
             os.close(self._control_fd)
             self._control_fd = None

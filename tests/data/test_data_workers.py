@@ -154,7 +154,9 @@ def test_batches_arrive_in_shared_memory():
     dl = DataLoader(TensorDataset(x, fabric.arange(16)), batch_size=8, num_workers=2)
     batches = list(dl)
     xb = batches[0][0]
-    assert isinstance(xb._data.base, mmap.mmap)  # a view of the shared block: the main process copied nothing
+    lease = xb._data.base  # the batch's view of its worker's shared slot: the main process copied nothing
+    assert isinstance(lease.base, memoryview) and isinstance(lease.base.obj, mmap.mmap)
+    del lease
     xb.add_(1)  # writable, like a torch tensor from shared memory
     assert xb.tolist()[0] == [1.0, 2.0, 3.0, 4.0]
     assert [b[1].tolist() for b in batches] == [list(range(8)), list(range(8, 16))]
@@ -449,6 +451,13 @@ def test_shm_slots_are_reused_and_never_overwritten_while_held(link):
     assert len(tx.slots) == 2
     assert [int(h[0]) for h in held] == list(range(6)) and all((h == h[0]).all() for h in held)
     del held
+    keep = through(np.full(1000, 42))[10:20].reshape(2, 5)  # only a view of a view survives: its slot stays busy
+    tkeep = through(fabric.full((10, 10), 7.0))[2].view(2, 5)  # and a Tensor view
+    for i in range(10):
+        through(np.full(1000, i))
+        through(fabric.full((10, 10), float(i)))
+    assert (keep == 42).all() and (tkeep.numpy() == 7.0).all()
+    del keep, tkeep
     for i in range(20):  # released batches give their slot back: no new blocks
         assert int(through(np.full(1000, i))[-1]) == i
     assert len(tx.slots) == 2
