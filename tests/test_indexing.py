@@ -368,7 +368,6 @@ def test_nonzero_argwhere_where_match_torch(as_tuple):
 
 @pytest.mark.torch
 def test_inplace_on_views_matches_torch():
-    import torch
 
     a0, w0 = arr(3, 4), arr(4)
 
@@ -409,7 +408,7 @@ def test_inplace_on_view_errors():
     with pytest.raises(RuntimeError, match="view of a leaf Variable"):
         w[0].mul_(2)
     y = w * 1
-    a, b = y.split(2)
+    a, _ = y.split(2)
     with pytest.raises(RuntimeError, match="function that returns multiple views"):
         a.mul_(2)
     with fabric.no_grad():
@@ -430,8 +429,8 @@ def test_view_of_non_grad_base_with_grad_value():
 def _random_key(rng, shape):
     """A random PyTorch index for ``shape`` mixing every key kind (index
     arrays may be out of bounds: then both libraries must raise)."""
-    key, dim = [], 0
-    for _ in range(int(rng.integers(1, 5))):
+    key = []
+    for dim in range(int(rng.integers(1, 5))):
         n = shape[dim] if dim < len(shape) else 0
         r = rng.random()
         if r < 0.2 and n:
@@ -452,7 +451,6 @@ def _random_key(rng, shape):
         else:
             k = slice(None)
         key.append(k)
-        dim += 1
     return tuple(key)
 
 

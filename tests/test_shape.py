@@ -95,7 +95,6 @@ def test_copies_do_not_alias(op):
 
 @pytest.mark.torch
 def test_view_strides_match_torch():
-    import torch
 
     a = arr(3, 4, 5)
     for f in [lambda x: x.t() if x.dim() == 2 else x.transpose(0, 2), lambda x: x.diagonal(0, 0, 2),
@@ -111,7 +110,6 @@ def test_view_strides_match_torch():
 
 @pytest.mark.torch
 def test_inplace_view_ops_match_torch():
-    import torch
 
     a = arr(3, 1, 4)
     out = []

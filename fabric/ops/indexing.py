@@ -25,15 +25,40 @@ import warnings
 import numpy as np
 
 from .. import _dtype as D
-from ..autograd.function import Function, _apply
 from .._tensor import Tensor, _wrap_dim
+from ..autograd.function import Function, _apply
 from ..backends import backend_of
 from ._util import xp_of
 
-__all__ = ["index_select", "gather", "scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce",
-           "scatter_reduce_", "index_add", "index_add_", "index_copy", "index_copy_", "index_fill", "index_fill_",
-           "index_put", "index_put_", "masked_fill", "masked_fill_", "masked_select", "masked_scatter",
-           "masked_scatter_", "take", "take_along_dim", "put", "put_", "nonzero", "argwhere"]
+__all__ = [
+    "argwhere",
+    "gather",
+    "index_add",
+    "index_add_",
+    "index_copy",
+    "index_copy_",
+    "index_fill",
+    "index_fill_",
+    "index_put",
+    "index_put_",
+    "index_select",
+    "masked_fill",
+    "masked_fill_",
+    "masked_scatter",
+    "masked_scatter_",
+    "masked_select",
+    "nonzero",
+    "put",
+    "put_",
+    "scatter",
+    "scatter_",
+    "scatter_add",
+    "scatter_add_",
+    "scatter_reduce",
+    "scatter_reduce_",
+    "take",
+    "take_along_dim",
+]
 
 _INT_INDEX = (np.dtype(np.int64), np.dtype(np.int32))
 
@@ -810,7 +835,7 @@ class IndexAdd(Function):
 
     @staticmethod
     def backward(ctx, gy):
-        d, idx, alpha, src_shape = ctx.args
+        d, idx, alpha, _ = ctx.args
         gsrc = None
         if ctx.needs_input_grad[3]:
             gsrc = _apply(IndexSelect, (gy, d, idx), (gy._data, d, idx)) if gy._data.ndim else \
@@ -885,7 +910,7 @@ class IndexCopy(Function):
 
     @staticmethod
     def backward(ctx, gy):
-        d, idx, src_shape = ctx.args
+        d, idx, _ = ctx.args
         need_x, need_src = ctx.needs_input_grad[0], ctx.needs_input_grad[3]
         gx = _apply(IndexFill, (gy, d, idx, None), (gy._data, d, idx, gy._data.dtype.type(0))) if need_x else None
         gsrc = None

@@ -12,16 +12,33 @@ Example::
 from __future__ import annotations
 
 import builtins
+import itertools
 
 import numpy as np
 
 from .. import _dtype as D
-from ..autograd.function import Function, _apply
 from .._tensor import Tensor, _wrap_dim
+from ..autograd.function import Function, _apply
 from ._util import xp_of
 
-__all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_stack", "dstack", "column_stack",
-           "split", "split_with_sizes", "chunk", "tensor_split", "hsplit", "vsplit", "dsplit"]
+__all__ = [
+    "cat",
+    "chunk",
+    "column_stack",
+    "concat",
+    "concatenate",
+    "dsplit",
+    "dstack",
+    "hsplit",
+    "hstack",
+    "row_stack",
+    "split",
+    "split_with_sizes",
+    "stack",
+    "tensor_split",
+    "vsplit",
+    "vstack",
+]
 
 
 def _prepare(tensors, name):
@@ -205,7 +222,7 @@ class SplitBackward(Function):
         lead = (slice(None),) * dim
         xp = xp_of(grads[0])
         if bounds[0][0] == 0 and bounds[-1][1] == shape[dim] and all(
-                b0 == a1 for (_, a1), (b0, _) in zip(bounds, bounds[1:])):
+                b0 == a1 for (_, a1), (b0, _) in itertools.pairwise(bounds)):
             return xp.concatenate(grads, axis=dim)
         z = xp.zeros(shape, grads[0].dtype)
         for (a, b), g in zip(bounds, grads):
@@ -319,7 +336,7 @@ def tensor_split(input, indices_or_sections, dim=0):
                 i = max(i + n, 0)
             idx.append(min(i, n))
         edges = [0] + idx + [n]
-        return _split_at(input, d, [(a, max(a, b)) for a, b in zip(edges, edges[1:])])
+        return _split_at(input, d, [(a, max(a, b)) for a, b in itertools.pairwise(edges)])
     s = builtins.int(ios)
     if s <= 0:
         raise RuntimeError(f"number of sections must be larger than 0, got {s}")

@@ -19,25 +19,81 @@ Example::
 from __future__ import annotations
 
 import builtins
+import itertools
 import warnings
 
 import numpy as np
 
 from .. import _dtype as D
-from ..autograd.function import Function, _apply, _check_inplace
+from .._tensor import Size, Tensor, _wrap_dim
+from ..autograd.function import Function, _apply
 from ..autograd.grad_mode import state as _state
-from .._tensor import Tensor, Size, _wrap_dim
 from ..backends import backend_of
 from ._util import infer_size, shape_args, xp_of
 
-__all__ = ["reshape", "view", "view_as", "reshape_as", "flatten", "unflatten", "ravel", "transpose", "swapaxes",
-           "swapdims", "permute", "movedim", "moveaxis", "t", "adjoint", "expand", "expand_as", "broadcast_to",
-           "broadcast_tensors", "broadcast_shapes", "squeeze", "unsqueeze", "repeat", "repeat_interleave", "tile",
-           "flip", "fliplr", "flipud", "roll", "rot90", "narrow", "select", "unbind", "diagonal", "diag",
-           "diag_embed", "diagflat", "tril", "triu", "tril_", "triu_", "as_strided", "as_strided_", "unfold",
-           "atleast_1d", "atleast_2d", "atleast_3d", "meshgrid", "cartesian_prod", "block_diag", "combinations",
-           "t_", "squeeze_", "unsqueeze_", "transpose_", "swapaxes_", "swapdims_",
-           "getitem", "setitem", "clone", "contiguous"]
+__all__ = [
+    "adjoint",
+    "as_strided",
+    "as_strided_",
+    "atleast_1d",
+    "atleast_2d",
+    "atleast_3d",
+    "block_diag",
+    "broadcast_shapes",
+    "broadcast_tensors",
+    "broadcast_to",
+    "cartesian_prod",
+    "clone",
+    "combinations",
+    "contiguous",
+    "diag",
+    "diag_embed",
+    "diagflat",
+    "diagonal",
+    "expand",
+    "expand_as",
+    "flatten",
+    "flip",
+    "fliplr",
+    "flipud",
+    "getitem",
+    "meshgrid",
+    "moveaxis",
+    "movedim",
+    "narrow",
+    "permute",
+    "ravel",
+    "repeat",
+    "repeat_interleave",
+    "reshape",
+    "reshape_as",
+    "roll",
+    "rot90",
+    "select",
+    "setitem",
+    "squeeze",
+    "squeeze_",
+    "swapaxes",
+    "swapaxes_",
+    "swapdims",
+    "swapdims_",
+    "t",
+    "t_",
+    "tile",
+    "transpose",
+    "transpose_",
+    "tril",
+    "tril_",
+    "triu",
+    "triu_",
+    "unbind",
+    "unflatten",
+    "unfold",
+    "unsqueeze",
+    "unsqueeze_",
+    "view",
+    "view_as",
+]
 
 _SLICE = slice(None)
 
@@ -589,7 +645,7 @@ def repeat(input, *sizes):
 
 def tile(input, dims):
     """Like :func:`repeat`, padding ``dims`` with leading 1s when it is short."""
-    reps = shape_args((dims,) if not isinstance(dims, (builtins.int, np.integer)) else (dims,), "dims")
+    reps = shape_args((dims,), "dims")
     nd = input._data.ndim
     if len(reps) < nd:
         reps = (1,) * (nd - len(reps)) + reps
@@ -1168,7 +1224,7 @@ def as_strided(input, size, stride, storage_offset=None):
     size = shape_args((size,), "size")
     stride = shape_args((stride,), "stride")
     if len(size) != len(stride):
-        raise RuntimeError(f"mismatch in length of strides and shape")
+        raise RuntimeError("mismatch in length of strides and shape")
     if any(s < 0 for s in stride):
         raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got strides: {list(stride)}")
     if any(s < 0 for s in size):
@@ -1425,7 +1481,7 @@ def combinations(input, r=2, with_replacement=False):
     n = input._data.shape[0]
     grids = np.meshgrid(*([np.arange(n)] * r), indexing="ij")
     mask = np.ones(grids[0].shape, bool)
-    for a, b in zip(grids, grids[1:]):
+    for a, b in itertools.pairwise(grids):
         mask &= (a <= b) if with_replacement else (a < b)
     xp = xp_of(input._data)
     return stack([index_select(input, 0, Tensor._make(xp.asarray(g[mask]), False)) for g in grids], 1)
@@ -1544,7 +1600,7 @@ def _classify(k, x):
     if isinstance(k, (builtins.float, np.floating)):
         raise IndexError(_FLOAT_INDEX.format("float"))
     if isinstance(k, str):
-        raise TypeError(f"new(): invalid data type 'str'")
+        raise TypeError("new(): invalid data type 'str'")
     if hasattr(k, "__index__"):
         import operator
 

@@ -275,7 +275,7 @@ def _index_put_samples(dtype, rng):
 
 def _masked_fill_samples(dtype, rng):
     m = _m(rng, dtype)
-    b = lambda *s: make(rng, s, np.bool_)  # noqa: E731
+    b = lambda *s: make(rng, s, np.bool_)
     return [SampleInput(m(3, 4), (b(3, 4), 1)), SampleInput(m(3, 4), (b(4), -2)),
             SampleInput(m(3, 4), (b(3, 4), m()), name="tensor_value"),
             SampleInput(m(4), (b(2, 4), 0), name="broadcast_self"),
@@ -284,14 +284,14 @@ def _masked_fill_samples(dtype, rng):
 
 def _masked_select_samples(dtype, rng):
     m = _m(rng, dtype)
-    b = lambda *s: make(rng, s, np.bool_)  # noqa: E731
+    b = lambda *s: make(rng, s, np.bool_)
     return [SampleInput(m(3, 4), (b(3, 4),)), SampleInput(m(3, 4), (b(4),)), SampleInput(m(4), (b(2, 4),)),
             SampleInput(m(4, 3, nc=True), (b(4, 3),), name="noncontig"), SampleInput(m(), (b(),), name="0d")]
 
 
 def _masked_scatter_samples(dtype, rng):
     m = _m(rng, dtype)
-    b = lambda *s: make(rng, s, np.bool_)  # noqa: E731
+    b = lambda *s: make(rng, s, np.bool_)
     return [SampleInput(m(3, 4), (b(3, 4), m(3, 4))), SampleInput(m(3, 4), (b(4), m(15))),
             SampleInput(m(4), (b(2, 4), m(2, 5)), name="broadcast_self"),
             SampleInput(m(4, 3, nc=True), (b(4, 3), m(13)), name="noncontig")]
@@ -319,13 +319,13 @@ def _put_samples(dtype, rng):
 
 
 def _nonzero_samples(dtype, rng):
-    z = lambda *s: (make(rng, s, dtype) * (make(rng, s, np.bool_))).astype(dtype)  # noqa: E731
+    z = lambda *s: (make(rng, s, dtype) * (make(rng, s, np.bool_))).astype(dtype)
     return [SampleInput(z(3, 4)), SampleInput(z(5)), SampleInput(z(2, 3, 2)), SampleInput(z(0, 3), name="empty"),
             SampleInput(np.zeros((2, 2), dtype), name="all_zero")]
 
 
 def _getitem_samples(dtype, rng):
-    x = lambda: make(rng, (4, 5, 3), dtype)  # noqa: E731
+    x = lambda: make(rng, (4, 5, 3), dtype)
     return [
         SampleInput(x(), ((0, slice(None), np.array([0, 1, 1])),), name="int_then_array"),
         SampleInput(x(), ((np.array([[0, 1], [3, 3]]), slice(1, None), np.array([2, 0])),), name="separated"),
