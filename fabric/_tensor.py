@@ -660,6 +660,8 @@ class Tensor:
         return _ops.abs(self)
 
     def __invert__(self):
+        if self._data.dtype.kind == "f":
+            raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
         return _ops.bitwise_not(self)
 
     def __and__(self, other):
@@ -705,9 +707,13 @@ class Tensor:
         return _ops.bitwise_right_shift_(self, other)
 
     def __eq__(self, other):
+        if other is None:
+            return False
         return _ops.eq(self, other)
 
     def __ne__(self, other):
+        if other is None:
+            return True
         return _ops.ne(self, other)
 
     def __lt__(self, other):

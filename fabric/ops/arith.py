@@ -178,11 +178,11 @@ class PowTensor(Function):
     @staticmethod
     def forward(ctx, a, b):
         xp = xp_of(b if not hasattr(a, "dtype") else a)
-        if getattr(a, "dtype", None) is not None and a.dtype.kind in "iub" and hasattr(b, "dtype") \
-                and b.dtype.kind in "iu" and bool((b < 0).any()):
-            raise RuntimeError("Integers to negative integer powers are not allowed.")
-        with _np_errstate(xp):
-            y = xp.power(a, b)
+        if hasattr(b, "dtype") and b.dtype.kind in "iu" and (not hasattr(a, "dtype") or a.dtype.kind in "iu"):
+            y = _int_power(xp, a, b)
+        else:
+            with _np_errstate(xp):
+                y = xp.power(a, b)
         ctx.save_for_backward(a, b, y)
         return y
 
@@ -202,6 +202,25 @@ class PowTensor(Function):
             if isinstance(a, Tensor):
                 gb = where((a == 0) & (b >= 0), gb * 0, gb)
         return ga, gb
+
+
+class PowScalarBase(PowTensor):
+    """number ** tensor (PyTorch names its node PowBackward2)."""
+    _array_forward = True
+    _node_name = "PowBackward2"
+
+
+def _int_power(xp, a, b):
+    """Integer ``a ** b`` with PyTorch's rule for negative exponents (an
+    integer result: 1 ** -n = 1, (-1) ** -n = +-1, anything else 0)."""
+    neg = b < 0
+    if not bool(neg.any()):
+        return xp.power(a, b)
+    y = xp.power(a, xp.where(neg, 0, b))
+    one = a == 1
+    minus_one = a == -1
+    sign = xp.where(b % 2 == 0, 1, -1).astype(y.dtype)
+    return xp.where(neg, xp.where(one, 1, xp.where(minus_one, sign, 0)).astype(y.dtype), y)
 
 
 def _log_scalar(a):
@@ -292,7 +311,39 @@ class _NoCtx:
 _NO_CTX = _NoCtx()
 
 
+def _bool_sub_error():
+    raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
+                       "invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
+def _is_bool(v):
+    return (isinstance(v, Tensor) and v._data.dtype == bool) or v.__class__ is bool
+
+
+def _broadcast_error(a, b):
+    """PyTorch's message for operands whose shapes do not broadcast."""
+    sa = tuple(a.shape) if isinstance(a, Tensor) else ()
+    sb = tuple(b.shape) if isinstance(b, Tensor) else ()
+    n = max(len(sa), len(sb))
+    pa, pb = (1,) * (n - len(sa)) + sa, (1,) * (n - len(sb)) + sb
+    for d in range(n - 1, -1, -1):
+        if pa[d] != pb[d] and pa[d] != 1 and pb[d] != 1:
+            return RuntimeError(f"The size of tensor a ({pa[d]}) must match the size of tensor b ({pb[d]}) at "
+                                f"non-singleton dimension {d}")
+    return None
+
+
 def binary(cls, a, b, floats_only=False):
+    try:
+        return _binary(cls, a, b, floats_only)
+    except ValueError:
+        err = _broadcast_error(a, b)
+        if err is None:
+            raise
+        raise err from None
+
+
+def _binary(cls, a, b, floats_only=False):
     """``cls`` applied to Tensor ``a`` and ``b`` (Tensor or Python number).
 
     The common cases — two CPU tensors of one dtype, or a float tensor and a
@@ -313,6 +364,8 @@ def binary(cls, a, b, floats_only=False):
                 return _apply_recording(cls, (a, b), (x, b))
             out = cls.forward(_NO_CTX, x, b)
             return _make(out if out.__class__ is _ndarray else _normalize(out), False)
+    if cls is Sub and (_is_bool(a) or _is_bool(b)) and not (_is_bool(a) and _is_bool(b)):
+        _bool_sub_error()
     if floats_only:
         a, b, x, y = float_operands(a, b)
     else:
@@ -342,6 +395,8 @@ def sub(input, other, *, alpha=1, out=None):
         other = mul(other, alpha)
     if out is None and isinstance(input, Tensor):
         return binary(Sub, input, other)
+    if _is_bool(input) or _is_bool(other):
+        _bool_sub_error()
     a, b, x, y = binary_operands(input, other)
     return _out(_apply(Sub, (a, b), (x, y)), out)
 
@@ -353,6 +408,11 @@ def rsub(input, other, *, alpha=1):
     """``other - alpha * input`` (the reflected ``-``)."""
     if alpha != 1:
         input = mul(input, alpha)
+    if _is_bool(input) or _is_bool(other):
+        if _is_bool(input) and _is_bool(other):
+            raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
+                               "or `logical_xor()` operator instead.")
+        _bool_sub_error()
     a, b, x, y = binary_operands(other, input)
     return _apply(Sub, (a, b), (x, y))
 
@@ -411,8 +471,9 @@ def pow(input, exponent, *, out=None):
     if not isinstance(exponent, Tensor):
         a, c, x, c2 = binary_operands(input, exponent)
         return _out(_apply(PowScalar, (a, c), (x, c2)), out)
+    cls = PowTensor if isinstance(input, Tensor) else PowScalarBase
     a, b, x, y = binary_operands(input, exponent)
-    return _out(_apply(PowTensor, (a, b), (x, y)), out)
+    return _out(_apply(cls, (a, b), (x, y)), out)
 
 
 def matmul(input, other, *, out=None):
