@@ -1743,8 +1743,12 @@ def _index_put_acc(target, adv, values):
         lin = a if lin is None else lin * n + a
     lin = xp.broadcast_to(lin, b).reshape(-1)
     rows, cols = _prod(sizes), _prod(rsizes)
+    vals = values.reshape(lin.shape[0], cols)
+    if pos[-1] == len(pos) - 1 and target.flags.c_contiguous:  # leading index dims: accumulate in place
+        backend_of(target).scatter_add(target.reshape(rows, cols), lin, vals)
+        return
     buf = xp.zeros((rows, cols), target.dtype)
-    backend_of(target).scatter_add(buf, lin, values.reshape(lin.shape[0], cols))
+    backend_of(target).scatter_add(buf, lin, vals)
     perm = pos + rest
     inv = [0] * len(perm)
     for i, p in enumerate(perm):
