@@ -455,7 +455,14 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
 
     def _get_data(self):
         conn, (idx, message) = self._get_message()
-        return idx, self._pool.receiver.unpack(conn, message)
+        try:
+            return idx, self._pool.receiver.unpack(conn, message)
+        except (EOFError, OSError):
+            worker_id = self._readers.index(conn)
+            self._workers[worker_id].join(timeout=1.0)
+            if self._workers[worker_id].exitcode is None:
+                raise  # e.g. out of file descriptors: not a dead worker
+            self._worker_died([worker_id])  # it died between a message and the descriptor after it
 
     def _next_data(self):
         while True:
