@@ -38,16 +38,20 @@ def _no_leaks():
     resource_tracker.ensure_running()  # spawn starts it once for the process: not a per-test descriptor
     gc.collect()
     fds, names = _fds(), _shm_names()
+    _children_before[:] = multiprocessing.active_children()  # whatever other tests may have left running
     yield
     gc.collect()
-    assert multiprocessing.active_children() == []
+    assert set(multiprocessing.active_children()) <= set(_children_before)
     assert _fds() == fds, "open descriptors leaked"
     assert _shm_names() == names, "named shared memory left behind"
 
 
+_children_before = []
+
+
 def _assert_clean(pids=()):
     gc.collect()
-    assert multiprocessing.active_children() == []
+    assert set(multiprocessing.active_children()) <= set(_children_before)
     for pid in pids:  # reaped: no zombie left behind
         assert not os.path.exists(f"/proc/{pid}"), f"process {pid} still exists"
 
