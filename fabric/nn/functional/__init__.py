@@ -11,3 +11,4 @@ from ._loss import *  # noqa: F401,F403
 from ._conv import *  # noqa: F401,F403
 from ._pooling import *  # noqa: F401,F403
 from ._resample import *  # noqa: F401,F403
+from ._attention import *  # noqa: F401,F403

@@ -20,3 +20,5 @@ from .pixelshuffle import *  # noqa: F401,F403
 from .upsampling import *  # noqa: F401,F403
 from .fold import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
+from .attention import *  # noqa: F401,F403
+from .transformer import *  # noqa: F401,F403
