@@ -209,19 +209,33 @@ class Tensor:
 
     def stride(self, dim=None):
         """Strides in elements, like PyTorch (NumPy's are in bytes)."""
-        item = self._data.itemsize
-        st = tuple(s // item for s in self._data.strides)
-        if self._data.size <= 1 or 0 in self._data.shape:
-            st = _contiguous_strides(self._data.shape)
+        d = self._data
+        if d.size <= 1 or 0 in d.shape:
+            st = _contiguous_strides(d.shape)
+        else:
+            item = d.itemsize
+            st = [s // item for s in d.strides]
+            # size-1 dims: NumPy may report any stride (0 for inserted axes);
+            # PyTorch reports the nominal one, stride[d+1] * size[d+1]
+            for k in range(d.ndim - 1, -1, -1):
+                if d.shape[k] == 1:
+                    st[k] = st[k + 1] * d.shape[k + 1] if k + 1 < d.ndim else 1
+            st = tuple(st)
         if dim is None:
             return st
         return st[_wrap_dim(dim, self._data.ndim)]
 
     def storage_offset(self) -> int:
-        base = self._data.base
-        if base is None or not isinstance(base, _ndarray):
+        """Offset (in elements) of the first element from the start of the memory block."""
+        d = self._data
+        if d.__class__ is not _ndarray:
+            return (d.data.ptr - d.data.mem.ptr) // d.itemsize
+        root = d
+        while isinstance(root.base, _ndarray):
+            root = root.base
+        if root is d:
             return 0
-        return (self._data.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // self._data.itemsize
+        return (d.__array_interface__["data"][0] - root.__array_interface__["data"][0]) // d.itemsize
 
     def data_ptr(self) -> int:
         d = self._data

@@ -99,9 +99,10 @@ class MulInplace(Function):
     _node_name = "MulBackward0"
 
     @staticmethod
-    def forward(ctx, x, y, rt):
-        # the other operand's gradient needs x's value before the write
-        ctx.save_for_backward(x.copy() if ctx.needs_input_grad[1:2] == (True,) else None, y)
+    def forward(ctx, x, y, rt, x_old):
+        # x_old: a clone of x (with x's history) when the other operand's
+        # gradient needs x's value before the write
+        ctx.save_for_backward(x_old, y)
         if rt is not None and rt != x.dtype:
             return _store(x, x.astype(rt) * y)
         x *= y
@@ -111,7 +112,7 @@ class MulInplace(Function):
     def backward(ctx, gy):
         x_old, y = ctx.saved_tensors
         need_x, need_y = ctx.needs_input_grad[:2]
-        return (gy * y if need_x else None), (gy * x_old if need_y else None), None
+        return (gy * y if need_x else None), (gy * x_old if need_y else None), None, None
 
 
 class DivInplace(Function):
@@ -120,15 +121,27 @@ class DivInplace(Function):
     _node_name = "DivBackward0"
 
     @staticmethod
-    def forward(ctx, x, y, rt):
-        ctx.save_for_backward(x.copy() if ctx.needs_input_grad[1:2] == (True,) else None, y)
+    def forward(ctx, x, y, rt, x_old):
+        ctx.save_for_backward(x_old, y)
         return _store(x, x / y)
 
     @staticmethod
     def backward(ctx, gy):
         x_old, y = ctx.saved_tensors
         need_x, need_y = ctx.needs_input_grad[:2]
-        return (gy / y if need_x else None), (-gy * x_old / (y * y) if need_y else None), None
+        return (gy / y if need_x else None), (-gy * x_old / (y * y) if need_y else None), None, None
+
+
+def _old_value(self, other):
+    """A clone of ``self`` keeping its history, needed by ``other``'s gradient
+    after ``self`` is overwritten (None when no gradient needs it)."""
+    from ..autograd.grad_mode import state
+
+    if state.enabled and isinstance(other, Tensor) and other._requires_grad:
+        from .shape import clone
+
+        return clone(self)
+    return None
 
 
 def add_(self, other, *, alpha=1):
@@ -154,7 +167,8 @@ def sub_(self, other, *, alpha=1):
 def mul_(self, other):
     """In-place ``self *= other``."""
     x, y, rt = _inplace_operands(self, other, "mul_")
-    return _apply(MulInplace, (self, other, None), (x, y, rt))
+    old = _old_value(self, other)
+    return _apply(MulInplace, (self, other, None, old), (x, y, rt, None if old is None else old._data))
 
 
 def div_(self, other, *, rounding_mode=None):
@@ -166,7 +180,8 @@ def div_(self, other, *, rounding_mode=None):
     if self._data.dtype.kind != "f":
         raise RuntimeError(f"result type Float can't be cast to the desired output type {_tname(self._data.dtype)}")
     x, y, rt = _inplace_operands(self, other, "div_")
-    return _apply(DivInplace, (self, other, None), (x, y, rt))
+    old = _old_value(self, other)
+    return _apply(DivInplace, (self, other, None, old), (x, y, rt, None if old is None else old._data))
 
 
 class Fill(Function):
