@@ -87,10 +87,12 @@ def _offset_slices(geom):
 
 
 def _tiles(geom) -> bool:
-    """Non-overlapping, unpadded, undilated windows (kernel == stride): pool
-    by a reshape instead of a loop over offsets."""
+    """Large non-overlapping, unpadded, undilated windows (kernel == stride,
+    e.g. global pooling): pool by a reshape and one reduction instead of a
+    loop over many offsets (for small kernels the loop is faster)."""
     return (geom.kernel == geom.stride and not any(geom.pad) and all(d == 1 for d in geom.dilation)
-            and all(o * k <= i for o, k, i in zip(geom.out_size, geom.kernel, geom.in_size)))
+            and all(o * k <= i for o, k, i in zip(geom.out_size, geom.kernel, geom.in_size))
+            and _prod(geom.kernel) > 16)
 
 
 def _tile_view_shape(lead, geom):
@@ -114,87 +116,145 @@ def _lowest(dtype):
     return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
 
 
+def _first_offsets(geom, xp):
+    """Per output position, the number of its window's first in-bounds
+    element (broadcastable to the output's spatial shape)."""
+    nd = geom.nd
+    num = None
+    for i in range(nd):
+        k, s, p, d = geom.kernel[i], geom.stride[i], geom.pad[i], geom.dilation[i]
+        start = np.arange(geom.out_size[i], dtype=np.int64) * s - p
+        first = np.minimum(np.maximum(-(start // d), 0), k - 1).reshape((-1,) + (1,) * (nd - 1 - i))
+        num = first if num is None else num * k + first
+    return xp.asarray(num)
+
+
 def _plane_index(kidx, geom):
     """Flat positions (in each input plane) of the window elements numbered
-    ``kidx`` (kernel offset numbers; -1: the window's first in-bounds element)."""
+    ``kidx`` (kernel offset numbers, C order over the kernel dims)."""
     xp = xp_of(kidx)
     nd = geom.nd
     flat = None
-    rem = kidx
+    rem = kidx.astype(np.int64, copy=False)
     plane_strides = [_prod(geom.in_size[i + 1:]) for i in range(nd)]
     for i in range(nd - 1, -1, -1):
         k, s, p, d = geom.kernel[i], geom.stride[i], geom.pad[i], geom.dilation[i]
         shape = (geom.out_size[i],) + (1,) * (nd - 1 - i)
-        start = (xp.arange(geom.out_size[i], dtype=np.int64) * s - p).reshape(shape)
-        first = xp.maximum(-(start // d), 0)
-        off = xp.where(kidx < 0, first, rem % k)
+        start = xp.asarray((np.arange(geom.out_size[i], dtype=np.int64) * s - p).reshape(shape))
+        pos = (start + (rem % k) * d) * plane_strides[i]
         rem = rem // k
-        pos = (start + off * d) * plane_strides[i]
         flat = pos if flat is None else flat + pos
-    return flat.astype(np.int64, copy=False)
+    return flat
 
 
-def _max_pool_loop(x, geom):
-    """Max pooling by a loop over kernel offsets.  NaN wins (the last NaN),
-    ties keep the first maximum, padding never wins; a window of only the
-    lowest value reports its first in-bounds element (PyTorch's rules)."""
+def _max_pool_offsets(x, geom):
+    """Max pooling by a loop over kernel offsets: the maximum with
+    ``xp.maximum`` (NaN propagates), then the number of the window element
+    that holds it - the first one, or for a NaN the last NaN, and for a
+    window of only the lowest value its first in-bounds element (PyTorch's
+    rules; padding never wins).  Returns ``(values, offset numbers)``."""
     xp = xp_of(x)
     low = _lowest(x.dtype)
     xpad = _padded(x, geom, low)
-    shape = x.shape[:2] + geom.out_size
-    best = xp.full(shape, low, x.dtype)
-    kidx = xp.full(shape, -1, np.int64)
-    is_float = x.dtype.kind == "f"
-    for j, sl in _offset_slices(geom):
-        v = xpad[sl]
-        upd = v > best
-        if is_float:
-            upd |= xp.isnan(v)
-        xp.copyto(best, v, where=upd)
-        xp.copyto(kidx, j, where=upd)
-    return best, _plane_index(kidx, geom)
+    slices = [sl for _, sl in _offset_slices(geom)]
+    best = xp.array(xpad[slices[0]])
+    for sl in slices[1:]:
+        xp.maximum(best, xpad[sl], out=best)
+    kt = np.int16 if len(slices) < 2 ** 15 - 1 else np.int64
+    kidx = xp.zeros(best.shape, kt)     # 1 + the first matching offset; 0: none yet
+    found = xp.zeros(best.shape, bool)
+    for j, sl in enumerate(slices):
+        m = xpad[sl] == best
+        xp.greater(m, found, out=m)     # m & ~found
+        kidx += m.view(np.uint8) * kt(j + 1)
+        found |= m
+    kidx -= 1
+    if x.dtype.kind == "f":
+        nan = xp.isnan(best)
+        if nan.any():
+            for j, sl in enumerate(slices):
+                kidx = xp.where(nan & xp.isnan(xpad[sl]), kt(j), kidx)
+    lowest = best == low
+    if lowest.any():
+        kidx = xp.where(lowest, _first_offsets(geom, xp).astype(kt), kidx)
+    return best, kidx
 
 
 def _max_pool_tiles(x, geom):
-    """Max pooling of non-overlapping tiles: one transpose and one argmax."""
+    """Max pooling of large non-overlapping tiles: one transpose and one
+    argmax (NaN: the last NaN of a window, as PyTorch reports)."""
     xp = xp_of(x)
     nd = geom.nd
     v = _tile_view(x, geom)
     axes = (0, 1) + tuple(2 + 2 * i for i in range(nd)) + _tile_axes(nd)
     w = v.transpose(axes).reshape(x.shape[:2] + geom.out_size + (-1,))
+    k = xp.argmax(w, axis=-1)
     if w.dtype.kind == "f":
-        # PyTorch reports the last NaN of a window; argmax of the reversed window finds it
         nan = xp.isnan(w)
-        k = xp.argmax(w, axis=-1)
         if nan.any():
             last_nan = w.shape[-1] - 1 - xp.argmax(nan[..., ::-1], axis=-1)
             k = xp.where(nan.any(axis=-1), last_nan, k)
-    else:
-        k = xp.argmax(w, axis=-1)
     y = xp.take_along_axis(w, k[..., None], axis=-1)[..., 0]
-    return y, _plane_index(k, geom)
+    return y, k
 
 
-def _max_pool_arrays(x, geom):
-    xp = xp_of(x)
+def _tiles_scatter(gy, kidx, geom, in_shape):
+    """:func:`_offset_scatter` for :func:`_tiles` windows: one put along the
+    flattened tile axis, then the inverse of the tile transpose."""
+    xp = xp_of(gy)
     nd = geom.nd
-    if _tiles(geom) and _prod(geom.kernel) > 4 and xp is np:
-        return _max_pool_tiles(x, geom)
-    if nd <= 2 and x.dtype.kind == "f" and all(p <= k // 2 for p, k in zip(geom.pad, geom.kernel)):
-        # the backend's fused max_pool2d (a CUDA kernel on the GPU); 1-D is H = 1
-        n, c = x.shape[:2]
-        k, s, p, d = geom.kernel, geom.stride, geom.pad, geom.dilation
-        if nd == 1:
-            x4 = x.reshape(n, c, 1, x.shape[2])
-            k, s, p, d = (1,) + k, (1,) + s, (0,) + p, (1,) + d
-        else:
-            x4 = x
-        ceil = any(o != (i + 2 * pp - dd * (kk - 1) - 1) // ss + 1
-                   for o, i, pp, dd, kk, ss in zip(geom.out_size, geom.in_size, geom.pad, geom.dilation,
-                                                   geom.kernel, geom.stride))
-        y, idx = backend_of(x).max_pool2d(x4, k, s, p, d, ceil)
-        return y.reshape(x.shape[:2] + geom.out_size), idx.reshape(x.shape[:2] + geom.out_size)
-    return _max_pool_loop(x, geom)
+    lead = tuple(in_shape[:2])
+    w = xp.zeros(lead + geom.out_size + (_prod(geom.kernel),), gy.dtype)
+    xp.put_along_axis(w, kidx[..., None].astype(np.int64), gy[..., None], axis=-1)
+    w = w.reshape(lead + geom.out_size + geom.kernel)
+    # (N, C, o1.., k1..) -> (N, C, o1, k1, o2, k2, ...)
+    axes = (0, 1) + tuple(v for i in range(nd) for v in (2 + i, 2 + nd + i))
+    tiles = w.transpose(axes).reshape(lead + tuple(o * k for o, k in zip(geom.out_size, geom.kernel)))
+    if tiles.shape[2:] == geom.in_size:
+        return xp.ascontiguousarray(tiles)
+    out = xp.zeros(tuple(in_shape), gy.dtype)
+    out[(slice(None), slice(None)) + tuple(slice(0, v) for v in tiles.shape[2:])] = tiles
+    return out
+
+
+def _offset_scatter(gy, kidx, geom, in_shape):
+    """The gradient of max pooling from offset numbers: per kernel offset,
+    ``gy`` where that offset won added into a strided slice (no atomics,
+    no index arrays)."""
+    xp = xp_of(gy)
+    if _tiles(geom):
+        return _tiles_scatter(gy, kidx, geom, in_shape)
+    ext = _extent(geom)
+    gpad = xp.zeros(tuple(in_shape[:2]) + ext, gy.dtype)
+    finite = bool(xp.isfinite(gy).all()) if gy.dtype.kind == "f" else True
+    for j, sl in _offset_slices(geom):
+        hit = kidx == j
+        gpad[sl] += gy * hit if finite else xp.where(hit, gy, 0)
+    if ext == geom.in_size and not any(geom.pad):
+        return gpad
+    return xp.ascontiguousarray(gpad[_interior(geom)])
+
+
+def _fused_max_pool(x, geom):
+    """The backend's fused max_pool2d (a CUDA kernel on the GPU); 1-D is H = 1."""
+    n, c = x.shape[:2]
+    k, s, p, d = geom.kernel, geom.stride, geom.pad, geom.dilation
+    x4 = x
+    if geom.nd == 1:
+        x4 = x.reshape(n, c, 1, x.shape[2])
+        k, s, p, d = (1,) + k, (1,) + s, (0,) + p, (1,) + d
+    ceil = any(o != (i + 2 * pp - dd * (kk - 1) - 1) // ss + 1
+               for o, i, pp, dd, kk, ss in zip(geom.out_size, geom.in_size, geom.pad, geom.dilation, geom.kernel,
+                                               geom.stride))
+    y, idx = backend_of(x).max_pool2d(x4, k, s, p, d, ceil)
+    return y.reshape(x.shape[:2] + geom.out_size), idx.reshape(x.shape[:2] + geom.out_size)
+
+
+def _use_fused(x, geom) -> bool:
+    # NumPy runs the offset loop (faster than the fused reference); other
+    # backends the fused kernel where its contract covers the case
+    return (x.__class__ is not np.ndarray and geom.nd <= 2 and x.dtype.kind == "f"
+            and all(p <= k // 2 for p, k in zip(geom.pad, geom.kernel)))
 
 
 def _plane_scatter(gy, idx, in_shape):
@@ -213,20 +273,29 @@ def _plane_gather(x, idx):
 
 
 class _MaxPool(Function):
-    """Max pooling; returns ``(values, indices)``."""
+    """Max pooling; returns ``(values, indices)`` when ``want_idx``, else the values."""
 
     _array_forward = True
 
     @staticmethod
-    def forward(ctx, x, geom):
-        y, idx = _max_pool_arrays(x, geom)
-        ctx.idx, ctx.in_shape = idx, x.shape
-        return y, idx
+    def forward(ctx, x, geom, want_idx):
+        ctx.geom, ctx.in_shape = geom, x.shape
+        if _use_fused(x, geom):
+            y, idx = _fused_max_pool(x, geom)
+            ctx.idx, ctx.kidx = idx, None
+        else:
+            y, kidx = (_max_pool_tiles if _tiles(geom) else _max_pool_offsets)(x, geom)
+            idx = _plane_index(kidx, geom) if want_idx else None
+            ctx.idx, ctx.kidx = idx, kidx
+        return (y, idx) if want_idx else y
 
     @staticmethod
     def backward(ctx, gy, _gidx=None):
+        if ctx.kidx is not None:
+            args = (ctx.kidx, ctx.geom, ctx.in_shape)
+            return _apply(_OffsetScatter, (gy,) + args, (gy._data,) + args), None, None
         idx = ctx.idx
-        return _apply(_PlaneScatter, (gy, idx, ctx.in_shape), (gy._data, idx, ctx.in_shape)), None
+        return _apply(_PlaneScatter, (gy, idx, ctx.in_shape), (gy._data, idx, ctx.in_shape)), None, None
 
 
 class _MaxPool1d(_MaxPool):
@@ -242,6 +311,24 @@ class _MaxPool3d(_MaxPool):
 
 
 _MAX_POOLS = {1: _MaxPool1d, 2: _MaxPool2d, 3: _MaxPool3d}
+
+
+class _OffsetScatter(Function):
+    """The gradient of max pooling given the winning kernel offsets; its
+    adjoint gathers at the same positions (:class:`_PlaneGather`)."""
+
+    _array_forward = True
+    _node_name = "MaxPoolWithIndicesBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, gy, kidx, geom, in_shape):
+        ctx.kidx, ctx.geom = kidx, geom
+        return _offset_scatter(gy, kidx, geom, in_shape)
+
+    @staticmethod
+    def backward(ctx, gg):
+        idx = _plane_index(ctx.kidx, ctx.geom)
+        return _apply(_PlaneGather, (gg, idx), (gg._data, idx)), None, None, None
 
 
 class _PlaneScatter(Function):
@@ -570,10 +657,11 @@ def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_i
     if input._data.dtype.kind == "b":
         raise NotImplementedError(f"\"max_pool{nd}d\" not implemented for 'Bool'")
     geom = _pool_geom(fn, input.shape, k, s, p, d, bool(ceil_mode), kind)
-    y, idx = _apply(_MAX_POOLS[nd], (input, geom), (input._data, geom))
+    want = bool(return_indices)
+    out = _apply(_MAX_POOLS[nd], (input, geom, want), (input._data, geom, want))
     if unbatched:
-        y, idx = y.squeeze(0), idx.squeeze(0)
-    return (y, idx) if return_indices else y
+        out = (out[0].squeeze(0), out[1].squeeze(0)) if want else out.squeeze(0)
+    return out
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
@@ -873,6 +961,9 @@ def _adaptive_avg(input, output_size, nd):
         size, o = in_spatial[i], out[i]
         if size == o:
             continue
+        if o == 1:       # global pooling along this dim
+            y = y.mean(len(lead) + i, keepdim=True)
+            continue
         m = Tensor._make(_averaging_matrix(size, o, x.dtype, xp), False)
         cur = tuple(y.shape)
         axis = len(lead) + i
@@ -997,7 +1088,7 @@ def _adaptive_max(input, output_size, return_indices, nd):
         # equal windows: a plain max pool with kernel = stride = size / out
         k = tuple(i // o for i, o in zip(in_spatial, out))
         geom = _Geom(in_spatial, out, k, k, (1,) * nd, (0,) * nd, 1)
-        y, idx = _apply(_MAX_POOLS[nd], (input, geom), (x, geom))
+        y, idx = _apply(_MAX_POOLS[nd], (input, geom, True), (x, geom, True))
     else:
         cls = _AdaptiveMaxPool3d if nd == 3 else _AdaptiveMaxPool2d
         y, idx = _apply(cls, (input, out), (x, out))

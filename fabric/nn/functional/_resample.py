@@ -265,18 +265,103 @@ def _cubic_taps(in_size, out_size, align_corners, scale, ot, dtype):
     return idx, [w.astype(dtype) for w in weights]
 
 
+def _axis_gather(x, axis, taps):
+    xp = xp_of(x)
+    out = None
+    for idx, w in taps:
+        v = xp.take(x, xp.asarray(idx), axis=axis)
+        if w is not None:
+            v *= xp.asarray(w)
+        if out is None:
+            out = v
+        else:
+            out += v
+    return out
+
+
+def _axis_scatter(gy, axis, taps, in_size):
+    """The adjoint of :func:`_axis_gather`.  Tap indices are non-decreasing,
+    so the outputs reading one input element form a run; the r-th elements
+    of all runs are gathered at once and summed over r (as many gathers as
+    the longest run, no scatter with repeated indices)."""
+    xp = xp_of(gy)
+    shape = gy.shape[:axis] + (in_size,) + gy.shape[axis + 1:]
+    lead = (slice(None),) * axis
+    gx = None
+    for idx, w in taps:
+        g = gy * xp.asarray(w) if w is not None else gy
+        starts = np.flatnonzero(np.concatenate(([True], idx[1:] != idx[:-1])))
+        counts = np.diff(np.append(starts, idx.size))
+        acc = None
+        for r in range(int(counts.max())):
+            have = counts > r
+            if have.all() or have.mean() > 0.5:
+                # the r-th element of (nearly) every run: one gather, zeroed where a run is shorter
+                v = xp.take(g, xp.asarray(starts + np.minimum(r, counts - 1)), axis=axis)
+                if not have.all():
+                    v *= xp.asarray(have.astype(gy.dtype).reshape((-1,) + (1,) * (gy.ndim - 1 - axis)))
+                if acc is None:
+                    acc = v
+                else:
+                    acc += v
+            else:                    # only a few longer runs: a small gather and add
+                sel = np.flatnonzero(have)
+                part = xp.take(g, xp.asarray(starts[sel] + r), axis=axis)
+                if sel[-1] - sel[0] + 1 == sel.size:     # a contiguous block: basic slicing
+                    acc[lead + (slice(int(sel[0]), int(sel[-1]) + 1),)] += part
+                else:
+                    acc[lead + (xp.asarray(sel),)] += part
+        uniq = idx[starts]
+        if uniq.size == in_size:      # every input element is read (uniq is then arange)
+            if gx is None:
+                gx = acc
+            else:
+                gx += acc
+        else:
+            if gx is None:
+                gx = xp.zeros(shape, gy.dtype)
+            gx[lead + (xp.asarray(uniq),)] += acc
+    return gx
+
+
+class _AxisResample(Function):
+    """One separable interpolation pass: ``y = sum_j w_j * x.take(idx_j, axis)``."""
+
+    _array_forward = True
+    _node_name = "UpsampleBackward0"
+
+    @staticmethod
+    def forward(ctx, x, axis, taps):
+        ctx.args = (axis, taps, x.shape[axis])
+        return _axis_gather(x, axis, taps)
+
+    @staticmethod
+    def backward(ctx, gy):
+        axis, taps, size = ctx.args
+        return _apply(_AxisResampleAdjoint, (gy, axis, taps, size), (gy._data, axis, taps, size)), None, None
+
+
+class _AxisResampleAdjoint(Function):
+    _array_forward = True
+    _node_name = "UpsampleBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, gy, axis, taps, size):
+        ctx.args = (axis, taps)
+        return _axis_scatter(gy, axis, taps, size)
+
+    @staticmethod
+    def backward(ctx, gg):
+        axis, taps = ctx.args
+        return _apply(_AxisResample, (gg, axis, taps), (gg._data, axis, taps)), None, None, None
+
+
 def _resample_dim(y, d, idx, weights):
     """One separable pass along dim ``d``: ``sum_j weights[j] * y[..., idx[j], ...]``."""
-    xp = xp_of(y._data)
     nd_after = y.ndim - 1 - d
-    out = None
-    for j, ix in enumerate(idx):
-        v = y.index_select(d, _const(xp.asarray(ix)))
-        if weights is not None:
-            w = _const(xp.asarray(weights[j].reshape((-1,) + (1,) * nd_after)))
-            v = v * w
-        out = v if out is None else out + v
-    return out
+    taps = tuple((ix, None if weights is None else weights[j].reshape((-1,) + (1,) * nd_after))
+                 for j, ix in enumerate(idx))
+    return _apply(_AxisResample, (y, d, taps), (y._data, d, taps))
 
 
 def _interp_size_error(in_spatial, out_spatial):
