@@ -338,9 +338,10 @@ class Sum(Function):
     @staticmethod
     def forward(ctx, x, dims, keepdim, dtype):
         ctx.shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
+        axis = None if len(dims) == x.ndim else dims  # NumPy reduces faster with axis=None
         if dtype is None and x.dtype == np.float16:
-            return x.sum(axis=dims, keepdims=keepdim, dtype=np.float32).astype(np.float16)
-        return x.sum(axis=dims, keepdims=keepdim, dtype=dtype)
+            return x.sum(axis=axis, keepdims=keepdim, dtype=np.float32).astype(np.float16)
+        return x.sum(axis=axis, keepdims=keepdim, dtype=dtype)
 
     @staticmethod
     def backward(ctx, gy):

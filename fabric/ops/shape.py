@@ -19,6 +19,7 @@ Example::
 from __future__ import annotations
 
 import builtins
+import math
 import itertools
 import warnings
 
@@ -180,11 +181,17 @@ def reshape(input, *shape):
         >>> fabric.arange(6).reshape(2, -1).shape
         fabric.Size([2, 3])
     """
-    shape = infer_size(shape_args(shape), input._data.size)
-    if shape == input._data.shape:
+    x = input._data
+    if len(shape) == 1 and shape[0].__class__ in (tuple, list):
+        shape = shape[0]
+    if all(s.__class__ is builtins.int and s >= 0 for s in shape) and math.prod(shape) == x.size:
+        shape = tuple(shape)  # fast path: explicit, consistent sizes
+    else:
+        shape = infer_size(shape_args(shape), x.size)
+    if shape == x.shape:
         return _view(input, shape)
-    cls = Reshape if _is_viewable(input._data, shape) else ReshapeCopy
-    return _apply(cls, (input, shape), (input._data, shape))
+    cls = Reshape if x.flags.c_contiguous or _is_viewable(x, shape) else ReshapeCopy
+    return _apply(cls, (input, shape), (x, shape))
 
 
 def view(input, *shape):
@@ -1816,6 +1823,13 @@ def _index_key(t, key):
     return _apply(Slice if key[1] is None else Index, (t, key), (t._data, key))
 
 
+def _plain_slice(key):
+    """A slice of Python ints/None with a positive step (the common case)."""
+    start, stop, step = key.start, key.stop, key.step
+    return ((start is None or start.__class__ is builtins.int) and (stop is None or stop.__class__ is builtins.int)
+            and (step is None or (step.__class__ is builtins.int and step > 0)))
+
+
 def getitem(input, key):
     """``input[key]`` with PyTorch's indexing rules: ints, slices (positive
     steps), None, Ellipsis, integer tensors/lists/arrays, bool masks and
@@ -1836,6 +1850,9 @@ def getitem(input, key):
         n = x.shape[0]
         if not -n <= key < n:
             raise IndexError(f"index {key} is out of bounds for dimension 0 with size {n}")
+        k = ((key, Ellipsis), None)
+        return _apply(Slice, (input, k), (x, k))
+    if key.__class__ is slice and x.ndim and _plain_slice(key):
         k = ((key, Ellipsis), None)
         return _apply(Slice, (input, k), (x, k))
     k = _compile_key(key, x)
