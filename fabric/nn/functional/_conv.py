@@ -131,10 +131,11 @@ def _conv_arrays(x, w, geom, cols=None):
     if cols is None:
         cols = _im2col(x, geom)
     xp = xp_of(x)
+    kk = _prod(w.shape[1:])          # (C / groups) * prod(kernel); explicit sizes: any may be 0
     if g == 1:
-        y = xp.matmul(w.reshape(o, -1), cols)
+        y = xp.matmul(w.reshape(o, kk), cols)
     else:
-        y = xp.matmul(w.reshape(g, o // g, -1), cols.reshape(n, g, -1, cols.shape[-1]))
+        y = xp.matmul(w.reshape(g, o // g, kk), cols.reshape(n, g, kk, cols.shape[-1]))
     return y.reshape((n, o) + geom.out_size), cols
 
 
@@ -145,11 +146,12 @@ def _conv_transpose_arrays(gy, w, geom):
     g = geom.groups
     c = w.shape[1] * g
     lo = _prod(geom.out_size)
+    kk = _prod(w.shape[1:])
     if g == 1:
-        cols = xp.matmul(w.reshape(o, -1).T, gy.reshape(n, o, lo))
+        cols = xp.matmul(w.reshape(o, kk).T, gy.reshape(n, o, lo))
     else:
-        cols = xp.matmul(w.reshape(g, o // g, -1).transpose(0, 2, 1), gy.reshape(n, g, o // g, lo))
-    return _col2im(cols.reshape(n, -1, lo), n, c, geom)
+        cols = xp.matmul(w.reshape(g, o // g, kk).transpose(0, 2, 1), gy.reshape(n, g, o // g, lo))
+    return _col2im(cols.reshape(n, g * kk, lo), n, c, geom)
 
 
 def _conv_weight_arrays(x, gy, w_shape, geom, cols=None):
@@ -165,12 +167,13 @@ def _conv_weight_arrays(x, gy, w_shape, geom, cols=None):
     if g == 1:
         gw = xp.matmul(gy.reshape(n, o, lo), cols.transpose(0, 2, 1))
     else:
-        gw = xp.matmul(gy.reshape(n, g, o // g, lo), cols.reshape(n, g, -1, lo).transpose(0, 1, 3, 2))
+        kk = _prod(w_shape[1:])
+        gw = xp.matmul(gy.reshape(n, g, o // g, lo), cols.reshape(n, g, kk, lo).transpose(0, 1, 3, 2))
     return gw.sum(0).reshape(w_shape)
 
 
 def _bias_shape(b, nd):
-    return b.reshape((-1,) + (1,) * nd)
+    return b.reshape((b.shape[0],) + (1,) * nd)
 
 
 class _Convolution(Function):
@@ -325,6 +328,9 @@ def _check_shapes(x_shape, w_shape, bias, groups, transposed):
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
     c = x_shape[1]
+    if w_shape[0] < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at dimension 0, but got "
+                           f"weight of size {list(w_shape)} instead")
     if w_shape[0] % groups:
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
                            f"got weight of size [{list(w_shape)}] instead")
@@ -432,12 +438,14 @@ def _conv_transposend(input, weight, bias, stride, padding, output_padding, grou
     if any(p < 0 for p in output_padding):
         raise RuntimeError("negative output_padding is not supported")
     if any(op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)):
-        names = ("depth", "height", "width")[3 - nd:] if nd <= 3 else [str(i) for i in range(nd)]
+        # PyTorch runs 1-D as 2-D (height 1), and says so
+        op, st, dl = output_padding, stride, dilation
         if nd == 1:
-            names = ("width",)
-        parts = " ".join(f"output_padding_{n}: {v}" for n, v in zip(names, output_padding))
-        parts += " " + " ".join(f"stride_{n}: {v}" for n, v in zip(names, stride))
-        parts += " " + " ".join(f"dilation_{n}: {v}" for n, v in zip(names, dilation))
+            op, st, dl = (0,) + op, (1,) + st, (1,) + dl
+        names = ("depth", "height", "width")[3 - len(op):]
+        parts = " ".join(f"output_padding_{n}: {v}" for n, v in zip(names, op))
+        parts += " " + " ".join(f"stride_{n}: {v}" for n, v in zip(names, st))
+        parts += " " + " ".join(f"dilation_{n}: {v}" for n, v in zip(names, dl))
         raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got {parts}")
     input, unbatched = _unbatch(input, nd)
     x = input._data
