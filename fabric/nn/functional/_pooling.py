@@ -729,7 +729,6 @@ def _unpool_output_size(in_spatial, k, s, p, output_size):
     if output_size is None:
         ret = default
     else:
-        output_size = [builtins.int(v) for v in output_size]
         if len(output_size) == nd + 2:
             output_size = output_size[2:]
         if len(output_size) != nd:
@@ -739,7 +738,7 @@ def _unpool_output_size(in_spatial, k, s, p, output_size):
             lo, hi = default[i] - s[i], default[i] + s[i]
             if not lo < output_size[i] < hi:
                 raise ValueError(f'invalid output_size "{output_size}" (dim {i} must be between {lo} and {hi})')
-        ret = output_size
+        ret = [builtins.int(v) for v in output_size]
     for i, r in enumerate(ret):
         if r < 0:
             raise ValueError(f"max_unpooling: output_size must contain non-negative spatial dimensions, but got "
