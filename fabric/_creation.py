@@ -80,6 +80,10 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
             device = src.device
         out = src.to(dtype=D.to_dtype(dtype) if dtype is not None else None, device=device, copy=True)
         return out.requires_grad_(requires_grad) if requires_grad else out
+    if hasattr(data, "__cuda_array_interface__"):  # a CuPy (or other CUDA) array: copied on the device
+        out = _from_cuda_array(data).to(device=as_device(device) if device is not None else None,
+                                        dtype=D.to_dtype(dtype) if dtype is not None else None, copy=True)
+        return out.requires_grad_(requires_grad) if requires_grad else out
     try:
         arr, inferred = _infer_np_dtype(data)
     except ValueError as e:
@@ -97,10 +101,20 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     if isinstance(data, np.ndarray) and (device is None or as_device(device).type == "cpu"):
         t = from_numpy(data)
         return t.to(D.to_dtype(dtype)) if dtype is not None else t
-    if hasattr(data, "__cuda_array_interface__") and device is None:
-        t = Tensor._make(data, False)
-        return t.to(D.to_dtype(dtype)) if dtype is not None else t
+    if hasattr(data, "__cuda_array_interface__"):  # shares memory when device and dtype allow
+        return _from_cuda_array(data).to(device=as_device(device) if device is not None else None,
+                                         dtype=D.to_dtype(dtype) if dtype is not None else None)
     return tensor(data, dtype=dtype, device=device)
+
+
+def _from_cuda_array(data) -> Tensor:
+    """A tensor over a CUDA array (``__cuda_array_interface__``: CuPy, Numba ...), no copy."""
+    from ._device import device as _device
+
+    arr = backend_for(_device("cuda", 0)).xp.asarray(data)
+    if arr.dtype.kind not in "fiub":
+        raise TypeError(f"can't convert a CUDA array of type {arr.dtype}")
+    return Tensor._make(arr, False)
 
 
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False) -> Tensor:
@@ -154,13 +168,11 @@ def _filled(shape, value, dtype, device, requires_grad):
     """A filled tensor, made directly on its device."""
     dev = as_device(device) if device is not None else None
     if dev is None or dev.type == "cpu":
-        xp = np
         arr = np.full(shape, value, dtype) if value is not None else np.empty(shape, dtype)
     else:
         be = backend_for(dev)
         with be.device_context(dev.index or 0):
             arr = be.xp.full(shape, value, dtype) if value is not None else be.xp.empty(shape, dtype)
-    del xp
     t = Tensor._make(arr, False)
     if requires_grad:
         t.requires_grad_(True)
@@ -189,6 +201,13 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
     size, stride = tuple(size), tuple(stride)
     dt = _np_dtype(dtype)
     extent = 1 + builtins.sum((s - 1) * st for s, st in zip(size, stride)) if all(size) else 0
+    dev = as_device(device) if device is not None else None
+    if dev is not None and dev.type != "cpu":  # allocated on the device, so the strides survive
+        be = backend_for(dev)
+        with be.device_context(dev.index or 0):
+            buf = be.xp.empty(max(extent, 0), dt)
+        arr = be.as_strided(buf, size, tuple(st * dt.itemsize for st in stride))
+        return _finish(arr, None, requires_grad)
     buf = np.empty(max(extent, 0), dt)
     arr = np.lib.stride_tricks.as_strided(buf, size, tuple(st * dt.itemsize for st in stride))
     return _finish(arr, device, requires_grad)

@@ -120,9 +120,13 @@ def _tn(dt):
 def _write(t, arr):
     """Store samples into ``t`` in place (as a no-grad write)."""
     if t._data.__class__ is not np.ndarray:
-        arr = backend_of(t._data).from_numpy(arr, t._data.device.id)
-    with no_grad():
-        t._data[...] = arr
+        be = backend_of(t._data)
+        arr = be.from_numpy(arr, t._data.device.id)
+        with no_grad(), be.device_context(t._data.device.id):   # the copy runs on t's device
+            t._data[...] = arr
+    else:
+        with no_grad():
+            t._data[...] = arr
     t._bump_version()
     return t
 
@@ -189,7 +193,13 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
 
 def bernoulli(input, p=None, *, generator=None, out=None):
     """0/1 samples with probabilities ``input`` (or a scalar ``p``)."""
-    t = Tensor._make(backend_of(input._data).xp.empty_like(input._data), False)
+    x = input._data
+    if x.__class__ is np.ndarray:
+        t = Tensor._make(np.empty_like(x), False)
+    else:
+        be = backend_of(x)
+        with be.device_context(x.device.id):   # CuPy allocates on the current device
+            t = Tensor._make(be.xp.empty_like(x), False)
     return _out(out, bernoulli_(t, input if p is None else p, generator=generator))
 
 
@@ -210,7 +220,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
 
 def poisson(input, generator=None):
     """Poisson samples with rates ``input``."""
-    arr = _gen(generator, input.device).poisson(input._to_host_numpy()).astype(input._data.dtype)
+    arr = _gen(generator, input.device).poisson(input._to_host_numpy()).astype(input._data.dtype, copy=False)
     return _place(arr, input.device, False)
 
 
@@ -226,6 +236,11 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
         if (s < 0).any():
             raise RuntimeError("normal expects all elements of std >= 0.0")
         z = _gen(generator, ref.device).normal(shape, dt, 0.0, 1.0)
+        if z.__class__ is not np.ndarray:  # a CUDA generator's sample: mean and std join it on its device
+            be = backend_of(z)
+            with be.device_context(z.device.id):
+                m, s = be.xp.asarray(m), be.xp.asarray(s)
+                return _out(out, _place((z * s + m).astype(dt), ref.device, False))
         return _out(out, _place((z * s + m).astype(dt), ref.device, False))
     if size is None:
         raise TypeError("normal() with scalar mean and std needs a size")

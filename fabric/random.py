@@ -101,8 +101,12 @@ def manual_seed(seed) -> Generator:
 
 
 def seed() -> int:
-    """Seed from a non-deterministic source; returns the seed."""
-    return _default().seed()
+    """Seed from a non-deterministic source (every device); returns the seed."""
+    s = _default().seed()
+    from . import cuda
+
+    cuda._seed_all_if_initialized(s)
+    return s
 
 
 def initial_seed() -> int:
@@ -119,15 +123,27 @@ def set_rng_state(new_state) -> None:
 
 
 class fork_rng:
-    """Restore the CPU (and given CUDA) RNG state on exit."""
+    """Restore the CPU and CUDA RNG states on exit (CUDA: ``devices``, default
+    every device, when CUDA is available)."""
 
     def __init__(self, devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices", device_type="cuda"):
         self.enabled = enabled
+        self.devices = devices
 
     def __enter__(self):
         if self.enabled:
+            from . import cuda
+
             self.state = get_rng_state()
+            devices = self.devices
+            if devices is None:
+                devices = range(cuda.device_count())
+            self.cuda_states = [(d, cuda.get_rng_state(d)) for d in devices]
 
     def __exit__(self, *exc):
         if self.enabled:
+            from . import cuda
+
             set_rng_state(self.state)
+            for d, state in self.cuda_states:
+                cuda.set_rng_state(state, d)

@@ -38,12 +38,22 @@ class _ToCopy(Function):
         ctx.src_device = "cpu" if x.__class__ is np.ndarray else f"cuda:{x.device.id}"
         moved = False
         if dev is not None:
-            host = src.to_numpy(x)
             if dev.type == "cpu":
-                x = host if host is not x else host.copy()
-            else:
-                x = backend_for(dev).from_numpy(host, dev.index or 0)
+                # non_blocking: a pinned host buffer, filled asynchronously on the current stream
+                x = src.to_numpy(x, non_blocking=True) if non_blocking else src.to_numpy(x)
+            elif x.__class__ is np.ndarray:
+                dst = backend_for(dev)
+                x = dst.from_numpy(x, dev.index or 0, non_blocking=True) if non_blocking else dst.from_numpy(
+                    x, dev.index or 0)
+            else:  # cuda:i -> cuda:j, device to device
+                x = backend_for(dev).to_device(x, dev.index or 0)
             moved = True
+        if x.__class__ is not np.ndarray:
+            # CuPy allocates on the current device: cast / copy on the array's own
+            with backend_of(x).device_context(x.device.id):
+                if np_dtype is not None and x.dtype != np_dtype:
+                    return x.astype(np_dtype)
+                return x if moved else x.copy()
         if np_dtype is not None and x.dtype != np_dtype:
             return x.astype(np_dtype)
         return x if moved else x.copy()
