@@ -633,6 +633,35 @@ def test_philox_errors_match_the_cpu_generator(call):
 
 
 # ==========================================================================
+# benchmarks/gpu.py
+# ==========================================================================
+def _bench_module():
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "gpu.py")
+    spec = importlib.util.spec_from_file_location("bench_gpu", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_gpu_benchmark_exits_cleanly_without_device(no_cuda, capsys):
+    assert _bench_module().main([]) == 0
+    assert "needs a CUDA device" in capsys.readouterr().out
+
+
+def test_gpu_benchmark_runs_on_the_fake_device(capsys):
+    import harness
+
+    if not harness.have_compiler():
+        pytest.skip("the CUDA CPU harness needs g++ and nm")
+    assert _bench_module().main(["--fake", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "char-GPT training step" in out and "AdamW step" in out and out.count("x\n") == 6
+
+
+# ==========================================================================
 # a real GPU
 # ==========================================================================
 @pytest.mark.cuda
