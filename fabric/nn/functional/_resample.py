@@ -373,9 +373,6 @@ def _interp_size_error(in_spatial, out_spatial):
 
 _MODE_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
 _MODE_NAMES = {1: "linear", 2: "bilinear", 3: "trilinear"}
-_KERNEL_NAMES = {"nearest": "upsample_nearest{}d", "nearest-exact": "_upsample_nearest_exact{}d",
-                 "linear": "upsample_linear1d", "bilinear": "upsample_bilinear2d", "bicubic": "upsample_bicubic2d",
-                 "trilinear": "upsample_trilinear3d"}
 
 
 def _is_integer(v) -> bool:
@@ -452,7 +449,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise NotImplementedError("interpolate(antialias=True) is not implemented in fabric")
     valid = ("nearest", "nearest-exact", "area", "linear", "bilinear", "bicubic", "trilinear")
     if mode not in valid or x.ndim not in (3, 4, 5) or (mode == "bicubic" and x.ndim != 4):
-        if mode in _MODE_DIMS and x.ndim in (3, 4, 5):
+        if mode in ("linear", "bilinear", "trilinear") and x.ndim in (3, 4, 5):
             want = _MODE_DIMS[mode] + 2
             raise NotImplementedError(f"Got {x.ndim}D input, but {mode} mode needs {want}D input")
         raise NotImplementedError(
@@ -467,8 +464,15 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         from ._pooling import _adaptive_avg
 
         return _adaptive_avg(input, tuple(output_size), dim)
-    if x.dtype.kind != "f":
-        kname = _KERNEL_NAMES[mode].format(dim)
+    if x.dtype.kind != "f" and not (x.dtype == np.uint8 and mode in ("nearest", "nearest-exact")):
+        if x.dtype == np.uint8 and mode == "bilinear":
+            raise NotImplementedError("interpolate(mode='bilinear') of uint8 tensors (PyTorch's integer kernel) is "
+                                      "not implemented in fabric; convert to float first")
+        if dim == 2 and mode in ("nearest", "nearest-exact", "bilinear"):
+            kname = f"upsample_{'bilinear' if mode == 'bilinear' else 'nearest'}2d_channels_last"
+        else:
+            kname = "compute_indices_weights_" + {"bicubic": "cubic", "nearest": "nearest",
+                                                  "nearest-exact": "nearest"}.get(mode, "linear")
         raise NotImplementedError(f"\"{kname}\" not implemented for '{_type_word(x.dtype)}'")
     if any(i <= 0 for i in in_spatial) or any(o <= 0 for o in output_size):
         raise _interp_size_error(in_spatial, output_size)
@@ -790,8 +794,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         raise RuntimeError(f"grid_sampler(): expected input and grid to be on same device, but input is on "
                            f"{input.device} and grid is on {grid.device}")
     if x.dtype != g.dtype:
-        raise RuntimeError(f"grid_sampler(): expected input and grid to have same dtype, but input has "
-                           f"{input.dtype} and grid has {grid.dtype}")
+        raise RuntimeError(f"expected scalar type {_type_word(x.dtype)} but found {_type_word(g.dtype)}")
     if x.ndim not in (4, 5) or g.ndim != x.ndim:
         raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but got "
                            f"input with sizes {list(x.shape)} and grid with sizes {list(g.shape)}")
@@ -892,26 +895,27 @@ def affine_grid(theta, size, align_corners=None):
     t = theta._data
     if t.dtype.kind != "f":
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    shown = size
     size = [builtins.int(s) for s in size]
     if len(size) == 4:
         if t.ndim != 3 or t.shape[-2] != 2 or t.shape[-1] != 3:
-            raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {size}. Got "
+            raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {shown}. Got "
                              f"{theta.shape}.")
         spatial = size[-2:]
     elif len(size) == 5:
         if t.ndim != 3 or t.shape[-2] != 3 or t.shape[-1] != 4:
-            raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size {size}. Got "
+            raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size {shown}. Got "
                              f"{theta.shape}.")
         spatial = size[-3:]
     else:
         raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
-                                  f"respectively. Got size {size}.")
+                                  f"respectively. Got size {shown}.")
     if align_corners and min(spatial) == 1:
         warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size grids when "
                       "align_corners=True. This is not an intended use case of affine_grid. See the documentation of "
                       "affine_grid for details.", stacklevel=2)
     elif min(size) <= 0:
-        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+        raise ValueError(f"Expected non-zero, positive output size. Got {shown}")
     xp = xp_of(t)
     nd = len(spatial)
     n = size[0]
