@@ -7,7 +7,6 @@ Sizes are small on purpose: gradcheck costs two forwards per input element.
 from __future__ import annotations
 
 import numpy as np
-
 from moduleinfo import ModuleInfo, ModuleInput
 
 

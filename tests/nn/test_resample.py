@@ -70,7 +70,8 @@ def test_constant_pad_any_dims_and_dtypes():
 
 # --- interpolate -------------------------------------------------------------------------------
 
-MODES = {1: ["nearest", "nearest-exact", "linear", "area"], 2: ["nearest", "nearest-exact", "bilinear", "bicubic", "area"],
+MODES = {1: ["nearest", "nearest-exact", "linear", "area"],
+         2: ["nearest", "nearest-exact", "bilinear", "bicubic", "area"],
          3: ["nearest", "nearest-exact", "trilinear", "area"]}
 
 
@@ -325,3 +326,17 @@ def test_errors_match_torch(i):
     with pytest.raises(type(want.value)) as got:
         _errors(fabric)[i]()
     assert str(got.value).replace("fabric.", "torch.") == str(want.value)
+
+
+@pytest.mark.parametrize("module", [
+    "fabric.nn.functional._conv", "fabric.nn.functional._pooling", "fabric.nn.functional._resample",
+    "fabric.nn.modules.conv", "fabric.nn.modules.pooling", "fabric.nn.modules.padding",
+    "fabric.nn.modules.pixelshuffle", "fabric.nn.modules.upsampling", "fabric.nn.modules.fold"])
+def test_doctests(module):
+    import doctest
+    import importlib
+
+    fabric.manual_seed(0)
+    res = doctest.testmod(importlib.import_module(module), extraglobs={"fabric": fabric},
+                          optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert res.failed == 0 and res.attempted > 0

@@ -32,8 +32,8 @@ import itertools
 
 import numpy as np
 
-from ...autograd.function import Function, _apply
 from ..._tensor import Tensor
+from ...autograd.function import Function, _apply
 from ...backends import backend_of
 from ...backends.fused import conv_output_size
 from ...ops._util import device_mismatch, xp_of
@@ -94,9 +94,10 @@ def _im2col(x, geom):
     else:
         xpad = x
     st = xpad.strides
-    view = xp.lib.stride_tricks.as_strided(
-        xpad, (n, c) + geom.kernel + geom.out_size,
-        st[:2] + tuple(d * s for d, s in zip(geom.dilation, st[2:])) + tuple(s * t for s, t in zip(geom.stride, st[2:])))
+    kernel_strides = tuple(d * s for d, s in zip(geom.dilation, st[2:]))
+    window_strides = tuple(s * t for s, t in zip(geom.stride, st[2:]))
+    view = xp.lib.stride_tricks.as_strided(xpad, (n, c) + geom.kernel + geom.out_size,
+                                           st[:2] + kernel_strides + window_strides)
     return view.reshape(n, c * _prod(geom.kernel), _prod(geom.out_size))
 
 

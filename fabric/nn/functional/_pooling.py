@@ -33,8 +33,8 @@ import itertools
 import numpy as np
 
 from ... import ops as _ops
-from ...autograd.function import Function, _apply
 from ..._tensor import Tensor
+from ...autograd.function import Function, _apply
 from ...backends import backend_of
 from ...backends.fused import pool_output_size
 from ...ops._util import xp_of
@@ -982,7 +982,7 @@ def adaptive_avg_pool1d(input, output_size):
 
         >>> import fabric
         >>> fabric.nn.functional.adaptive_avg_pool1d(fabric.tensor([[[1.0, 2.0, 3.0, 4.0, 5.0]]]), 2)
-        tensor([[[2.0000, 4.0000]]])
+        tensor([[[2., 4.]]])
     """
     return _adaptive_avg(input, output_size, 1)
 

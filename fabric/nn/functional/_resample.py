@@ -29,10 +29,10 @@ import warnings
 import numpy as np
 
 from ... import ops as _ops
-from ...autograd.function import Function, _apply
 from ..._tensor import Tensor
+from ...autograd.function import Function, _apply
 from ...ops._util import xp_of
-from ._conv import _TYPE_NAMES, _Geom, _col2im, _im2col, _prod
+from ._conv import _TYPE_NAMES, _col2im, _Geom, _im2col, _prod
 
 __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle",
            "pixel_unshuffle", "unfold", "fold", "grid_sample", "affine_grid"]
