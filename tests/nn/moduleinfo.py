@@ -334,7 +334,7 @@ CORE_MODULES = [
 ]
 
 # Families in other files: tests/nn/moduleinfo_<family>.py, each defining MODULES.
-FAMILIES = ("conv", "conv_pool", "pooling", "padding", "activation", "loss", "rnn", "attention", "transformer",
+FAMILIES = ("conv", "conv_pool", "pooling", "padding", "activation", "loss", "rnn_attention",
             "distance", "misc")
 
 
