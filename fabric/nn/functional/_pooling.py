@@ -204,9 +204,8 @@ def _tiles_scatter(gy, kidx, geom, in_shape):
     xp = xp_of(gy)
     nd = geom.nd
     lead = tuple(in_shape[:2])
-    w = xp.zeros(lead + geom.out_size + (_prod(geom.kernel),), gy.dtype)
-    xp.put_along_axis(w, kidx[..., None].astype(np.int64), gy[..., None], axis=-1)
-    w = w.reshape(lead + geom.out_size + geom.kernel)
+    hit = xp.arange(_prod(geom.kernel), dtype=kidx.dtype) == kidx[..., None]
+    w = xp.where(hit, gy[..., None], gy.dtype.type(0)).reshape(lead + geom.out_size + geom.kernel)
     # (N, C, o1.., k1..) -> (N, C, o1, k1, o2, k2, ...)
     axes = (0, 1) + tuple(v for i in range(nd) for v in (2 + i, 2 + nd + i))
     tiles = w.transpose(axes).reshape(lead + tuple(o * k for o, k in zip(geom.out_size, geom.kernel)))
