@@ -343,6 +343,10 @@ CREATION = {
     "tril_indices": lambda d: fabric.tril_indices(3, 3, device=d),
     "triu_indices": lambda d: fabric.triu_indices(3, 4, 1, device=d),
     "empty_strided": lambda d: fabric.empty_strided((2, 3), (1, 2), device=d).fill_(1.0),
+    "new_tensor": lambda d: fabric.ones(1, dtype=fabric.float64).new_tensor([1, 2], device=d),
+    "new_zeros": lambda d: fabric.ones(1, dtype=fabric.int32).new_zeros(2, 2, device=d),
+    "new_full": lambda d: fabric.ones(1).new_full((3,), 4.0, device=d),
+    "tensor_of_tensor": lambda d: fabric.tensor(fabric.arange(3), device=d),
 }
 RANDOM = {
     "rand": lambda d: fabric.rand(2, 3, device=d),

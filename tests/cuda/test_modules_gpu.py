@@ -51,8 +51,10 @@ def _forward(info, module, sample, dev, train):
 
 @pytest.mark.parametrize("info", ALL_MODULES, ids=lambda i: i.name)
 def test_module_agrees_with_cpu(info, device):
+    """Every sample in float64; in float32 the first (the op matrix covers float32 broadly)."""
     for dtype in DTYPES:
-        for idx, sample in enumerate(info.module_inputs(dtype, np.random.default_rng(0))):
+        samples = info.module_inputs(dtype, np.random.default_rng(0))
+        for idx, sample in enumerate(samples if dtype == np.float64 else samples[:1]):
             fabric.manual_seed(0)
             cpu = info.build(fabric.nn, sample).to(fabric.from_numpy(np.zeros(1, dtype)).dtype)
             gpu = copy.deepcopy(cpu).to(device)
@@ -97,7 +99,7 @@ def _loss(params, step):
     return total
 
 
-def _trajectory(name, config, inits, dev, closure_needed, steps=5):
+def _trajectory(name, config, inits, dev, closure_needed, steps=3):
     params = [fabric.nn.Parameter(fabric.tensor(a, device=dev)) for a in inits]
     opt = getattr(fabric.optim, name)(params, **config)
     for step in range(steps):
