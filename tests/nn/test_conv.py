@@ -374,3 +374,31 @@ def test_im2col_paths_agree():
         cols = rng.standard_normal(C._im2col(x, geom).shape)
         np.testing.assert_allclose(C._col2im(cols, 2, 3, geom), C._col2im(cols, 2, 3, generic), rtol=1e-12,
                                    atol=1e-12)
+
+
+@pytest.mark.torch
+def test_small_cnn_matches_torch():
+    """A CNN written against ``torch.nn`` runs unchanged on fabric with the
+    same weights, outputs and gradients."""
+    import torch
+
+    def build(lib):
+        m = lib.nn
+        return m.Sequential(
+            m.Conv2d(3, 8, 3, padding=1, padding_mode="reflect"), m.BatchNorm2d(8), m.ReLU(), m.MaxPool2d(2),
+            m.Conv2d(8, 8, 3, groups=2, dilation=2, padding="same"), m.ReLU(), m.AvgPool2d(2, ceil_mode=True),
+            m.ConvTranspose2d(8, 4, 2, stride=2), m.Upsample(scale_factor=2, mode="bilinear"),
+            m.AdaptiveAvgPool2d((2, 3)), m.Flatten(), m.Linear(24, 5)).double()
+
+    tm, fm = build(torch), build(fabric)
+    fm.load_state_dict({k: fabric.from_numpy(v.detach().numpy().copy()) for k, v in tm.state_dict().items()})
+    x = _rng().standard_normal((4, 3, 10, 10))
+    tx, fx = torch.tensor(x, requires_grad=True), fabric.tensor(x, requires_grad=True)
+    tl, fl = tm(tx).logsumexp(1).sum(), fm(fx).logsumexp(1).sum()
+    np.testing.assert_allclose(fl.item(), tl.item(), rtol=1e-12)
+    tl.backward()
+    fl.backward()
+    np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=1e-9, atol=1e-12)
+    tp = dict(tm.named_parameters())
+    for n, p in fm.named_parameters():
+        np.testing.assert_allclose(p.grad.numpy(), tp[n].grad.numpy(), rtol=1e-9, atol=1e-12, err_msg=n)
