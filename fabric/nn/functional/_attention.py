@@ -45,6 +45,9 @@ _TORCH_WORDS = {"float32": "float", "float64": "double", "float16": "c10::Half",
                 "bool": "bool"}
 
 
+_SCALAR_TYPES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
 def _word(dt) -> str:
     return _TORCH_WORDS.get(str(dt), str(dt))
 
@@ -164,7 +167,8 @@ def _sdpa_reference(q, k, v, fmask, bmask, scale, drop, rep):
     if bmask is not None:
         s = where(_const(bmask), s, s.new_full((), float("-inf")))
     dead = (s == float("-inf")).all(-1, keepdim=True)
-    p = where(dead, s.new_zeros(()), s.softmax(-1))
+    zero = s.new_zeros(())
+    p = where(dead, zero, where(dead, zero, s).softmax(-1))
     if drop is not None:
         p = p * _const(drop)
     return p.matmul(v)
@@ -230,7 +234,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                            f"{_word(qd.dtype)} key.dtype: {_word(kd.dtype)} and value.dtype: {_word(vd.dtype)} "
                            "instead.")
     if qd.dtype.kind != "f":
-        raise RuntimeError(f"expected scalar type Float but found {_word(qd.dtype).title()}")
+        raise RuntimeError(f"expected scalar type Float but found {_SCALAR_TYPES.get(str(qd.dtype), qd.dtype)}")
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
     if dropout_p < 0 or dropout_p > 1:
