@@ -153,10 +153,8 @@ class Transformer(Module):
         Example::
 
             >>> import fabric
-            >>> fabric.nn.Transformer.generate_square_subsequent_mask(3)
-            tensor([[0., -inf, -inf],
-                    [0., 0., -inf],
-                    [0., 0., 0.]])
+            >>> fabric.nn.Transformer.generate_square_subsequent_mask(3).tolist()
+            [[0.0, -inf, -inf], [0.0, 0.0, -inf], [0.0, 0.0, 0.0]]
         """
         return _generate_square_subsequent_mask(sz, dtype=dtype, device=device)
 
