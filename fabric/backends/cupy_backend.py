@@ -538,26 +538,41 @@ class CupyBackend(KernelOps, Backend):
 
     # --- memory statistics (fabric.cuda.memory_allocated & co.) ---------------
     def _track_memory(self) -> None:
-        """Wrap CuPy's allocator so that the peak of the default pool's used
-        (and reserved) bytes is known per device, as PyTorch's caching allocator
-        reports it.  One Python call per allocation; bytes allocated outside
-        the default pool (a user-installed allocator) are not seen."""
+        """Follow the default pool's allocations with a CuPy memory hook, so that
+        the peak of its used (and reserved) bytes is known per device, as
+        PyTorch's caching allocator reports it.  The hook costs a Python call
+        per allocation and per free, O(1) each; CuPy's hooks are per thread, so
+        memory freed by another thread is not seen until the next
+        :meth:`reset_peak_memory_stats` resynchronises the count."""
         cupy = self.xp
         pool = cupy.get_default_memory_pool()
-        prev = cupy.cuda.get_allocator()
-        peak_a, peak_r = self._peak_allocated, self._peak_reserved
+        used, peak_a, peak_r = {}, self._peak_allocated, self._peak_reserved
 
-        def malloc(size):
-            ptr = prev(size)
-            dev = ptr.device_id
-            used, reserved = pool.used_bytes(), pool.total_bytes()
-            if used > peak_a.get(dev, 0):
-                peak_a[dev] = used
-            if reserved > peak_r.get(dev, 0):
-                peak_r[dev] = reserved
-            return ptr
+        class _Tracker(cupy.cuda.MemoryHook):
+            name = f"fabric-memory-stats-{id(self)}"
 
-        cupy.cuda.set_allocator(malloc)
+            def malloc_postprocess(self, **kw):
+                dev = kw["device_id"]
+                u = used[dev] = used.get(dev, 0) + kw["mem_size"]
+                if u > peak_a.get(dev, 0):
+                    peak_a[dev] = u
+
+            def free_postprocess(self, **kw):
+                dev = kw["device_id"]
+                used[dev] = used.get(dev, 0) - kw["mem_size"]
+
+            def alloc_postprocess(self, **kw):   # the pool grew: rare, so its O(n) total is affordable
+                dev = kw["device_id"]
+                r = pool.total_bytes()
+                if r > peak_r.get(dev, 0):
+                    peak_r[dev] = r
+
+        for i in range(cupy.cuda.runtime.getDeviceCount()):
+            with cupy.cuda.Device(i):
+                used[i] = pool.used_bytes()
+        self._used = used
+        self._memory_hook = _Tracker()
+        self._memory_hook.__enter__()
 
     def memory_stats(self, device_index: int) -> dict:
         """Current and peak bytes of the default memory pool on ``cuda:device_index``
@@ -572,6 +587,7 @@ class CupyBackend(KernelOps, Backend):
 
     def reset_peak_memory_stats(self, device_index: int) -> None:
         stats = self.memory_stats(device_index)
+        self._used[device_index] = stats["allocated_bytes.all.current"]
         self._peak_allocated[device_index] = stats["allocated_bytes.all.current"]
         self._peak_reserved[device_index] = stats["reserved_bytes.all.current"]
 

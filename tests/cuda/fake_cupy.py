@@ -130,6 +130,7 @@ class _Local(threading.local):
     def __init__(self):
         self.device = 0
         self.streams: dict[int, Stream] = {}
+        self.hooks: dict[str, MemoryHook] = {}
 
 
 _local = _Local()
@@ -879,9 +880,50 @@ class _PooledMemory:
         self.pool._release(self.device_id, self.size)
 
 
+class MemoryHook:
+    """CuPy's ``cupy.cuda.MemoryHook``: callbacks around the pool's allocations,
+    registered per thread by entering the hook."""
+
+    name = "MemoryHook"
+
+    def __enter__(self):
+        hooks = _local.hooks
+        if self.name in hooks:
+            raise RuntimeError(f"memory hook {self.name} already exists")
+        hooks[self.name] = self
+        return self
+
+    def __exit__(self, *exc):
+        del _local.hooks[self.name]
+
+    def alloc_preprocess(self, **kwargs):
+        pass
+
+    def alloc_postprocess(self, **kwargs):
+        pass
+
+    def malloc_preprocess(self, **kwargs):
+        pass
+
+    def malloc_postprocess(self, **kwargs):
+        pass
+
+    def free_preprocess(self, **kwargs):
+        pass
+
+    def free_postprocess(self, **kwargs):
+        pass
+
+
+def _hooks(point: str, **kwargs):
+    for hook in list(_local.hooks.values()):
+        getattr(hook, point)(**kwargs)
+
+
 class MemoryPool:
     """Byte counts of the fake allocations, per device, with a free-block cache
-    like CuPy's pool (freed bytes stay reserved until ``free_all_blocks``)."""
+    like CuPy's pool (freed bytes stay reserved until ``free_all_blocks``), and
+    CuPy's memory-hook calls (``alloc`` when the pool grows, ``malloc``, ``free``)."""
 
     def __init__(self):
         self._used: dict[int, int] = {}
@@ -889,10 +931,13 @@ class MemoryPool:
 
     def malloc(self, size: int) -> MemoryPointer:
         dev = _current()
-        self._used[dev] = self._used.get(dev, 0) + size
         cached = self._free.get(dev, 0)
-        self._free[dev] = max(0, cached - size)
         mem = _PooledMemory(self, dev, size)
+        self._used[dev] = self._used.get(dev, 0) + size
+        self._free[dev] = max(0, cached - size)
+        if size > cached:
+            _hooks("alloc_postprocess", device_id=dev, mem_size=size, mem_ptr=0)
+        _hooks("malloc_postprocess", device_id=dev, size=size, mem_size=size, mem_ptr=0, pmem_id=hex(id(mem)))
         mp = MemoryPointer.__new__(MemoryPointer)
         mp.mem, mp.device_id, mp.ptr = mem, dev, 0
         return mp
@@ -900,6 +945,7 @@ class MemoryPool:
     def _release(self, dev, size):
         self._used[dev] = self._used.get(dev, 0) - size
         self._free[dev] = self._free.get(dev, 0) + size
+        _hooks("free_postprocess", device_id=dev, mem_size=size, mem_ptr=0, pmem_id="0x0")
 
     def used_bytes(self) -> int:
         return self._used.get(_current(), 0)
@@ -1089,7 +1135,7 @@ for _name, _obj in {"Device": Device, "Memory": Memory, "MemoryPointer": MemoryP
                     "Stream": Stream, "ExternalStream": ExternalStream, "Event": Event,
                     "get_elapsed_time": get_elapsed_time, "get_current_stream": get_current_stream,
                     "alloc_pinned_memory": alloc_pinned_memory, "set_allocator": _set_allocator,
-                    "get_allocator": _get_allocator, "runtime": runtime, "is_available": is_available,
+                    "get_allocator": _get_allocator, "runtime": runtime, "MemoryHook": MemoryHook, "is_available": is_available,
                     "get_device_id": _current}.items():
     setattr(cuda, _name, _obj)
 cuda.__fake__ = True
@@ -1165,6 +1211,7 @@ def reset(n_devices: int = 1) -> None:
     _Config.n_devices = n_devices
     _local.device = 0
     _local.streams.clear()
+    _local.hooks.clear()
     _set_allocator(None)
 
 
