@@ -30,6 +30,7 @@ from ._formatting import set_printoptions  # noqa: F401
 import fabric.linalg as linalg  # noqa: E402,F401  (`from . import linalg` would get fabric.ops.linalg)
 from .serialization import save, load  # noqa: F401
 from ._torch_alias import install_torch_alias  # noqa: F401
+from ._extras import *  # noqa: F401,F403,E402
 from ._threads import set_num_threads, get_num_threads, set_num_interop_threads, get_num_interop_threads  # noqa: F401,E501
 from . import nn, optim  # noqa: F401,E402
 from . import data, utils  # noqa: F401,E402
@@ -78,3 +79,12 @@ from .nn.functional._activation import _softmax as softmax, _log_softmax as log_
 
 Tensor.softmax = softmax
 Tensor.log_softmax = log_softmax
+
+
+def __getattr__(name):
+    """Top-level aliases of nn.functional ops (``fabric.conv2d`` ...), resolved lazily."""
+    from . import _extras
+
+    if name in _extras._FUNCTIONAL:
+        return getattr(_extras, name)
+    raise AttributeError(f"module 'fabric' has no attribute '{name}'")

@@ -532,6 +532,31 @@ class Tensor:
             dtype = _LEGACY_TYPES[dtype.split(".")[-1]]
         return self.to(D.to_dtype(dtype))
 
+    def diff(self, n=1, dim=-1, prepend=None, append=None):
+        from ._extras import diff
+
+        return diff(self, n, dim, prepend, append)
+
+    def cov(self, *, correction=1, fweights=None, aweights=None):
+        from ._extras import cov
+
+        return cov(self, correction=correction, fweights=fweights, aweights=aweights)
+
+    def corrcoef(self):
+        from ._extras import corrcoef
+
+        return corrcoef(self)
+
+    def dist(self, other, p=2):
+        from ._extras import dist
+
+        return dist(self, other, p)
+
+    def heaviside(self, values):
+        from ._extras import heaviside
+
+        return heaviside(self, values)
+
     def type_as(self, other: "Tensor") -> "Tensor":
         return self.to(other.dtype)
 
@@ -564,6 +589,25 @@ class Tensor:
 
     def bool(self, memory_format=None):
         return self.to(D.bool)
+
+    def pin_memory(self, device=None) -> "Tensor":
+        """A copy in page-locked host memory (needs CUDA, as in PyTorch)."""
+        from . import cuda
+
+        if not cuda.is_available():
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+        from .backends import get_cupy_backend
+
+        return Tensor._make(get_cupy_backend().pin(self._to_host_numpy()), False)
+
+    def is_pinned(self, device=None) -> bool:
+        from . import cuda
+
+        if not cuda.is_available() or self._data.__class__ is not _ndarray:
+            return False
+        from .backends import get_cupy_backend
+
+        return get_cupy_backend().is_pinned(self._data)
 
     def clone(self, memory_format=None) -> "Tensor":
         return _ops.clone(self)

@@ -1,0 +1,303 @@
+"""Top-level names PyTorch also has, built from existing ops.
+
+* functional ops PyTorch exposes at the top level (``torch.conv2d``,
+  ``torch.dropout``, ``torch.layer_norm`` ...), taken from ``nn.functional``;
+* composite math ops (``diff``, ``cov``, ``isin``, ``gcd`` ...), differentiable
+  where PyTorch's are, because they are compositions of fabric ops;
+* global switches that fabric accepts for compatibility (deterministic
+  algorithms, float32 matmul precision, ``compile``).
+
+Example::
+
+    >>> import fabric
+    >>> fabric.diff(fabric.tensor([1, 4, 9, 16]))
+    tensor([3, 5, 7])
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _dtype as D
+from ._tensor import Tensor
+
+_FUNCTIONAL = ("adaptive_avg_pool1d adaptive_max_pool1d alpha_dropout avg_pool1d batch_norm bilinear "
+               "binary_cross_entropy_with_logits celu celu_ conv1d conv2d conv3d conv_transpose1d conv_transpose2d "
+               "conv_transpose3d cosine_embedding_loss cosine_similarity ctc_loss dropout embedding embedding_bag "
+               "feature_alpha_dropout group_norm hardshrink hinge_embedding_loss instance_norm kl_div layer_norm "
+               "margin_ranking_loss max_pool1d max_pool1d_with_indices max_pool2d max_pool3d pairwise_distance pdist "
+               "pixel_shuffle pixel_unshuffle poisson_nll_loss prelu rms_norm rrelu rrelu_ selu selu_ threshold "
+               "threshold_ triplet_margin_loss").split()
+
+__all__ = ["detach", "is_signed", "is_same_size", "is_complex", "typename", "diff", "gcd", "lcm", "heaviside", "isin",
+           "cov", "corrcoef", "dist", "unravel_index", "trapezoid", "trapz", "cumulative_trapezoid",
+           "use_deterministic_algorithms", "are_deterministic_algorithms_enabled", "set_float32_matmul_precision",
+           "get_float32_matmul_precision", "compile", "get_default_device", "set_default_device", "to_dlpack",
+           "hann_window", "hamming_window", "bartlett_window", "blackman_window", "select_scatter", "slice_scatter",
+           "diagonal_scatter"] + _FUNCTIONAL
+
+
+def __getattr__(name):  # the functional aliases resolve lazily (nn imports fabric)
+    if name in _FUNCTIONAL:
+        from .nn import functional as F
+
+        return getattr(F, name)
+    raise AttributeError(name)
+
+
+def detach(input):
+    return input.detach()
+
+
+def is_signed(input) -> bool:
+    return input.is_signed()
+
+
+def is_same_size(input, other) -> bool:
+    return tuple(input.shape) == tuple(other.shape)
+
+
+def is_complex(input) -> bool:
+    return False
+
+
+def typename(obj) -> str:
+    if isinstance(obj, Tensor):
+        return obj.type()
+    return type(obj).__module__ + "." + type(obj).__qualname__
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """n-th forward difference along ``dim`` (bool inputs use xor, as PyTorch)."""
+    from .ops import cat, narrow, logical_xor
+
+    x = input
+    if prepend is not None or append is not None:
+        parts = ([prepend] if prepend is not None else []) + [x] + ([append] if append is not None else [])
+        parts = [p if isinstance(p, Tensor) else x.new_tensor(p).expand(
+            *[s if i != (dim % x.ndim) else 1 for i, s in enumerate(x.shape)]) for p in parts]
+        x = cat(parts, dim)
+    for _ in range(n):
+        size = x.shape[dim]
+        if size == 0:
+            break
+        a, b = narrow(x, dim, 1, size - 1), narrow(x, dim, 0, size - 1)
+        x = logical_xor(a, b) if x.dtype is D.bool else a - b
+    return x
+
+
+def gcd(input, other):
+    """Greatest common divisor (integers)."""
+    from .ops._util import binary_operands, xp_of
+
+    a, b, x, y = binary_operands(input, other)
+    return Tensor._make(xp_of(x if hasattr(x, "dtype") else y).gcd(x, y), False)
+
+
+def lcm(input, other):
+    """Least common multiple (integers)."""
+    from .ops._util import binary_operands, xp_of
+
+    a, b, x, y = binary_operands(input, other)
+    return Tensor._make(xp_of(x if hasattr(x, "dtype") else y).lcm(x, y), False)
+
+
+def heaviside(input, values):
+    """0 where input < 0, ``values`` where input == 0, 1 where input > 0."""
+    from .ops import where
+
+    zero = input.new_zeros(())
+    return where(input == 0, values, (input > zero).to(input.dtype))
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """Whether each element is in ``test_elements`` (a bool tensor)."""
+    from .backends import backend_of
+
+    e = elements._data if isinstance(elements, Tensor) else np.asarray(elements)
+    t = test_elements._data if isinstance(test_elements, Tensor) else np.asarray(test_elements)
+    xp = backend_of(e).xp
+    return Tensor._make(xp.isin(e, t, assume_unique=assume_unique, invert=invert), False)
+
+
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    """Covariance of the rows of ``input`` (variables) over its columns (observations)."""
+    if fweights is not None or aweights is not None:
+        raise NotImplementedError("fabric.cov does not support fweights/aweights yet")
+    x = input if input.ndim == 2 else input.reshape(1, -1)
+    if not x.is_floating_point():
+        x = x.to(D.get_default_dtype())
+    n = x.shape[1]
+    xc = x - x.mean(1, keepdim=True)
+    c = (xc @ xc.t()) / max(n - correction, 0)
+    return c.squeeze() if input.ndim < 2 else c
+
+
+def corrcoef(input):
+    """Pearson correlation coefficients of the rows of ``input``."""
+    from .ops import clamp
+
+    c = cov(input)
+    if c.ndim == 0:
+        return c / c
+    d = c.diagonal().sqrt()
+    return clamp(c / d[:, None] / d[None, :], -1, 1)
+
+
+def dist(input, other, p=2):
+    """p-norm of ``input - other``."""
+    from .linalg import vector_norm
+
+    return vector_norm(input - other, p)
+
+
+def unravel_index(indices, shape):
+    """Tuple of coordinate tensors for flat ``indices`` into ``shape``."""
+    idx = indices._data if isinstance(indices, Tensor) else np.asarray(indices)
+    if idx.dtype.kind not in "iu":
+        raise TypeError("expected 'indices' to be integer dtype, but got " + str(idx.dtype))
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    total = math.prod(shape)
+    if ((idx < -total) | (idx >= total)).any():
+        raise RuntimeError("'indices' must be in range [-prod(shape), prod(shape) - 1]")
+    coords = np.unravel_index(np.where(idx < 0, idx + total, idx), shape)
+    return tuple(Tensor._make(np.asarray(c, dtype=np.int64), False) for c in coords)
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    """Trapezoidal rule along ``dim``."""
+    from .ops import narrow
+
+    n = y.shape[dim]
+    if n == 0:
+        return y.sum(dim)
+    left, right = narrow(y, dim, 0, n - 1), narrow(y, dim, 1, n - 1)
+    if x is None:
+        return ((left + right) * (0.5 * (1.0 if dx is None else dx))).sum(dim)
+    spacing = diff(x, dim=dim if x.ndim == y.ndim else -1)
+    return ((left + right) * spacing * 0.5).sum(dim)
+
+
+trapz = trapezoid
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    from .ops import narrow
+
+    n = y.shape[dim]
+    left, right = narrow(y, dim, 0, max(n - 1, 0)), narrow(y, dim, 1, max(n - 1, 0))
+    if x is None:
+        return ((left + right) * (0.5 * (1.0 if dx is None else dx))).cumsum(dim)
+    return ((left + right) * diff(x, dim=dim if x.ndim == y.ndim else -1) * 0.5).cumsum(dim)
+
+
+_deterministic = False
+_matmul_precision = "highest"
+
+
+def use_deterministic_algorithms(mode, *, warn_only=False) -> None:
+    """Accepted: fabric's CPU ops are deterministic; the GPU's atomics-based
+    embedding/max-pool backward kernels are the exception (see docs/cuda.md)."""
+    global _deterministic
+    _deterministic = bool(mode)
+
+
+def are_deterministic_algorithms_enabled() -> bool:
+    return _deterministic
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """Accepted for compatibility ('highest', 'high', 'medium'); fabric always
+    computes float32 matmuls in float32."""
+    global _matmul_precision
+    if precision not in ("highest", "high", "medium"):
+        raise RuntimeError(f"Invalid precision: {precision}")
+    _matmul_precision = precision
+
+
+def get_float32_matmul_precision() -> str:
+    return _matmul_precision
+
+
+def compile(model=None, **kwargs):
+    """``torch.compile`` stand-in: fabric runs eagerly, so the model (or
+    function) is returned unchanged."""
+    if model is None:
+        return lambda m: m
+    return model
+
+
+def get_default_device():
+    from ._device import cpu
+
+    return cpu
+
+
+def set_default_device(device) -> None:
+    from ._device import as_device
+
+    if device is not None and as_device(device).type != "cpu":
+        raise NotImplementedError("fabric.set_default_device supports only 'cpu'; pass device= explicitly instead")
+
+
+def to_dlpack(tensor):
+    return tensor.__dlpack__()
+
+
+def _window(n, periodic, fn, dtype, device, requires_grad):
+    from ._creation import _finish, _np_dtype
+
+    if n == 0:
+        arr = np.zeros(0)
+    elif n == 1:
+        arr = np.ones(1)
+    else:
+        m = n + 1 if periodic else n
+        k = np.arange(m, dtype=np.float64)
+        arr = fn(k, m)[:n]
+    return _finish(arr.astype(_np_dtype(dtype)), device, requires_grad)
+
+
+def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
+    return _window(window_length, periodic, lambda k, m: 0.5 - 0.5 * np.cos(2 * np.pi * k / (m - 1)), dtype,
+                   device, requires_grad)
+
+
+def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None, layout=None, device=None,
+                   requires_grad=False):
+    return _window(window_length, periodic, lambda k, m: alpha - beta * np.cos(2 * np.pi * k / (m - 1)), dtype,
+                   device, requires_grad)
+
+
+def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
+    return _window(window_length, periodic, lambda k, m: 1 - np.abs(2 * k / (m - 1) - 1), dtype, device,
+                   requires_grad)
+
+
+def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
+    return _window(window_length, periodic, lambda k, m: 0.42 - 0.5 * np.cos(2 * np.pi * k / (m - 1))
+                   + 0.08 * np.cos(4 * np.pi * k / (m - 1)), dtype, device, requires_grad)
+
+
+def _scatter_into(input, src, key):
+    out = input.clone()
+    out[key] = src
+    return out
+
+
+def select_scatter(input, src, dim, index):
+    """``input`` with ``input.select(dim, index)`` replaced by ``src`` (out of place)."""
+    return _scatter_into(input, src, (slice(None),) * (dim % input.ndim) + (index,))
+
+
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    """``input`` with a slice along ``dim`` replaced by ``src`` (out of place)."""
+    return _scatter_into(input, src, (slice(None),) * (dim % input.ndim) + (slice(start, end, step),))
+
+
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    """``input`` with a diagonal replaced by ``src`` (out of place)."""
+    out = input.clone()
+    out.diagonal(offset, dim1, dim2).copy_(src)
+    return out
