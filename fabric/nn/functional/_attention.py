@@ -92,8 +92,7 @@ class _SDPA(Function):
     def forward(ctx, q, k, v, fmask, bmask, scale, drop, rep):
         xp = xp_of(q)
         kk, vv = (xp.repeat(k, rep, axis=-3), xp.repeat(v, rep, axis=-3)) if rep > 1 else (k, v)
-        s = xp.matmul(q, xp.swapaxes(kk, -1, -2))
-        s *= s.dtype.type(scale)
+        s = xp.matmul(q * q.dtype.type(scale), xp.swapaxes(kk, -1, -2))
         if fmask is not None:
             if np.broadcast_shapes(s.shape, fmask.shape) == s.shape:
                 s += fmask
@@ -109,12 +108,12 @@ class _SDPA(Function):
         out = xp.matmul(pd, vv)
         ctx.scale, ctx.rep = scale, rep
         ctx.drop, ctx.bmask = drop, bmask
-        ctx.save_for_backward(q, k, v, fmask, p)
+        ctx.save_for_backward(q, k, v, fmask, p, out)
         return out
 
     @staticmethod
     def backward(ctx, gout):
-        q, k, v, fmask, p = ctx.saved_tensors
+        q, k, v, fmask, p, out = ctx.saved_tensors
         need = ctx.needs_input_grad
         if _grad_state.enabled:
             return _sdpa_backward_graph(ctx, q, k, v, fmask, need, gout)
@@ -124,11 +123,12 @@ class _SDPA(Function):
         kk, vv = (xp.repeat(kd, rep, axis=-3), xp.repeat(vd, rep, axis=-3)) if rep > 1 else (kd, vd)
         pdrop = pd_ if drop is None else pd_ * drop
         gv = xp.matmul(xp.swapaxes(pdrop, -1, -2), g) if need[2] else None
-        gp = xp.matmul(g, xp.swapaxes(vv, -1, -2))
+        gp = xp.matmul(g, xp.swapaxes(vv, -1, -2))         # d(dropped weights)
         if drop is not None:
             gp *= drop
+        # softmax backward: ds = p (gp - rowsum(gp p)), and rowsum(gp p) = rowsum(g out) (out = p_dropped v)
         ds = gp
-        ds -= (gp * pd_).sum(-1, keepdims=True)
+        ds -= (g * out._data).sum(-1, keepdims=True)
         ds *= pd_                                          # d(scores); zero on masked entries
         gmask = ds if need[3] else None
         gq = gk = None

@@ -108,6 +108,59 @@ def _scratch(xp, key, shape, dtype):
     return buf[:size].reshape(shape)
 
 
+class _Saved:
+    """Allocator for the arrays a layer keeps for its backward.
+
+    Recorded layers (``keep``) take them from a pool and give them back when
+    their graph node is freed (``weakref.finalize``), so a training loop
+    reuses the same memory every step instead of faulting in fresh pages
+    (page faults cost as much as the step's GEMMs on some machines).  Without
+    a graph the arrays are per-thread scratch.  Outputs never come from here.
+    NumPy only; CuPy has its own memory pool."""
+
+    _lock = threading.Lock()
+    _free = {}                   # (size, dtype char) -> [1-D arrays]
+    _bytes = 0
+    limit = 256 << 20            # pooled bytes kept at most
+
+    def __init__(self, xp, dtype, keep):
+        self.xp, self.dtype, self.keep = xp, np.dtype(dtype), keep
+        self.taken = []
+
+    def __call__(self, name, shape):
+        xp = self.xp
+        if not self.keep:
+            return _scratch(xp, name, shape, self.dtype)
+        if xp is not np:
+            return xp.empty(shape, self.dtype)
+        size = math.prod(shape)
+        key = (size, self.dtype.char)
+        buf = None
+        with _Saved._lock:
+            lst = _Saved._free.get(key)
+            if lst:
+                buf = lst.pop()
+                _Saved._bytes -= buf.nbytes
+        if buf is None:
+            buf = np.empty(size, self.dtype)
+        self.taken.append(buf)
+        return buf.reshape(shape)
+
+    def release_with(self, node):
+        if self.taken:
+            import weakref
+
+            weakref.finalize(node, _Saved._give, self.taken)
+
+    @staticmethod
+    def _give(bufs):
+        with _Saved._lock:
+            for b in bufs:
+                if _Saved._bytes + b.nbytes <= _Saved.limit:
+                    _Saved._free.setdefault((b.size, b.dtype.char), []).append(b)
+                    _Saved._bytes += b.nbytes
+
+
 def _order(plan, reverse):
     return reversed(plan) if reverse else plan
 
@@ -163,46 +216,62 @@ def _final_state(xp, arr, plan, reverse):
     return arr[xp.asarray(rows)]
 
 
-def _lstm_forward(xp, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, plan, reverse):
+def _lstm_forward(xp, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, plan, reverse, keep=True):
+    """With ``keep`` (a graph is recorded) the step also stores the derivative
+    factors its backward needs, computed while the step's blocks are in cache:
+    ``k[:4, row] = (1 - t^2) * [i, g, c_prev, tanh(c)]`` for the gates (g, i, f, o)
+    (``t`` the raw tanh outputs; the sigmoids' 1/4 is applied in backward) and
+    ``k[4, row] = o (1 - tanh(c)^2) = o - h tanh(c)``."""
     n, hid = x.shape[0], w_ih.shape[0] // 4
     p = w_hh.shape[1]
     batch = plan[0][1]
     dt = x.dtype
-    acts = xp.matmul(x, _gate_weights(xp, w_ih, 4, _LSTM_PERM, _LSTM_SCALE))         # (4, n, hid)
+    alloc = _Saved(xp, dt, keep)
+    acts = xp.matmul(x, _gate_weights(xp, w_ih, 4, _LSTM_PERM, _LSTM_SCALE), out=alloc("lstm_a", (4, n, hid)))
     if b_ih is not None:
         acts += _gate_bias(xp, b_ih + b_hh, 4, _LSTM_PERM, _LSTM_SCALE)
     whh = _gate_weights(xp, w_hh, 4, _LSTM_PERM, _LSTM_SCALE)                         # (4, p, hid)
     whr_t = xp.ascontiguousarray(w_hr.T) if w_hr is not None else None
-    hprev = xp.empty((n, p), dt)
-    cprev = xp.empty((n, hid), dt)
-    cs = xp.empty((n, hid), dt)
-    tc = xp.empty((n, hid), dt)
-    r = xp.empty((n, hid), dt) if w_hr is not None else None
+    hprev = alloc("lstm_hp", (n, p)) if keep else _scratch(xp, "lstm_hp", (batch, p), dt)
+    cs = alloc("lstm_c", (n, hid))
+    cpb = _scratch(xp, "lstm_cp", (batch, hid), dt)
+    thb = _scratch(xp, "lstm_th", (batch, hid), dt)
+    k = alloc("lstm_k", (5, n, hid)) if keep else None
+    r = (alloc("lstm_r", (n, hid)) if keep else _scratch(xp, "lstm_r", (batch, hid), dt)) if w_hr is not None else None
     y = xp.empty((n, p), dt)
     tmp = _scratch(xp, "lstm_t", (4 * batch * hid,), dt)
     prev = None
     for off, bs in _order(plan, reverse):
         e = off + bs
-        hp = hprev[off:e]
-        cp = cprev[off:e]
+        hp = hprev[off:e] if keep else hprev[:bs]
         if prev is None:
             _gather_state(hp, None, 0, bs, h0)
+            cp = cpb[:bs]
             _gather_state(cp, None, 0, bs, c0)
         else:
             poff, pbs = prev
             _gather_state(hp, y[poff:poff + pbs], pbs, bs, h0)
-            _gather_state(cp, cs[poff:poff + pbs], pbs, bs, c0)
+            if pbs >= bs:
+                cp = cs[poff:poff + bs]
+            else:
+                cp = cpb[:bs]
+                _gather_state(cp, cs[poff:poff + pbs], pbs, bs, c0)
         prev = (off, bs)
         t = tmp[:4 * bs * hid].reshape(4, bs, hid)
         xp.matmul(hp, whh, out=t)
         a = acts[:, off:e]
         a += t
         xp.tanh(a, out=a)
+        if keep:
+            kk = k[:, off:e]
+            k4 = kk[:4]
+            xp.multiply(a, a, out=k4)
+            xp.subtract(1, k4, out=k4)
         s = a[1:]
         s *= 0.5
         s += 0.5
         cn = cs[off:e]
-        th = tc[off:e]
+        th = thb[:bs]
         xp.multiply(a[2], cp, out=cn)
         xp.multiply(a[1], a[0], out=th)
         cn += th
@@ -210,13 +279,21 @@ def _lstm_forward(xp, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, plan, reverse):
         ye = y[off:e]
         if w_hr is None:
             xp.multiply(a[3], th, out=ye)
+            ot = ye
         else:
-            rr = r[off:e]
-            xp.multiply(a[3], th, out=rr)
-            xp.matmul(rr, whr_t, out=ye)
+            ot = r[off:e] if keep else r[:bs]
+            xp.multiply(a[3], th, out=ot)
+            xp.matmul(ot, whr_t, out=ye)
+        if keep:
+            kk[0] *= a[1]
+            kk[1] *= a[0]
+            kk[2] *= cp
+            kk[3] *= th
+            xp.multiply(ot, th, out=kk[4])
+            xp.subtract(a[3], kk[4], out=kk[4])
     h = _final_state(xp, y, plan, reverse)
     c = _final_state(xp, cs, plan, reverse)
-    return (y, h, c), (acts, tc, hprev, cprev, r)
+    return (y, h, c), ((acts, k, hprev, r) if keep else None), alloc
 
 
 def _unperm_rows(a, gates, perm):
@@ -226,69 +303,68 @@ def _unperm_rows(a, gates, perm):
     return a.reshape(gates, -1, *a.shape[1:])[perm].reshape(a.shape)
 
 
+_LSTM_DSCALE = (1.0, 0.25, 0.25, 0.25)   # d sigmoid / d x = (1 - tanh(x/2)^2) / 4
+
+
 def _lstm_backward(xp, saved, x, w_ih, w_hh, w_hr, gy, ghn, gcn, plan, reverse):
-    acts, tc, hprev, cprev, r = saved
+    acts, k, hprev, r = saved
     _, n, hid = acts.shape
     p = w_hh.shape[1]
     batch = plan[0][1]  # the largest batch: batch_sizes never increase
     dt = acts.dtype
-    g, f, o = acts[0], acts[2], acts[3]
-    # factors for all steps: d_pre[:, :3] = dc * k[:, :3], d_pre[:, 3] = dr * k[:, 3], dc += dr * k_c
-    sd = _scratch(xp, "lstm_sd", (3, n, hid), dt)
-    xp.multiply(acts[1:], acts[1:], out=sd)
-    xp.subtract(acts[1:], sd, out=sd)                  # s (1 - s) for i, f, o
-    k = _scratch(xp, "lstm_k", (n, 4, hid), dt)
-    xp.multiply(g, g, out=k[:, 0])
-    xp.subtract(1, k[:, 0], out=k[:, 0])
-    k[:, 0] *= acts[1]                                 # g: i (1 - g^2)
-    xp.multiply(sd[0], g, out=k[:, 1])                 # i: g i (1 - i)
-    xp.multiply(sd[1], cprev, out=k[:, 2])             # f: c_prev f (1 - f)
-    xp.multiply(sd[2], tc, out=k[:, 3])                # o: tanh(c) o (1 - o)
-    k_c = sd[0]
-    xp.multiply(tc, tc, out=k_c)
-    xp.subtract(1, k_c, out=k_c)
-    k_c *= o                                           # c: o (1 - tanh(c)^2)
-    k3 = k[:, :3]
-    whh = xp.ascontiguousarray(w_hh.reshape(4, hid, p)[_LSTM_PERM]).reshape(4 * hid, p)
-    dpre = _scratch(xp, "lstm_d", (n, 4, hid), dt)
+    f = acts[2]
+    # d below lacks the sigmoids' 1/4: it is folded into the weights of the recurrent GEMM and the results
+    dscale = xp.asarray(_LSTM_DSCALE, dt)[:, None, None]
+    whh = w_hh.reshape(4, hid, p)[_LSTM_PERM] * dscale                                # (4, hid, p)
+    dbuf = _scratch(xp, "lstm_d", (5, n, hid), dt)     # slot 4: scratch for dr * k_c
+    dpre = dbuf[:4]
     dh = xp.zeros((batch, p), dt) if ghn is None else ghn.copy()
     dc = xp.zeros((batch, hid), dt) if gcn is None else gcn.copy()
     gh_rows = xp.empty((n, p), dt) if w_hr is not None else None
-    tmp = _scratch(xp, "lstm_bt", (batch, hid), dt)
+    tmp4 = _scratch(xp, "lstm_b4", (4 * batch * p,), dt)
+    k3, k34 = k[:3], k[3:]
     for off, bs in _order(plan, not reverse):
         e = off + bs
         gh = dh[:bs]
         if gy is not None:
             gh += gy[off:e]
-        t = tmp[:bs]
         if w_hr is None:
             dr = gh
         else:
             gh_rows[off:e] = gh
             dr = xp.matmul(gh, w_hr)
         dcs = dc[:bs]
-        d = dpre[off:e]
-        xp.multiply(dr, k_c[off:e], out=t)
-        dcs += t
-        xp.multiply(dcs[:, None, :], k3[off:e], out=d[:, :3])
-        xp.multiply(dr, k[off:e, 3], out=d[:, 3])
+        d5 = dbuf[:, off:e]
+        xp.multiply(dr, k34[:, off:e], out=d5[3:])   # d_o and dr * k_c
+        dcs += d5[4]
+        xp.multiply(dcs, k3[:, off:e], out=d5[:3])
         dcs *= f[off:e]
-        xp.matmul(d.reshape(bs, 4 * hid), whh, out=gh)
-    d2 = dpre.reshape(n, 4 * hid)
-    wih = xp.ascontiguousarray(w_ih.reshape(4, hid, -1)[_LSTM_PERM]).reshape(4 * hid, -1)
-    grads = {"x": xp.matmul(d2, wih), "w_ih": _unperm_rows(xp.matmul(d2.T, x), 4, _LSTM_UNPERM),
-             "w_hh": _unperm_rows(xp.matmul(d2.T, hprev), 4, _LSTM_UNPERM),
-             "b": _unperm_rows(d2.sum(0), 4, _LSTM_UNPERM), "h0": dh, "c0": dc}
+        t4 = tmp4[:4 * bs * p].reshape(4, bs, p)
+        xp.matmul(d5[:4], whh, out=t4)
+        xp.sum(t4, axis=0, out=gh)
+    dtr = dpre.transpose(0, 2, 1)                                                         # (4, hid, n)
+    gw_ih = xp.matmul(dtr, x)
+    gw_hh = xp.matmul(dtr, hprev)
+    gb = xp.matmul(dpre.transpose(0, 2, 1), xp.ones(n, dt))                              # (4, hid)
+    gw_ih *= dscale
+    gw_hh *= dscale
+    gb *= dscale[:, :, 0]
+    wih = w_ih.reshape(4, hid, -1)[_LSTM_PERM] * dscale
+    gx = xp.matmul(dpre, wih).sum(0)
+    u = _LSTM_UNPERM
+    grads = {"x": gx, "w_ih": gw_ih[u].reshape(4 * hid, -1), "w_hh": gw_hh[u].reshape(4 * hid, p),
+             "b": gb[u].reshape(4 * hid), "h0": dh, "c0": dc}
     if w_hr is not None:
         grads["w_hr"] = xp.matmul(gh_rows.T, r)
     return grads
 
 
-def _gru_forward(xp, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, plan, reverse):
+def _gru_forward(xp, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, plan, reverse, keep=True):
     n, hid = x.shape[0], w_ih.shape[0] // 3
     batch = plan[0][1]
     dt = x.dtype
-    acts = xp.matmul(x, _gate_weights(xp, w_ih, 3, None, _GRU_SCALE))                 # (3, n, hid)
+    alloc = _Saved(xp, dt, keep)
+    acts = xp.matmul(x, _gate_weights(xp, w_ih, 3, None, _GRU_SCALE), out=alloc("gru_a", (3, n, hid)))
     b_hn = None
     if b_ih is not None:
         b = b_ih.copy()
@@ -296,8 +372,8 @@ def _gru_forward(xp, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, plan, reverse):
         acts += _gate_bias(xp, b, 3, None, _GRU_SCALE)
         b_hn = b_hh[2 * hid:]
     whh = _gate_weights(xp, w_hh, 3, None, _GRU_SCALE)
-    hprev = xp.empty((n, hid), dt)
-    ghn = xp.empty((n, hid), dt)
+    hprev = alloc("gru_hp", (n, hid))
+    ghn = alloc("gru_hn", (n, hid))
     y = xp.empty((n, hid), dt)
     tmp = _scratch(xp, "gru_t", (3 * batch * hid,), dt)
     prev = None
@@ -330,7 +406,7 @@ def _gru_forward(xp, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, plan, reverse):
         xp.subtract(hp, nn_, out=ye)
         ye *= a[1]
         ye += nn_
-    return (y, _final_state(xp, y, plan, reverse)), (acts, hprev, ghn)
+    return (y, _final_state(xp, y, plan, reverse)), (acts, hprev, ghn), alloc
 
 
 def _gru_backward(xp, saved, x, w_ih, w_hh, w_hr, gy, ghn_out, gcn, plan, reverse):
@@ -380,14 +456,15 @@ def _gru_backward(xp, saved, x, w_ih, w_hh, w_hr, gy, ghn_out, gcn, plan, revers
 
 
 def _rnn_forward(relu):
-    def forward(xp, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, plan, reverse):
+    def forward(xp, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, plan, reverse, keep=True):
         n, hid = x.shape[0], w_ih.shape[0]
         dt = x.dtype
         acts = xp.matmul(x, xp.ascontiguousarray(w_ih.T))
         if b_ih is not None:
             acts += b_ih + b_hh
         whh_t = xp.ascontiguousarray(w_hh.T)
-        hprev = xp.empty((n, hid), dt)
+        alloc = _Saved(xp, dt, keep)
+        hprev = alloc("rnn_hp", (n, hid))
         prev = None
         for off, bs in _order(plan, reverse):
             e = off + bs
@@ -403,7 +480,7 @@ def _rnn_forward(relu):
                 xp.maximum(a, 0, out=a)
             else:
                 xp.tanh(a, out=a)
-        return (acts, _final_state(xp, acts, plan, reverse)), (acts, hprev)
+        return (acts, _final_state(xp, acts, plan, reverse)), (acts, hprev), alloc
     return forward
 
 
@@ -451,6 +528,9 @@ def _layer_reference(mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, plan, revers
     """``(y, h_n[, c_n])`` of one layer/direction, with Tensor ops."""
     from ...ops.join import cat
 
+    shape3 = tuple(x.shape) if x.dim() == 3 else None
+    if shape3 is not None:
+        x = x.reshape(-1, shape3[2])
     xw = F.linear(x, w_ih, b_ih)
     batch = plan[0][1]
     p = w_hh.shape[1]
@@ -485,6 +565,8 @@ def _layer_reference(mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, plan, revers
         ys[t] = hn
         h = hn if bs == h.shape[0] else cat([hn, h[bs:]])
     y = cat(ys) if len(ys) > 1 else ys[0]
+    if shape3 is not None:
+        y = y.reshape(shape3[0], shape3[1], y.shape[-1])
     return (y, h, c) if mode == "LSTM" else (y, h)
 
 
@@ -515,8 +597,15 @@ class _RNNLayer(Function):
     @staticmethod
     def forward(ctx, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, plan, reverse):
         xp = xp_of(x)
-        outs, saved = _KERNELS[mode][0](xp, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, plan, reverse)
-        ctx.mode, ctx.plan, ctx.reverse, ctx.arrays = mode, plan, reverse, saved
+        # a padded (T, B, I) input may be a strided view (batch_first): NumPy copies it into rows here
+        x2 = x.reshape(-1, x.shape[-1]) if x.ndim == 3 else x
+        keep = bool(ctx.needs_input_grad)
+        outs, saved, alloc = _KERNELS[mode][0](xp, x2, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, plan, reverse, keep)
+        if keep:
+            alloc.release_with(ctx)
+        if x.ndim == 3:
+            outs = (outs[0].reshape(x.shape[0], x.shape[1], outs[0].shape[1]),) + tuple(outs[1:])
+        ctx.mode, ctx.plan, ctx.reverse, ctx.arrays, ctx.x2 = mode, plan, reverse, saved, x2
         ctx.set_materialize_grads(False)
         ctx.save_for_backward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, outs[0])
         return outs
@@ -529,15 +618,21 @@ class _RNNLayer(Function):
             return _layer_backward_graph(ctx, saved[:8], need, (gy, ghn, gcn))
         x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr = (None if t is None else t._data for t in saved[:8])
         xp = xp_of(x)
+        gyd = None
+        if gy is not None:
+            gyd = gy._data
+            if gyd.ndim == 3:
+                gyd = gyd.reshape(-1, gyd.shape[-1])
 
         def arr(g):
             return None if g is None else g._data
 
-        gr = _KERNELS[ctx.mode][1](xp, ctx.arrays, x, w_ih, w_hh, w_hr, arr(gy), arr(ghn), arr(gcn), ctx.plan,
+        gr = _KERNELS[ctx.mode][1](xp, ctx.arrays, ctx.x2, w_ih, w_hh, w_hr, gyd, arr(ghn), arr(gcn), ctx.plan,
                                    ctx.reverse)
         b_ih_g = gr.get("b_ih", gr.get("b"))
         b_hh_g = gr.get("b_hh", gr.get("b"))
-        vals = (gr["x"], gr["h0"], gr.get("c0"), gr["w_ih"], gr["w_hh"], b_ih_g, b_hh_g, gr.get("w_hr"))
+        gx = gr["x"].reshape(x.shape) if x.ndim == 3 else gr["x"]
+        vals = (gx, gr["h0"], gr.get("c0"), gr["w_ih"], gr["w_hh"], b_ih_g, b_hh_g, gr.get("w_hr"))
         out = tuple(_const(v) if (n and v is not None) else None for v, n in zip(vals, need))
         return out + (None, None, None)
 
@@ -580,14 +675,15 @@ def _dtype_word(dt):
     return _TYPE_WORDS.get(str(dt), str(dt))
 
 
-def _rnn_stack(mode, x2, plan, hx, cx, layer_weights, num_layers, dropout, train, bidirectional):
-    """Run all layers and directions on packed-layout rows ``x2``; returns
-    ``(y, h_n, c_n)`` with ``c_n`` None except for LSTM."""
+def _rnn_stack(mode, x, plan, hx, cx, layer_weights, num_layers, dropout, train, bidirectional):
+    """Run all layers and directions on ``x``: packed rows ``(N, I)`` or a
+    padded ``(T, B, I)`` batch; returns ``(y, h_n, c_n)`` with ``c_n`` None
+    except for LSTM."""
     from ...ops.join import cat, stack
 
     dirs = 2 if bidirectional else 1
     hs, cs = [], []
-    layer_input = x2
+    layer_input = x
     for layer in range(num_layers):
         outs = []
         for d in range(dirs):
@@ -599,7 +695,7 @@ def _rnn_stack(mode, x2, plan, hx, cx, layer_weights, num_layers, dropout, train
             hs.append(res[1])
             if mode == "LSTM":
                 cs.append(res[2])
-        layer_input = outs[0] if dirs == 1 else cat(outs, 1)
+        layer_input = outs[0] if dirs == 1 else cat(outs, -1)
         if dropout != 0 and train and layer < num_layers - 1:
             layer_input = F.dropout(layer_input, dropout, True)
     return layer_input, stack(hs), (stack(cs) if mode == "LSTM" else None)
@@ -801,21 +897,18 @@ class RNNBase(Module):
         """Run the stack on a checked input: ``input`` is packed data (2-D) when
         ``batch_sizes`` is given, else ``(T, B, *)`` or ``(B, T, *)``."""
         if batch_sizes is not None:
-            x2 = input
+            x = input
             plan = _packed_plan(batch_sizes)
         else:
             x = input.transpose(0, 1) if self.batch_first else input
             steps, batch = x.shape[0], x.shape[1]
             if steps == 0:
                 raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
-            x2 = x.reshape(steps * batch, x.shape[2])
             plan = _padded_plan(steps, batch)
-        y, h_n, c_n = _rnn_stack(self.mode, x2, plan, hx, cx, self._layer_weights(), self.num_layers, self.dropout,
+        y, h_n, c_n = _rnn_stack(self.mode, x, plan, hx, cx, self._layer_weights(), self.num_layers, self.dropout,
                                  self.training, self.bidirectional)
-        if batch_sizes is None:
-            y = y.reshape(steps, batch, y.shape[1])
-            if self.batch_first:
-                y = y.transpose(0, 1)
+        if batch_sizes is None and self.batch_first:
+            y = y.transpose(0, 1)
         return y, h_n, c_n
 
     def _unpack(self, input):
