@@ -15,7 +15,6 @@ the final states.
 from __future__ import annotations
 
 import numpy as np
-
 from moduleinfo import Const, ModuleInfo, ModuleInput
 
 

@@ -22,21 +22,21 @@ def _np(t):
 
 
 _SDPA_CASES = {
-    "plain": dict(shapes=[(2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 6)]),
-    "causal_square": dict(shapes=[(2, 2, 5, 4), (2, 2, 5, 4), (2, 2, 5, 4)], is_causal=True),
-    "causal_rect": dict(shapes=[(2, 2, 3, 4), (2, 2, 6, 4), (2, 2, 6, 4)], is_causal=True),
-    "bool_mask": dict(shapes=[(2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 6)], mask="bool"),
-    "bool_mask_batched": dict(shapes=[(2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 6)], mask="bool4"),
-    "float_mask_grad": dict(shapes=[(2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 6)], mask="float"),
-    "scale": dict(shapes=[(2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 6)], scale=0.7),
-    "negative_scale": dict(shapes=[(2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 6)], scale=-0.3),
-    "gqa": dict(shapes=[(2, 6, 4, 8), (2, 2, 5, 8), (2, 2, 5, 6)], enable_gqa=True),
-    "broadcast_batch": dict(shapes=[(2, 3, 4, 8), (1, 3, 5, 8), (3, 5, 6)]),
-    "two_dim": dict(shapes=[(4, 8), (5, 8), (5, 6)]),
-    "five_dim": dict(shapes=[(2, 1, 2, 3, 4), (2, 3, 2, 5, 4), (2, 3, 2, 5, 4)]),
-    "dropout": dict(shapes=[(2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 6)], dropout_p=0.3),
-    "dropout_mask": dict(shapes=[(2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 6)], dropout_p=0.5, mask="bool"),
-    "dropout_one": dict(shapes=[(2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 6)], dropout_p=1.0),
+    "plain": {"shapes": [(2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 6)]},
+    "causal_square": {"shapes": [(2, 2, 5, 4), (2, 2, 5, 4), (2, 2, 5, 4)], "is_causal": True},
+    "causal_rect": {"shapes": [(2, 2, 3, 4), (2, 2, 6, 4), (2, 2, 6, 4)], "is_causal": True},
+    "bool_mask": {"shapes": [(2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 6)], "mask": "bool"},
+    "bool_mask_batched": {"shapes": [(2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 6)], "mask": "bool4"},
+    "float_mask_grad": {"shapes": [(2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 6)], "mask": "float"},
+    "scale": {"shapes": [(2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 6)], "scale": 0.7},
+    "negative_scale": {"shapes": [(2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 6)], "scale": -0.3},
+    "gqa": {"shapes": [(2, 6, 4, 8), (2, 2, 5, 8), (2, 2, 5, 6)], "enable_gqa": True},
+    "broadcast_batch": {"shapes": [(2, 3, 4, 8), (1, 3, 5, 8), (3, 5, 6)]},
+    "two_dim": {"shapes": [(4, 8), (5, 8), (5, 6)]},
+    "five_dim": {"shapes": [(2, 1, 2, 3, 4), (2, 3, 2, 5, 4), (2, 3, 2, 5, 4)]},
+    "dropout": {"shapes": [(2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 6)], "dropout_p": 0.3},
+    "dropout_mask": {"shapes": [(2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 6)], "dropout_p": 0.5, "mask": "bool"},
+    "dropout_one": {"shapes": [(2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 6)], "dropout_p": 1.0},
 }
 
 

@@ -100,7 +100,7 @@ def test_tree_network_gradcheck():
     for _ in range(3):
         tree = random_tree(rng, int(rng.integers(2, 6)), 4)
 
-        def f(*ps):
+        def f(*ps, tree=tree):
             return model(tree)
 
         assert fabric.autograd.gradcheck(f, tuple(params))

@@ -87,8 +87,8 @@ def test_packed_gradients_equal_per_sequence_gradients(mode):
         for name, p in m.named_parameters():
             total[name] = total[name] + _np(p.grad)
         m.zero_grad()
-    for name in grads:
-        np.testing.assert_allclose(grads[name], total[name], rtol=1e-10, atol=1e-12, err_msg=name)
+    for name, g in grads.items():
+        np.testing.assert_allclose(g, total[name], rtol=1e-10, atol=1e-12, err_msg=name)
 
 
 # --- against PyTorch ------------------------------------------------------------------------------
@@ -341,7 +341,7 @@ def test_replaced_parameter_is_used():
 
 
 def test_empty_batch():
-    out, (h, c) = nn.LSTM(2, 3)(fabric.randn(4, 0, 2))
+    out, (h, _c) = nn.LSTM(2, 3)(fabric.randn(4, 0, 2))
     assert tuple(out.shape) == (4, 0, 3) and tuple(h.shape) == (1, 0, 3)
 
 
@@ -426,7 +426,7 @@ def _eq(a, b):
 def test_pack_pad_round_trip_matches_torch(batch_first, enforce_sorted):
     rng = np.random.default_rng(0)
     lengths = [5, 4, 4, 2, 1] if enforce_sorted else [2, 5, 1, 4, 4]
-    x = rng.standard_normal((5, 5, 2) if batch_first else (5, 5, 2)).astype(np.float32)
+    x = rng.standard_normal((5, 5, 2)).astype(np.float32)  # (T, B, 2) or (B, T, 2): both 5
 
     def run(lib):
         xt = lib.from_numpy(x.copy()).requires_grad_()

@@ -83,7 +83,7 @@ def test_encoder_layer_activations_and_norm_placement(activation, norm_first):
 @pytest.mark.torch
 @pytest.mark.parametrize("dropout", [0.0, 0.25])
 def test_full_transformer_matches_torch(dropout):
-    make = lambda nn_: nn_.Transformer(8, 2, 2, 2, 12, dropout=dropout)  # noqa: E731
+    make = lambda nn_: nn_.Transformer(8, 2, 2, 2, 12, dropout=dropout)
     kwargs = {"tgt_mask": CAUSAL4, "src_key_padding_mask": np.array([[False] * 5 + [True], [False] * 6]),
               "memory_key_padding_mask": np.array([[False] * 5 + [True], [False] * 6])}
     _compare(make, [SRC, TGT], kwargs, train=dropout > 0)
@@ -91,7 +91,7 @@ def test_full_transformer_matches_torch(dropout):
 
 @pytest.mark.torch
 def test_transformer_options_match_torch():
-    make = lambda nn_: nn_.Transformer(8, 4, 1, 2, 16, dropout=0.0, activation="gelu", layer_norm_eps=1e-3,  # noqa
+    make = lambda nn_: nn_.Transformer(8, 4, 1, 2, 16, dropout=0.0, activation="gelu", layer_norm_eps=1e-3,
                                        batch_first=True, norm_first=True, bias=False)
     _compare(make, [SRC.transpose(1, 0, 2).copy(), TGT.transpose(1, 0, 2).copy()],
              {"tgt_mask": CAUSAL4, "tgt_is_causal": True})
@@ -132,7 +132,7 @@ def test_encoder_nested_tensor_path_zeros_padding(no_grad):
     returns zeros at padded positions before the final norm; with gradients it does not."""
     import torch
 
-    make = lambda nn_: nn_.TransformerEncoder(nn_.TransformerEncoderLayer(8, 2, 12, batch_first=True), 2,  # noqa
+    make = lambda nn_: nn_.TransformerEncoder(nn_.TransformerEncoderLayer(8, 2, 12, batch_first=True), 2,
                                               nn_.LayerNorm(8))
     fm, tm = _pair(make)
     x = SRC.transpose(1, 0, 2).copy()
@@ -177,7 +177,7 @@ def test_training_steps_match_torch():
     """A few SGD steps of a small encoder-decoder from the same initialisation stay equal."""
     import torch
 
-    make = lambda nn_: nn_.Transformer(8, 2, 1, 1, 12, dropout=0.0)  # noqa: E731
+    make = lambda nn_: nn_.Transformer(8, 2, 1, 1, 12, dropout=0.0)
     fm, tm = _pair(make)
     fo = fabric.optim.SGD(fm.parameters(), lr=0.05)
     to = torch.optim.SGD(tm.parameters(), lr=0.05)

@@ -37,8 +37,16 @@ from ...ops._util import xp_of
 from ._dropout import _bernoulli
 from ._linear import linear
 
-__all__ = ["scaled_dot_product_attention", "multi_head_attention_forward", "_canonical_mask", "_none_or_dtype",
-           "_mha_shape_check", "_in_projection_packed", "_in_projection", "_check_key_padding_mask"]
+__all__ = [
+    "_canonical_mask",
+    "_check_key_padding_mask",
+    "_in_projection",
+    "_in_projection_packed",
+    "_mha_shape_check",
+    "_none_or_dtype",
+    "multi_head_attention_forward",
+    "scaled_dot_product_attention",
+]
 
 _TORCH_WORDS = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
                 "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",

@@ -131,8 +131,8 @@ class MultiheadAttention(Module):
                     value = key
             else:
                 query, key, value = (x.transpose(1, 0) for x in (query, key, value))
-        common = dict(training=self.training, key_padding_mask=key_padding_mask, need_weights=need_weights,
-                      attn_mask=attn_mask, average_attn_weights=average_attn_weights, is_causal=is_causal)
+        common = {"training": self.training, "key_padding_mask": key_padding_mask, "need_weights": need_weights,
+                      "attn_mask": attn_mask, "average_attn_weights": average_attn_weights, "is_causal": is_causal}
         if not self._qkv_same_embed_dim:
             attn_output, attn_output_weights = F.multi_head_attention_forward(
                 query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias,

@@ -46,12 +46,13 @@ from ..._tensor import Tensor
 from ...autograd.function import Function, _apply
 from ...autograd.grad_mode import state as _grad_state
 from ...ops._util import xp_of
-from .. import functional as F, init
+from .. import functional as F
+from .. import init
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence
 from .module import Module
 
-__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+__all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase"]
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 _TYPE_WORDS = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16"}
@@ -616,7 +617,7 @@ class _RNNLayer(Function):
         need = ctx.needs_input_grad
         if _grad_state.enabled:
             return _layer_backward_graph(ctx, saved[:8], need, (gy, ghn, gcn))
-        x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr = (None if t is None else t._data for t in saved[:8])
+        x, _h0, _c0, w_ih, w_hh, _b_ih, _b_hh, w_hr = (None if t is None else t._data for t in saved[:8])
         xp = xp_of(x)
         gyd = None
         if gy is not None:
@@ -911,11 +912,6 @@ class RNNBase(Module):
             y = y.transpose(0, 1)
         return y, h_n, c_n
 
-    def _unpack(self, input):
-        """``(data, batch_sizes, sorted_indices, unsorted_indices, max_batch)`` of a PackedSequence."""
-        data, batch_sizes, sorted_indices, unsorted_indices = input
-        return data, batch_sizes, sorted_indices, unsorted_indices, int(batch_sizes[0])
-
 
 class RNN(RNNBase):
     """Elman RNN: ``h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh)``
@@ -979,10 +975,9 @@ class GRU(RNNBase):
 
 def _forward_single_state(self, input, hx, name):
     """RNN / GRU forward (one state tensor), as PyTorch's ``RNN.forward``."""
-    num_directions = 2 if self.bidirectional else 1
     orig_input = input
     if isinstance(orig_input, PackedSequence):
-        input, batch_sizes, sorted_indices, unsorted_indices, max_batch_size = self._unpack(orig_input)
+        input, batch_sizes, sorted_indices, unsorted_indices = orig_input
         if hx is not None:
             hx = self.permute_hidden(hx, sorted_indices)
     else:
@@ -1000,7 +995,6 @@ def _forward_single_state(self, input, hx, name):
                 hx = hx.unsqueeze(1)
         elif hx is not None and hx.dim() != 3:
             raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got {hx.dim()}-D tensor")
-        max_batch_size = input.size(0) if self.batch_first else input.size(1)
         sorted_indices = None
         unsorted_indices = None
     self.check_input(input, batch_sizes)
@@ -1061,7 +1055,7 @@ class LSTM(RNNBase):
     def forward(self, input, hx=None):
         orig_input = input
         if isinstance(orig_input, PackedSequence):
-            input, batch_sizes, sorted_indices, unsorted_indices, max_batch_size = self._unpack(orig_input)
+            input, batch_sizes, sorted_indices, unsorted_indices = orig_input
             if hx is not None:
                 hx = self.permute_hidden(hx, sorted_indices)
             self.check_input(input, batch_sizes)

@@ -22,15 +22,23 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 import numpy as np
 
 from ... import _creation
 from ..._tensor import Tensor
 
-__all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence",
-           "unpad_sequence", "pack_sequence", "unpack_sequence"]
+__all__ = [
+    "PackedSequence",
+    "invert_permutation",
+    "pack_padded_sequence",
+    "pack_sequence",
+    "pad_packed_sequence",
+    "pad_sequence",
+    "unpack_sequence",
+    "unpad_sequence",
+]
 
 _TYPE_WORDS = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
                "float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16"}
@@ -39,8 +47,8 @@ _TYPE_WORDS = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char"
 class PackedSequence_(NamedTuple):
     data: Tensor
     batch_sizes: Tensor
-    sorted_indices: Optional[Tensor]
-    unsorted_indices: Optional[Tensor]
+    sorted_indices: Tensor | None
+    unsorted_indices: Tensor | None
 
 
 def bind(optional, fn):
@@ -322,7 +330,7 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
                 [0, 3]])
     """
     if not isinstance(sequences, Iterable):
-        raise RuntimeError(f"pad_sequence: Expected iterable for input sequences, but got arg of type: "
+        raise RuntimeError(f"pad_sequence: Expected iterable for input sequences, but got arg of type: "  # noqa: TRY004
                            f"{type(sequences)}")
     sequences = tuple(sequences)
     if not sequences:
