@@ -563,3 +563,17 @@ def test_doctests():
     for mod in (R, U):
         res = doctest.testmod(mod, extraglobs={"fabric": fabric}, optionflags=doctest.NORMALIZE_WHITESPACE)
         assert res.failed == 0, mod.__name__
+
+
+def test_docs_example_runs():
+    """The example at the top of the recurrent/attention section of docs/nn.md runs."""
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).parents[2] / "docs" / "nn.md").read_text()
+    section = text[text.index("## Recurrent layers, packed sequences"):]
+    code = re.findall(r"```python\n(.*?)```", section, re.DOTALL)[0]
+    scope = {}
+    exec(code, scope)  # noqa: S102
+    assert tuple(scope["padded"].shape) == (3, 7, 16) and scope["lengths"].tolist() == [5, 2, 7]
+    assert tuple(scope["y"].shape) == (2, 5, 16)
