@@ -112,6 +112,52 @@ def test_cross_entropy_bad_target_is_nan_not_oob(hb):
     assert loss[0] == pytest.approx(np.log(3)) and np.isnan(loss[1])
 
 
+
+@pytest.mark.parametrize("dt", ALL)
+@pytest.mark.parametrize("weighted,smoothing", [(False, 0.0), (True, 0.15)])
+def test_cross_entropy_large_logits(hb, dt, weighted, smoothing):
+    """Loss and gradient from the shifted logits in the kernel too: at logits ~1e4 a
+    max + lse rounded to float32 would be off by ~5e-4 relative.  A -inf (masked) logit
+    and an ignored row included."""
+    n, c = 5, 70
+    x = ((3e4 if dt == np.float16 else 1e4) + randn((n, c), np.float64, 60.0 if dt == np.float16 else 3.0)).astype(dt)
+    x[0, 3] = -np.inf
+    t = rng.integers(0, c, n)
+    t[0], t[2] = 5, -7
+    w = (rng.random(c) + 0.5).astype(dt) if weighted else None
+    g = (rng.random(n) + 0.5).astype(dt)
+    loss, saved = hb.cross_entropy(x, t, w, -7, smoothing)
+    want_loss, want_saved = ref.cross_entropy(x, t, w, -7, smoothing)
+    check(loss, want_loss, tol(dt) * 4)
+    check(saved[1], want_saved[1], tol(dt))
+    gx = hb.cross_entropy_backward(saved, t, w, -7, smoothing, g)
+    check(gx, ref.cross_entropy_backward(want_saved, t, w, -7, smoothing, g), tol(dt))
+    assert np.isfinite(gx).all() and (gx[2] == 0).all()
+
+
+@pytest.mark.parametrize("dt", ALL)
+def test_log_softmax_large_logits(hb, dt):
+    x = ((3e4 if dt == np.float16 else 1e4) + randn((4, 50), np.float64, 60.0 if dt == np.float16 else 3.0)).astype(dt)
+    check(hb.log_softmax(x, -1), ref.log_softmax(x, -1), tol(dt))
+    check(hb.softmax(x, -1), ref.softmax(x, -1), tol(dt))
+
+
+@pytest.mark.parametrize("dt", ALL)
+def test_activation_tails_and_infinities(hb, dt):
+    """The kernels' erfc / exp forms against the references over the whole range:
+    tails relative to their size, +-inf and NaN as PyTorch."""
+    big = float(np.finfo(dt).max)
+    x = np.concatenate([np.linspace(-30, 30, 241), [np.inf, -np.inf, np.nan, big, -big, 0.0]]).astype(dt)
+    gy = np.ones_like(x)
+    tiny = float(np.finfo(dt).tiny)
+    for name, args in (("gelu", (x, "none")), ("gelu_backward", (x, gy, "none")), ("silu", (x,)),
+                       ("silu_backward", (x, gy))):
+        got, want = getattr(hb, name)(*args), getattr(ref, name)(*args)
+        atol = tol(dt) / 100 if name.endswith("backward") else tiny * 64   # derivatives cross zero
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol(dt), atol=atol,
+                                   err_msg=name)
+    ran(hb, "gelu_fwd", "gelu_bwd", "silu_fwd", "silu_bwd")
+
 @pytest.mark.parametrize("dt", ALL)
 @pytest.mark.parametrize("shape", [(4, 33), (2, 3, 300), (3, 1)])
 @pytest.mark.parametrize("affine", [False, True])

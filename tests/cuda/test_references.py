@@ -2,6 +2,8 @@
 and (where installed) torch."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -131,6 +133,161 @@ def test_gelu_silu_naive():
     close(fused.silu_backward(np, x, np.ones_like(x)), _numgrad(lambda v: fused.silu(np, v), x, np.ones_like(x)))
     with np.errstate(over="raise"):
         fused.silu(np, np.array([-1000.0, 1000.0]))
+
+
+# ---- accuracy: large logits, activation tails, special values ----------------------------------
+def _log_softmax64(x):
+    x = x.astype(np.float64)
+    z = x - x.max(-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(-1, keepdims=True))
+
+
+def _naive_cross_entropy64(x, t, w, eps, g):
+    """Float64 loss and gradient of the logits ``x`` (any dtype, read exactly)."""
+    n, c = x.shape
+    lp = _log_softmax64(x)
+    p, rows = np.exp(lp), np.arange(n)
+    w = np.ones(c) if w is None else w.astype(np.float64)
+    loss = -(1 - eps) * w[t] * lp[rows, t] - eps / c * (lp * w).sum(1)
+    onehot = np.eye(c)[t]
+    grad = (1 - eps) * w[t][:, None] * (p - onehot) + eps / c * (w.sum() * p - w)
+    return loss, grad * g[:, None]
+
+
+@pytest.mark.parametrize("dt,offset,tol", [(np.float32, 1e4, (1e-5, 2e-7)), (np.float32, -3e5, (1e-5, 2e-7)),
+                                           (np.float16, 3e4, (2e-3, 2e-4))])
+@pytest.mark.parametrize("weighted,smoothing", [(False, 0.0), (True, 0.15)])
+def test_cross_entropy_large_logits(dt, offset, tol, weighted, smoothing):
+    """Loss and gradient come from the shifted logits x - max, so they keep full precision
+    however large the logits (a saved max + lse rounded to float32 is off by eps * |x|,
+    i.e. ~5e-4 relative in every probability at 1e4)."""
+    n, c = 6, 40
+    x = (offset + rng.standard_normal((n, c)) * 3 * (1 if dt == np.float32 else 20)).astype(dt)
+    t = rng.integers(0, c, n)
+    w = (rng.random(c) + 0.5).astype(dt) if weighted else None
+    g = (rng.random(n) + 0.5).astype(dt)
+    loss, saved = fused.cross_entropy(np, x, t, w, -100, smoothing)
+    gx = fused.cross_entropy_backward(np, saved, t, w, -100, smoothing, g)
+    want_loss, want_gx = _naive_cross_entropy64(x, t, w, smoothing, g.astype(np.float64))
+    rtol, atol = tol
+    assert loss.dtype == gx.dtype == dt and saved[1].dtype == fused.acc_dtype(dt)
+    np.testing.assert_allclose(loss.astype(np.float64), want_loss, rtol=rtol, atol=atol * 10)
+    np.testing.assert_allclose(gx.astype(np.float64), want_gx, rtol=rtol, atol=atol)
+    close(saved[1], np.log(np.exp(x - x.max(1, keepdims=True).astype(np.float64)).sum(1)), rtol)
+
+
+def test_log_softmax_large_logits():
+    x = (1e4 + rng.standard_normal((5, 30)) * 3).astype(np.float32)
+    np.testing.assert_allclose(fused.log_softmax(np, x, -1), _log_softmax64(x), rtol=2e-6, atol=1e-6)
+    np.testing.assert_allclose(fused.softmax(np, x, -1), np.exp(_log_softmax64(x)), rtol=2e-6, atol=1e-9)
+
+
+def _activations64(x):
+    """Float64 gelu, gelu', silu, silu' of ``x`` (math.erfc: no scipy needed)."""
+    import math
+    x = x.astype(np.float64)
+    phi = 0.5 * np.vectorize(math.erfc)(-x / math.sqrt(2))
+    with np.errstate(over="ignore"):
+        e = np.exp(-x)
+    s = 1 / (1 + e)
+    return {"gelu": x * phi, "gelu_backward": phi + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi),
+            "silu": x * s, "silu_backward": s * (1 + x * np.minimum(e * s, 1))}
+
+
+def _float32_activations(x):
+    ones = np.ones_like(x)
+    return {"gelu": fused.gelu(np, x), "gelu_backward": fused.gelu_backward(np, x, ones),
+            "silu": fused.silu(np, x), "silu_backward": fused.silu_backward(np, x, ones)}
+
+
+def test_float32_activations_within_a_few_ulp(monkeypatch):
+    """The float32 kernels (rational Gaussian tail for GELU, x / (1 + exp(-x)) for SiLU)
+    against float64: a few ulp where values are O(1), growing like x**2 / 2 ulp in GELU's
+    lower tail (the float32 rounding of x*x inside exp(-x*x/2)) - relative accuracy that
+    1 + erf(x / sqrt(2)) loses completely there."""
+    monkeypatch.setattr(fused, "_CHUNK", 4096)      # several chunks and a partial last one
+    x = np.linspace(-13, 14, 40_001, dtype=np.float32)
+    got, want = _float32_activations(x), _activations64(x)
+    spacing = {k: np.spacing(np.abs(v).astype(np.float32)).astype(np.float64) for k, v in want.items()}
+    x64 = x.astype(np.float64)
+    bound = {"gelu": 6 + np.where(x64 < 0, x64 ** 2 / 2, 0), "silu": np.full_like(x64, 4)}
+    for k in ("gelu", "silu"):
+        assert got[k].dtype == np.float32
+        ulps = np.abs(got[k] - want[k]) / spacing[k]
+        assert (ulps <= bound[k]).all(), (k, x[np.argmax(ulps - bound[k])], ulps.max())
+    # derivatives: the same, plus an absolute 4e-8 where they cross zero (x ~ -0.75, -1.28)
+    for k, b in (("gelu_backward", bound["gelu"]), ("silu_backward", bound["silu"] + 2)):
+        err = np.abs(got[k] - want[k])
+        assert (err <= b * spacing[k] + 4e-8).all(), (k, x[np.argmax(err - b * spacing[k])], err.max())
+    x16 = x.astype(np.float16)      # float16 is computed in float32
+    want16 = _float32_activations(x16.astype(np.float32))
+    for k, v in _float32_activations(x16).items():
+        np.testing.assert_array_equal(v, want16[k].astype(np.float16))
+
+
+def test_float32_activations_strided_and_tiny():
+    x = rng.standard_normal((6, 10)).astype(np.float32) * 4
+    for k, v in _float32_activations(x[:, ::3]).items():
+        np.testing.assert_allclose(v, _activations64(x[:, ::3])[k], rtol=1e-5, atol=1e-7)
+    assert fused.gelu(np, np.zeros((0, 3), np.float32)).shape == (0, 3)
+    for dt in (np.float32, np.float64):   # 0-d
+        one = np.array([1.5], dt)
+        for ap in ("none", "tanh"):
+            close(fused.gelu(np, np.array(1.5, dt), ap), fused.gelu(np, one, ap)[0])
+            close(fused.gelu_backward(np, np.array(1.5, dt), np.array(1.0, dt), ap),
+                  fused.gelu_backward(np, one, np.ones(1, dt), ap)[0])
+        close(fused.silu(np, np.array(1.5, dt)), fused.silu(np, one)[0])
+        close(fused.silu_backward(np, np.array(1.5, dt), np.array(1.0, dt)), fused.silu_backward(np, one, one * 0 + 1)[0])
+    np.testing.assert_allclose(fused.gelu(np, np.float32([1e-30, -1e-30])), [5e-31, -5e-31], rtol=1e-6)
+
+
+def test_float64_activations_accurate():
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 30
+    x = np.concatenate([np.linspace(-30, 30, 301), [-1e-8, 1e-8, -37.5]])
+    gelu = [float(v * mpmath.ncdf(v)) for v in map(mpmath.mpf, x)]
+    dgelu = [float(mpmath.ncdf(v) + v * mpmath.npdf(v)) for v in map(mpmath.mpf, x)]
+    # erfc(-x / sqrt(2)) inherits the rounding of its argument: ~x**2 eps relative in the tail
+    bound = 4e-16 * (1 + x * x / 2)
+    for got, want in ((fused.gelu(np, x), gelu), (fused.gelu_backward(np, x, np.ones_like(x)), dgelu)):
+        assert (np.abs(got - want) <= bound * np.abs(want) + 1e-300).all()
+
+
+@pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64])
+def test_activation_special_values(dt):
+    """+-inf and NaN give PyTorch's (float64) values: gelu(-inf), silu(-inf) and the
+    gradients at +-inf are NaN; huge finite inputs neither overflow nor warn."""
+    big = float(np.finfo(dt).max)
+    x = np.array([np.inf, -np.inf, np.nan, 0.0, big, -big, -1000.0], dt)
+    nan = np.nan
+    want = {"gelu": [np.inf, nan, nan, 0, big, 0, 0], "gelu_backward": [nan, nan, nan, 0.5, 1, 0, 0],
+            "silu": [np.inf, nan, nan, 0, big, 0, 0], "silu_backward": [nan, nan, nan, 0.5, 1, 0, 0]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = {"gelu": fused.gelu(np, x), "gelu_backward": fused.gelu_backward(np, x, np.ones_like(x)),
+               "silu": fused.silu(np, x), "silu_backward": fused.silu_backward(np, x, np.ones_like(x))}
+    for k, v in got.items():
+        assert v.dtype == dt
+        np.testing.assert_array_equal(v.astype(np.float64), want[k], err_msg=k)
+
+
+def test_infinities_do_not_warn():
+    """inf - inf inside softmax / log_softmax / cross_entropy gives PyTorch's NaNs silently."""
+    x = np.array([[np.inf, 0.0, 1.0], [-np.inf, 0.0, 1.0], [-np.inf] * 3, [np.nan, 0.0, 1.0]], np.float32)
+    t = np.array([1, 1, 0, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y, ly = fused.softmax(np, x, -1), fused.log_softmax(np, x, -1)
+        fused.softmax(np, x, 0), fused.log_softmax(np, x, 0)
+        loss, saved = fused.cross_entropy(np, x, t, None, -100, 0.0)
+        gx = fused.cross_entropy_backward(np, saved, t, None, -100, 0.0, np.ones(4, np.float32))
+    want = np.exp(_log_softmax64(x[1:2, 1:]))[0]
+    close(y[1], [0.0, *want])
+    close(ly[1, 1:], np.log(want))
+    assert ly[1, 0] == -np.inf
+    assert np.isnan(y[[0, 2, 3]]).any(axis=1).all() and np.isnan(y[2]).all()    # as PyTorch
+    assert np.isfinite(loss[1]) and np.isnan(loss[[0, 2, 3]]).all()
+    assert np.isfinite(gx[1]).all() and gx[1, 0] == 0
 
 
 # ---- dropout / Philox ------------------------------------------------------------------

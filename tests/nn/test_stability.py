@@ -23,6 +23,12 @@ def grad_tol(dtype):
     return {"rtol": 1e-3, "atol": 1e-3} if dtype == np.float32 else {"rtol": 1e-9, "atol": 1e-12}
 
 
+def ce_tol(dtype):
+    """cross_entropy works from the shifted logits x - max (nothing rounded at the
+    logits' magnitude): its gradients are accurate to a few float32 ulp at 1e4."""
+    return {"rtol": 1e-6, "atol": 2e-7} if dtype == np.float32 else {"rtol": 1e-9, "atol": 1e-12}
+
+
 def T(a, dtype, grad=False):
     t = fabric.from_numpy(np.array(a, dtype=dtype))
     return t.requires_grad_() if grad else t
@@ -87,24 +93,24 @@ def test_cross_entropy_extremes(dtype, label_smoothing):
         loss = F.cross_entropy(x, T(t, np.int64), label_smoothing=label_smoothing, reduction="none")
     lp = _ref_log_softmax(EXTREME)
     ref = -(1 - label_smoothing) * lp[np.arange(4), t] - label_smoothing / 3 * lp.sum(1)
-    np.testing.assert_allclose(loss.detach().numpy(), ref, rtol=1e-6, atol=1e-3 if dtype == np.float32 else 1e-9)
+    np.testing.assert_allclose(loss.detach().numpy(), ref, rtol=1e-6, atol=1e-6 if dtype == np.float32 else 1e-9)
     assert loss.detach().numpy()[1] == pytest.approx(np.log(3) * (1 - label_smoothing) + label_smoothing * np.log(3),
                                                      rel=1e-5)
     loss.sum().backward()
     g = x.grad.numpy()
     assert np.isfinite(g).all()
-    np.testing.assert_allclose(g.sum(1), 0.0, atol=grad_tol(dtype)["atol"])  # gradient rows of CE sum to 0
+    np.testing.assert_allclose(g.sum(1), 0.0, atol=ce_tol(dtype)["atol"])  # gradient rows of CE sum to 0
     p = np.exp(_ref_log_softmax(EXTREME))
     onehot = np.eye(3)[t]
     ref_g = (1 - label_smoothing) * (p - onehot) + label_smoothing / 3 * (3 * p - 1)
-    np.testing.assert_allclose(g, ref_g, **grad_tol(dtype))
+    np.testing.assert_allclose(g, ref_g, **ce_tol(dtype))
     # class-probability targets and the differentiable backward too
     x2 = T(EXTREME, dtype, grad=True)
     probs = T(np.eye(3)[t], dtype)
     l2 = F.cross_entropy(x2, probs, label_smoothing=label_smoothing, reduction="none")
-    np.testing.assert_allclose(l2.detach().numpy(), loss.detach().numpy(), rtol=1e-6, atol=1e-3)
+    np.testing.assert_allclose(l2.detach().numpy(), loss.detach().numpy(), rtol=1e-6, atol=1e-6)
     gg, = fabric.autograd.grad(l2.sum(), x2, create_graph=True)
-    np.testing.assert_allclose(gg.detach().numpy(), g, **grad_tol(dtype))
+    np.testing.assert_allclose(gg.detach().numpy(), g, **ce_tol(dtype))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -190,8 +196,7 @@ def test_extremes_match_torch(dtype):
         np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-6, atol=1e-6)
         y.sum().backward()
         ty.sum().backward()
-        # the fused cross-entropy gradient exp(x - lse) uses a saved lse (see grad_tol)
-        tol = grad_tol(dtype) if fused else {"rtol": 1e-6, "atol": 1e-6}
+        tol = ce_tol(dtype) if fused else {"rtol": 1e-6, "atol": 1e-6}
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), **tol)
     lse = fabric.logsumexp(fabric.from_numpy(x.copy()), 1).numpy()
     np.testing.assert_allclose(lse, torch.logsumexp(torch.from_numpy(x.copy()), 1).numpy(), rtol=1e-6)

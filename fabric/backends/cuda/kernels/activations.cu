@@ -1,6 +1,9 @@
 // Elementwise activations (grid-stride over n elements), computed in the
-// accumulation type.  approximate: 0 = exact GELU (erf), 1 = tanh form.
+// accumulation type.  approximate: 0 = exact GELU, 1 = tanh form.
 // bias_act: act(x + bias[i % cols]), act codes as ACT_* below.
+// Same formulas as fused.py: exact GELU as x * erfc(-x / sqrt(2)) / 2 (no 1 + erf
+// cancellation for x < 0), SiLU as x / (1 + exp(-x)); at +-inf the results are
+// PyTorch's (gelu(-inf), silu(-inf) and both gradients at +-inf are NaN).
 
 #define ACT_NONE 0
 #define ACT_RELU 1
@@ -8,12 +11,22 @@
 #define ACT_GELU_TANH 3
 #define ACT_SILU 4
 
+__device__ __forceinline__ float act_erfc(float v) { return erfcf(v); }
+__device__ __forceinline__ double act_erfc(double v) { return erfc(v); }
+__device__ __forceinline__ float act_fmin(float a, float b) { return fminf(a, b); }
+__device__ __forceinline__ double act_fmin(double a, double b) { return fmin(a, b); }
+
+// Phi(x), relatively accurate in the lower tail
+template <typename A> __device__ __forceinline__ A normal_cdf(A x) {
+    return (A)0.5 * act_erfc(x * (A)-0.7071067811865476);
+}
+
 template <typename A> __device__ __forceinline__ A gelu_val(A x, int approximate) {
     if (approximate) {
         const A k = (A)0.7978845608028654, c = (A)0.044715;
         return (A)0.5 * x * (A(1) + fb_tanh(k * x * (A(1) + c * x * x)));
     }
-    return (A)0.5 * x * (A(1) + fb_erf(x * (A)0.7071067811865476));
+    return x * normal_cdf(x);
 }
 
 template <typename A> __device__ __forceinline__ A gelu_grad(A x, int approximate) {
@@ -23,13 +36,15 @@ template <typename A> __device__ __forceinline__ A gelu_grad(A x, int approximat
         const A t = fb_tanh(k * x * (A(1) + c * x2));
         return (A)0.5 * x * (A(1) - t * t) * (k * (A(1) + A(3) * c * x2)) + (A)0.5 * (A(1) + t);
     }
-    return (A)0.5 * (A(1) + fb_erf(x * (A)0.7071067811865476))
-           + x * (A)0.3989422804014327 * fb_exp((A)-0.5 * x * x);
+    return normal_cdf(x) + x * (A)0.3989422804014327 * fb_exp((A)-0.5 * x * x);
 }
 
-template <typename A> __device__ __forceinline__ A sigmoid_val(A x) {
-    const A e = fb_exp(-fb_abs(x));  // never overflows
-    return (x >= A(0) ? A(1) : e) / (A(1) + e);
+// silu'(x) = s (1 + x (1 - s)), s = 1 / (1 + e), e = exp(-x); 1 - s = e s without
+// cancellation, and fmin(e s, 1) = 1 where e s is inf * 0 (x < -88.7 in float32).
+template <typename A> __device__ __forceinline__ A silu_grad(A x) {
+    const A e = fb_exp(-x);
+    const A s = A(1) / (A(1) + e);
+    return s * (A(1) + x * act_fmin(e * s, A(1)));
 }
 
 template <typename A> __device__ __forceinline__ A act_val(A z, int act) {
@@ -37,7 +52,7 @@ template <typename A> __device__ __forceinline__ A act_val(A z, int act) {
         case ACT_RELU: return z > A(0) ? z : A(0);
         case ACT_GELU: return gelu_val(z, 0);
         case ACT_GELU_TANH: return gelu_val(z, 1);
-        case ACT_SILU: return z * sigmoid_val(z);
+        case ACT_SILU: return z / (A(1) + fb_exp(-z));
         default: return z;
     }
 }
@@ -47,10 +62,7 @@ template <typename A> __device__ __forceinline__ A act_grad(A z, int act) {
         case ACT_RELU: return z > A(0) ? A(1) : A(0);
         case ACT_GELU: return gelu_grad(z, 0);
         case ACT_GELU_TANH: return gelu_grad(z, 1);
-        case ACT_SILU: {
-            const A s = sigmoid_val(z);
-            return s * (A(1) + z * (A(1) - s));
-        }
+        case ACT_SILU: return silu_grad(z);
         default: return A(1);
     }
 }

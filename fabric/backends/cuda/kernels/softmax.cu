@@ -30,12 +30,12 @@ __device__ __forceinline__ void softmax_rows(const T* __restrict__ x, T* __restr
             }
         }
         t = block_allreduce(t, MaxSumOp(), empty);
-        const A lse = t.m + fb_log(t.s);
+        const A lse = fb_log(t.s);  // of the shifted row: (x - max) - lse, never x - (max + lse)
         const A inv = A(1) / t.s;
         // each thread re-reads only the columns it cached itself: no barrier needed
         for (int c = threadIdx.x; c < cols; c += blockDim.x) {
-            A v = to_acc(cached ? cache[c] : xr[c]);
-            yr[c] = from_acc<T>(LOG ? v - lse : fb_exp(v - t.m) * inv);
+            const A z = to_acc(cached ? cache[c] : xr[c]) - t.m;
+            yr[c] = from_acc<T>(LOG ? z - lse : fb_exp(z) * inv);
         }
     }
 }
