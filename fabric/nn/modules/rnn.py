@@ -88,7 +88,7 @@ _LSTM_UNPERM = [1, 2, 0, 3]
 _LSTM_SCALE = (1.0, 0.5, 0.5, 0.5)
 _GRU_SCALE = (0.5, 0.5, 1.0)     # r, z, n
 _POOL = threading.local()
-_POOL_MAX = 1 << 24              # elements; larger scratch arrays are not kept between calls
+_POOL_MAX = 1 << 22              # elements; larger scratch arrays are not kept between calls
 
 
 def _scratch(xp, key, shape, dtype):
