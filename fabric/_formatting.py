@@ -55,8 +55,8 @@ class _Formatter:
             self.max_width = max((len(str(int(v))) for v in values), default=1)
             return
         finite = values[np.isfinite(values)].astype(np.float64)
-        if finite.size == 0:
-            self.max_width = max((len(_special(v)) for v in values), default=1)
+        if finite.size == 0:  # PyTorch sizes columns from finite values only
+            self.max_width = 1
             return
         absf = np.abs(finite)
         nonzero = absf[absf != 0]
@@ -79,8 +79,7 @@ class _Formatter:
             self.sci_mode = SCI_MODE
             if self.sci_mode:
                 strs = [f"{v:.{PRECISION}e}" for v in finite]
-        widths = [len(s) for s in strs] + [len(_special(v)) for v in values[~np.isfinite(values)]]
-        self.max_width = max(widths)
+        self.max_width = max(len(s) for s in strs)
 
     def format(self, v) -> str:
         if self.kind == "b":

@@ -44,7 +44,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
 
     # Dependency counts over the reachable graph (iterative DFS).
     deps = {}
-    stack = [fn for fn, _ in roots]
+    stack = list(dict.fromkeys(fn for fn, _ in roots))  # several roots may share a node
     seen = set(stack)
     order = []
     while stack:

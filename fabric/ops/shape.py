@@ -162,10 +162,9 @@ def _is_viewable(x, shape):
     if x.flags.c_contiguous:
         return True
     try:
-        v = x.view()
-        v.shape = shape
+        x.reshape(shape, copy=False)  # NumPy >= 2.1: raises instead of copying
         return True
-    except AttributeError:
+    except ValueError:
         return False
 
 

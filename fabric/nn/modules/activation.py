@@ -574,3 +574,13 @@ class LogSoftmax(_SoftmaxBase):
 
     def forward(self, input):
         return F.log_softmax(input, self.dim, _stacklevel=5)
+
+
+def __getattr__(name):
+    # PyTorch defines MultiheadAttention in this module; fabric keeps it in
+    # attention.py and re-exports it here for ``from torch.nn.modules.activation import ...``.
+    if name == "MultiheadAttention":
+        from .attention import MultiheadAttention
+
+        return MultiheadAttention
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
