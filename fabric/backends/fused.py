@@ -94,7 +94,7 @@ def _rowdot(xp, a, b):
 
 
 def _softmax(xp, x, m, axis):
-    y = xp.subtract(x, m, dtype=acc_dtype(x.dtype))   # float16 is read once, into float32
+    y = _up(x) - m
     xp.exp(y, out=y)
     y /= y.sum(axis=axis, keepdims=True)
     return _down(y, x.dtype)
@@ -135,7 +135,7 @@ def softmax_backward(xp, y, gy, axis: int = -1):
 
 
 def _log_softmax(xp, x, m, axis):
-    z = xp.subtract(x, m, dtype=acc_dtype(x.dtype))
+    z = _up(x) - m
     s = xp.exp(z).sum(axis=axis, keepdims=True)
     z -= xp.log(s, out=s)
     return _down(z, x.dtype)
@@ -216,7 +216,7 @@ def cross_entropy(xp, logits, target, weight=None, ignore_index: int = -100,
 
 def _cross_entropy(xp, logits, m, target, weight, ignore_index, label_smoothing):
     c = logits.shape[1]
-    z = xp.subtract(logits, m, dtype=acc_dtype(logits.dtype))     # x - max: exact near the max
+    z = _up(logits) - m                      # x - max: exact near the max
     valid = target != ignore_index
     t = xp.where(valid, target, 0).astype(np.int64, copy=False)
     loss = -xp.take_along_axis(z, t[:, None], axis=1)[:, 0]        # -(x[t] - max)
@@ -267,7 +267,7 @@ def cross_entropy_backward(xp, saved, target, weight, ignore_index: int,
 def _cross_entropy_backward(xp, logits, m, lse, target, weight, ignore_index, label_smoothing,
                             g_loss):
     n, c = logits.shape
-    gx = xp.subtract(logits, m, dtype=acc_dtype(logits.dtype))
+    gx = _up(logits) - m
     valid = target != ignore_index
     t = xp.where(valid, target, 0)
     g = xp.where(valid, _up(g_loss).astype(gx.dtype, copy=False), 0)
@@ -306,12 +306,13 @@ def layer_norm(xp, x, weight=None, bias=None, eps: float = 1e-5):
     if x.shape[-1] == 0:
         stat = xp.full(x.shape[:-1], np.nan, acc)
         return xp.empty_like(x), stat, stat.copy()
-    mean = x.mean(axis=-1, dtype=acc)
-    y = xp.subtract(x, mean[..., None], dtype=acc)
+    xa = _up(x)
+    mean = xa.mean(axis=-1)
+    y = xa - mean[..., None]
     var = _rowdot(xp, y, y)
     var /= x.shape[-1]
     var += eps
-    rstd = 1.0 / xp.sqrt(var, out=var)
+    rstd = 1.0 / xp.sqrt(var)
     y *= rstd[..., None]
     if weight is not None:
         y *= weight
@@ -346,7 +347,7 @@ def layer_norm_backward(xp, gy, x, weight, mean, rstd, has_bias: bool = True):
     ([[0.0, 0.0]], None, [1.0, 1.0])
     """
     ga = _up(gy)
-    xhat = xp.subtract(x, mean[..., None], dtype=ga.dtype)
+    xhat = _up(x) - mean[..., None]
     r = rstd[..., None]
     xhat *= r
     g = ga * weight if weight is not None else ga
@@ -382,7 +383,7 @@ def rms_norm(xp, x, weight=None, eps: float = 1e-6):
     ms = _rowdot(xp, xa, xa)
     ms /= x.shape[-1]
     ms += eps
-    rstd = 1.0 / xp.sqrt(ms, out=ms)
+    rstd = 1.0 / xp.sqrt(ms)
     y = xa * rstd[..., None]
     if weight is not None:
         y *= weight
@@ -431,6 +432,7 @@ _TAIL_MAX = 15.0
 _TAIL_P_HALF = tuple(c * 2.0 ** -i for i, c in enumerate(_TAIL_P))
 _TAIL_Q_HALF = tuple(c * 2.0 ** -(i + 1) for i, c in enumerate(_TAIL_Q))
 _CHUNK = 1 << 16   # elements per chunk of the float32 activation passes: the ~6 buffers stay in L2
+_MIN_FAST = 1 << 11  # below this many elements the ~30 ufunc calls cost more than float64 erfc
 
 
 def _chunked(kernel, nscratch: int, out, *arrays) -> None:
@@ -448,7 +450,7 @@ def _chunked(kernel, nscratch: int, out, *arrays) -> None:
 
 def _fast32(xp, x) -> bool:
     """Whether the float32 NumPy kernels below apply (float16 is computed in float32)."""
-    return xp is np and x.dtype == np.float32 and x.size > 0
+    return xp is np and x.dtype == np.float32 and x.size >= _MIN_FAST
 
 
 def _tail_ratio(a, p, q, pc, qc) -> None:
@@ -561,6 +563,8 @@ def gelu(xp, x, approximate: str = "none"):
             y *= xa
             y *= 0.5
         else:
+            if xp is np:       # small float16 / float32 arrays: float64 erfc, rounded once
+                xa = xa.astype(np.float64, copy=False)
             y = _phi(xp, xa)
             y *= xa
     return _down(y, x.dtype)
@@ -607,6 +611,9 @@ def gelu_backward(xp, x, gy, approximate: str = "none"):
             d = 0.5 * xa * (1.0 - t * t) * (_SQRT_2_OVER_PI * (1.0 + 3.0 * _GELU_C * x2))
             d += 0.5 * (1.0 + t)
         else:
+            if xp is np:
+                xa = xa.astype(np.float64, copy=False)
+                x2 = xa * xa
             d = _phi(xp, xa)
             x2 *= -0.5
             d += xa * _INV_SQRT_2PI * xp.exp(x2)   # +-inf * 0 is NaN, as PyTorch

@@ -226,9 +226,11 @@ def test_float32_activations_within_a_few_ulp(monkeypatch):
 
 
 def test_float32_activations_strided_and_tiny():
-    x = rng.standard_normal((6, 10)).astype(np.float32) * 4
-    for k, v in _float32_activations(x[:, ::3]).items():
-        np.testing.assert_allclose(v, _activations64(x[:, ::3])[k], rtol=1e-5, atol=1e-7)
+    x = rng.standard_normal((64, 100)).astype(np.float32) * 4
+    assert x[:, ::3].size >= fused._MIN_FAST
+    for xs in (x[:, ::3], x[:3, ::3]):       # the float32 kernels, the small-array path
+        for k, v in _float32_activations(xs).items():
+            np.testing.assert_allclose(v, _activations64(xs)[k], rtol=1e-5, atol=1e-7)
     assert fused.gelu(np, np.zeros((0, 3), np.float32)).shape == (0, 3)
     for dt in (np.float32, np.float64):   # 0-d
         one = np.array([1.5], dt)
@@ -254,14 +256,16 @@ def test_float64_activations_accurate():
 
 
 @pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64])
-def test_activation_special_values(dt):
+@pytest.mark.parametrize("reps", [1, 400])     # small arrays go through float64, large ones the float32 kernels
+def test_activation_special_values(dt, reps):
     """+-inf and NaN give PyTorch's (float64) values: gelu(-inf), silu(-inf) and the
     gradients at +-inf are NaN; huge finite inputs neither overflow nor warn."""
     big = float(np.finfo(dt).max)
-    x = np.array([np.inf, -np.inf, np.nan, 0.0, big, -big, -1000.0], dt)
+    x = np.tile(np.array([np.inf, -np.inf, np.nan, 0.0, big, -big, -1000.0], dt), reps)
     nan = np.nan
     want = {"gelu": [np.inf, nan, nan, 0, big, 0, 0], "gelu_backward": [nan, nan, nan, 0.5, 1, 0, 0],
             "silu": [np.inf, nan, nan, 0, big, 0, 0], "silu_backward": [nan, nan, nan, 0.5, 1, 0, 0]}
+    want = {k: np.tile(v, reps) for k, v in want.items()}
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         got = {"gelu": fused.gelu(np, x), "gelu_backward": fused.gelu_backward(np, x, np.ones_like(x)),
