@@ -195,8 +195,9 @@ def cross_entropy(xp, logits, target, weight=None, ignore_index: int = -100,
     (N,), the log-sum-exp of the row shifted by its maximum, in the
     accumulation dtype; pass ``saved`` unchanged to :func:`cross_entropy_backward`.
     Everything is computed from the shifted logits ``x - max(x)``, and the
-    backward recomputes the row maximum instead of saving ``max + lse``
-    (which, rounded to float32, is off by ~1e-4 relative for logits ~1e4).
+    backward recomputes the row maximum instead of saving ``max + lse``:
+    rounded to float32, that sum is off by up to 5e-4 at logits ~1e4, and so
+    (relatively) would be every probability of the gradient.
 
     >>> loss, saved = cross_entropy(np, np.zeros((2, 4)), np.array([1, -100]))
     >>> loss.round(4).tolist()
@@ -535,11 +536,12 @@ def _erf(xp, x):
 def gelu(xp, x, approximate: str = "none"):
     """GELU: ``x * Phi(x)`` ('none') or the tanh approximation ('tanh').
 
-    float32 (and float16) on NumPy: ``max(x, 0) - |x| Phi(-|x|)`` with a float32
-    rational approximation of the Gaussian tail, within 5 ulp of the float64
-    value for x > -1 and ``6 + x**2 / 2`` ulp below (the float32 rounding of
-    ``x*x`` in ``exp(-x*x/2)``; the ``1 + erf`` form loses all relative
-    precision there).  float64: ``x * erfc(-x / sqrt(2)) / 2``.
+    float32 (and float16) arrays on NumPy: ``max(x, 0) - |x| Phi(-|x|)`` with a
+    float32 rational approximation of the Gaussian tail, within 5 ulp of the
+    float64 value for x > -1 and ``6 + x**2 / 2`` ulp below (the float32
+    rounding of ``x*x`` in ``exp(-x*x/2)``; the ``1 + erf`` form loses all
+    relative precision there).  float64, and arrays of fewer than 2048
+    elements: ``x * erfc(-x / sqrt(2)) / 2`` in float64.
 
     >>> gelu(np, np.array([0.0, 1.0])).round(4).tolist()
     [0.0, 0.8413]
