@@ -41,7 +41,6 @@ def build(lib, name):
             import char_gpt
             GPT = char_gpt.GPT
         else:
-            import importlib.util
             import types
 
             src = open(os.path.join(HERE, "..", "examples", "char_gpt.py")).read()
@@ -49,6 +48,7 @@ def build(lib, name):
                 "from fabric import nn", "from torch import nn").replace(
                 "from fabric.nn import functional as F", "from torch.nn import functional as F")
             mod = types.ModuleType("char_gpt_torch")
+            mod.__file__ = os.path.join(HERE, "..", "examples", "char_gpt.py")
             exec(compile(src, "char_gpt_torch", "exec"), mod.__dict__)
             GPT = mod.GPT
         model = GPT(65, context=64, d_model=128, n_layer=4, n_head=4)

@@ -1101,16 +1101,25 @@ def adam_step(xp, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step: i
                 p *= 1.0 - lr * weight_decay
             else:
                 g = g + weight_decay * p
-        m += (1.0 - beta1) * (g - m)
+        # one scratch buffer and in-place ufuncs: the same float32 operations
+        # as the expression form, without five fresh temporaries per tensor
+        t = xp.empty_like(m)  # (a ufunc result on 0-d inputs would be a scalar)
+        xp.subtract(g, m, out=t)
+        t *= 1.0 - beta1
+        m += t
+        xp.multiply(g, g, out=t)
+        t *= 1.0 - beta2
         v *= beta2
-        v += (1.0 - beta2) * (g * g)
+        v += t
         if amsgrad:
             xp.maximum(vmax, v, out=vmax)
-            denom = xp.sqrt(vmax)
+            xp.sqrt(vmax, out=t)
         else:
-            denom = xp.sqrt(v)
-        denom /= bc2_sqrt
-        denom += eps
-        p -= step_size * (m / denom)
+            xp.sqrt(v, out=t)
+        t /= bc2_sqrt
+        t += eps
+        xp.divide(m, t, out=t)
+        t *= step_size
+        p -= t
 
     _grouped(xp, [params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs if amsgrad else None], update)
