@@ -370,12 +370,14 @@ class Tensor:
 
     def _grad_accumulator_node(self):
         m = self._meta
-        if m is not None and m.acc is not None:
+        if m is None:
+            m = self._meta = _Meta()
+        elif m.acc is not None:
             acc = m.acc()
             if acc is not None:
                 return acc
-        acc = _function.AccumulateGrad(self)
-        self._meta_().acc = weakref.ref(acc)
+        acc = _AccumulateGrad._for(self)
+        m.acc = weakref.ref(acc)
         return acc
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
@@ -914,6 +916,7 @@ def _tensors_to_lists(data):
 
 
 _function._set_tensor_class(Tensor)
+_AccumulateGrad = _function.AccumulateGrad
 _engine._set_tensor_class(Tensor)
 
 from . import ops as _ops  # noqa: E402  (ops import Tensor; bound after the class exists)

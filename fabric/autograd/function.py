@@ -41,6 +41,7 @@ __all__ = ["Function", "Node", "FunctionCtx", "once_differentiable", "InplaceFun
 
 _seq = itertools.count()
 _ndarray = np.ndarray
+_new_object = object.__new__
 _FREED = object()
 # Kinds of saved values.
 _SAVED_INPUT, _SAVED_OUTPUT, _SAVED_CONST, _SAVED_RAW = 0, 1, 2, 3
@@ -234,6 +235,16 @@ class AccumulateGrad(Node):
         self._input_meta = ()
         self.needs_input_grad = ()
 
+    @classmethod
+    def _for(cls, variable):
+        """Fast constructor (``__init__`` inlined) for the per-op path."""
+        acc = _new_object(cls)
+        acc._saved = acc._to_save = None
+        acc._seq = next(_seq)
+        acc.variable = variable
+        acc._edges = acc._input_meta = acc.needs_input_grad = ()
+        return acc
+
 
 def _edge(t):
     fn = t.grad_fn
@@ -322,22 +333,28 @@ def _apply(cls, args, arrays):
 
 def _apply_recording(cls, args, arrays):
     """``_apply`` when a graph node must be recorded."""
-    node = cls._Node()
+    node = _new_object(cls._Node)  # Node.__init__ inlined: this is the hottest path of training
+    node._saved = node._to_save = None
+    node._seq = next(_seq)
+    if _state.anomaly:
+        node._trace = traceback.format_stack()[:-1]
     edges = []
     meta = []
-    need = []
     for a in args:
         if isinstance(a, Tensor) and a._requires_grad:
             fn = a.grad_fn
-            edges.append((fn, a._output_nr) if fn is not None else (a._grad_accumulator_node(), 0))
+            if fn is None:
+                m = a._meta
+                fn = m.acc() if m is not None and m.acc is not None else None
+                edges.append((fn if fn is not None else a._grad_accumulator_node(), 0))
+            else:
+                edges.append((fn, a._output_nr))
             d = a._data
             meta.append((d.shape, d.dtype))
-            need.append(True)
         else:
             edges.append(None)
             meta.append(None)
-            need.append(False)
-    node.needs_input_grad = tuple(need)
+    node.needs_input_grad = tuple([e is not None for e in edges])
     if cls._is_inplace:
         _check_inplace(args[0])
     out = cls.forward(node, *arrays)
