@@ -859,36 +859,9 @@ class MT19937Generator:
         n = math.prod(shape)
         if low is None and high is None:
             return self._random_default(n, dt).reshape(shape)
-        frm = 0 if low is None else int(low)
-        if high is not None:
-            to = int(high)
-            if frm >= to:
-                raise RuntimeError(
-                    f"random_ expects 'from' to be less than 'to', but got from={frm} >= to={to}")
-            if dt in _FLOATS:
-                frm, to = _update_from(frm, dt), _update_to(to, dt)
-                if frm >= to:
-                    raise RuntimeError("random_ expects 'from' casted to dtype to be less "
-                                       "than 'to' casted to dtype")
-            _check_in_range(frm, to - 1, dt)
-            return self._random_from_to(n, (to - frm) & _U64_MASK, frm, dt).reshape(shape)
-        if frm != _INT64_MIN:
-            if dt in _FLOATS:
-                to_inc = 1 << _DIGITS[dt]
-                frm = _update_from(frm, dt)
-                if frm >= to_inc:
-                    raise RuntimeError("random_ expects 'from' casted to dtype to be less "
-                                       "than or equal to 'to_inc' casted to dtype")
-            elif dt == np.bool_:
-                to_inc = 1
-            else:
-                to_inc = int(np.iinfo(dt).max)
-            _check_in_range(frm, to_inc, dt)
-            return self._random_from_to(n, (to_inc - frm + 1) & _U64_MASK, frm,
-                                        dt).reshape(shape)
-        if dt not in (np.dtype(np.int64), _F32, _F64, _BF16):
-            raise NotImplementedError("random_ over the full int64 range handles only int64, "
-                                      "float32, float64 and bfloat16")
+        bounds = _random_range(low, high, dt)
+        if bounds is not None:
+            return self._random_from_to(n, bounds[0], bounds[1], dt).reshape(shape)
         return _cast(self.random_u64(n).view(np.int64), dt).reshape(shape)
 
     def _random_from_to(self, n: int, rng: int, base: int, dt: np.dtype) -> np.ndarray:
@@ -1298,3 +1271,36 @@ def _sample_poisson(lam: float, uniform, lgamma) -> float:
         else:
             return x
 
+
+def _random_range(low, high, dt):
+    """Resolve ``random_``'s bounds as PyTorch does (shared by the CPU and CUDA
+    generators): ``(span, base)`` for draws ``base + u % span``, or None for
+    the full int64 range (a raw 64-bit draw). Raises on invalid bounds."""
+    frm = 0 if low is None else int(low)
+    if high is not None:
+        to = int(high)
+        if frm >= to:
+            raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={frm} >= to={to}")
+        if dt in _FLOATS:
+            frm, to = _update_from(frm, dt), _update_to(to, dt)
+            if frm >= to:
+                raise RuntimeError("random_ expects 'from' casted to dtype to be less than 'to' casted to dtype")
+        _check_in_range(frm, to - 1, dt)
+        return (to - frm) & _U64_MASK, frm
+    if frm != _INT64_MIN:
+        if dt in _FLOATS:
+            to_inc = 1 << _DIGITS[dt]
+            frm = _update_from(frm, dt)
+            if frm >= to_inc:
+                raise RuntimeError("random_ expects 'from' casted to dtype to be less than or equal to 'to_inc' "
+                                   "casted to dtype")
+        elif dt == np.bool_:
+            to_inc = 1
+        else:
+            to_inc = int(np.iinfo(dt).max)
+        _check_in_range(frm, to_inc, dt)
+        return (to_inc - frm + 1) & _U64_MASK, frm
+    if dt not in (np.dtype(np.int64), _F32, _F64, _BF16):
+        raise NotImplementedError("random_ over the full int64 range handles only int64, float32, float64 and "
+                                  "bfloat16")
+    return None

@@ -917,51 +917,16 @@ class PhiloxGenerator:
     @_on_device
     def random_(self, shape, dtype=np.int64, low=None, high=None):
         """``Tensor.random_()`` / ``random_(to)`` / ``random_(from, to)`` (ranges as on the CPU)."""
-        from .._rng import (
-            _BF16,
-            _DIGITS,
-            _FLOATS,
-            _INT64_MIN,
-            _cast,
-            _check_in_range,
-            _dtype,
-            _shape_of,
-            _update_from,
-            _update_to,
-        )
+        from .._rng import _cast, _dtype, _random_range, _shape_of
 
         shape = _shape_of(shape)
         dt = _dtype(dtype)
         n = math.prod(shape)
         if low is None and high is None:
             return self._random_default(n, dt).reshape(shape)
-        frm = 0 if low is None else int(low)
-        if high is not None:
-            to = int(high)
-            if frm >= to:
-                raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={frm} >= to={to}")
-            if dt in _FLOATS:
-                frm, to = _update_from(frm, dt), _update_to(to, dt)
-                if frm >= to:
-                    raise RuntimeError("random_ expects 'from' casted to dtype to be less than 'to' casted to dtype")
-            _check_in_range(frm, to - 1, dt)
-            return self._random_from_to(n, (to - frm) & _U64_MASK, frm, dt).reshape(shape)
-        if frm != _INT64_MIN:
-            if dt in _FLOATS:
-                to_inc = 1 << _DIGITS[dt]
-                frm = _update_from(frm, dt)
-                if frm >= to_inc:
-                    raise RuntimeError("random_ expects 'from' casted to dtype to be less than or equal to "
-                                       "'to_inc' casted to dtype")
-            elif dt == np.bool_:
-                to_inc = 1
-            else:
-                to_inc = int(np.iinfo(dt).max)
-            _check_in_range(frm, to_inc, dt)
-            return self._random_from_to(n, (to_inc - frm + 1) & _U64_MASK, frm, dt).reshape(shape)
-        if dt not in (np.dtype(np.int64), np.dtype(np.float32), np.dtype(np.float64), _BF16):
-            raise NotImplementedError("random_ over the full int64 range handles only int64, float32, float64 "
-                                      "and bfloat16")
+        bounds = _random_range(low, high, dt)
+        if bounds is not None:
+            return self._random_from_to(n, bounds[0], bounds[1], dt).reshape(shape)
         return _cast(self._u64(n).view(np.int64), dt).reshape(shape)
 
     def _random_from_to(self, n, rng, base, dt):
