@@ -34,8 +34,15 @@ NP_CASES = {"a + b": "a + b", "a * b": "a * b", "exp": "np.exp(a)", "sum": "a.su
             "x[1:3]": "a[1:3]", "reshape": "a.reshape(2, 2)"}
 
 
-def _time(stmt, env, number):
-    return min(timeit.repeat(stmt, globals=env, number=number, repeat=7)) / number * 1e6
+def _time_interleaved(stmts_envs, number, rounds):
+    """Best time per run of each (stmt, env), measured in alternating rounds
+    so that a slow spell of this shared machine hits every library alike."""
+    timers = [timeit.Timer(stmt, globals=env) for stmt, env in stmts_envs]
+    best = [float("inf")] * len(timers)
+    for _ in range(rounds):
+        for i, t in enumerate(timers):
+            best[i] = min(best[i], t.timeit(number) / number * 1e6)
+    return best
 
 
 def _env(lib, grad):
@@ -47,22 +54,28 @@ def _env(lib, grad):
             "m": mod.ones(4, 4, requires_grad=grad), "m2": mod.ones(4, 4, requires_grad=grad)}
 
 
-def _chain(mod, n=1000, repeat=5):
-    best = float("inf")
-    for _ in range(repeat):
-        x = mod.ones(4, requires_grad=True)
-        t0 = timeit.default_timer()
-        y = x
-        for _ in range(n):
-            y = y * 1.0001
-        y.sum().backward()
-        best = min(best, timeit.default_timer() - t0)
-    return best * 1e3
+def _chain_once(mod, n):
+    x = mod.ones(4, requires_grad=True)
+    t0 = timeit.default_timer()
+    y = x
+    for _ in range(n):
+        y = y * 1.0001
+    y.sum().backward()
+    return timeit.default_timer() - t0
+
+
+def _chains(mods, n=1000, rounds=15):
+    best = [float("inf")] * len(mods)
+    for _ in range(rounds):
+        for i, mod in enumerate(mods):
+            best[i] = min(best[i], _chain_once(mod, n))
+    return [b * 1e3 for b in best]
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--number", type=int, default=20000)
+    p.add_argument("--number", type=int, default=5000, help="runs per timing")
+    p.add_argument("--rounds", type=int, default=15, help="alternating timings per case; the best counts")
     args = p.parse_args()
     print(f"python {platform.python_version()}, numpy {np.__version__}, "
           f"torch {torch.__version__ if torch else 'not installed'}; "
@@ -70,17 +83,15 @@ def main():
     libs = ["fabric"] + (["torch"] if torch else [])
     header = f"{'op':14s} {'numpy':>8s}" + "".join(f" {lib + (' grad' if g else ''):>12s}"
                                                    for g in (False, True) for lib in libs)
-    print("time per op, microseconds")
+    print("time per op, microseconds (best of alternating rounds)")
     print(header)
     for name, stmt in CASES:
-        row = f"{name:14s} {_time(NP_CASES[name], _env('numpy', False), args.number):8.2f}"
-        for grad in (False, True):
-            for lib in libs:
-                row += f" {_time(stmt, _env(lib, grad), args.number):12.2f}"
-        print(row)
-    row = f"{'1000-op chain fwd+bwd (ms)':30s}" + "".join(f" {lib}: {_chain(fabric if lib == 'fabric' else torch):.2f}"
-                                                          for lib in libs)
-    print(row)
+        runs = [(NP_CASES[name], _env("numpy", False))]
+        runs += [(stmt, _env(lib, grad)) for grad in (False, True) for lib in libs]
+        times = _time_interleaved(runs, args.number, args.rounds)
+        print(f"{name:14s}" + "".join(f" {t:{8 if i == 0 else 12}.2f}" for i, t in enumerate(times)))
+    chains = _chains([fabric if lib == "fabric" else torch for lib in libs])
+    print(f"{'1000-op chain fwd+bwd (ms)':30s}" + "".join(f" {lib}: {c:.2f}" for lib, c in zip(libs, chains)))
 
 
 if __name__ == "__main__":

@@ -54,13 +54,14 @@ class Size(tuple):
 class _Meta:
     """Rarely used per-tensor state, allocated on first use."""
 
-    __slots__ = ("hooks", "post_hooks", "retains_grad", "acc", "name")
+    __slots__ = ("hooks", "post_hooks", "retains_grad", "acc", "edge", "name")
 
     def __init__(self):
         self.hooks = None
         self.post_hooks = None
         self.retains_grad = False
-        self.acc = None
+        self.acc = None    # the leaf's AccumulateGrad node (it refers back weakly)
+        self.edge = None   # (acc, 0): the graph edge every op records to this leaf
         self.name = None
 
 
@@ -349,6 +350,7 @@ class Tensor:
             m.hooks = _function._HookDict()
         h = _function.RemovableHandle(m.hooks)
         m.hooks[h._key] = hook
+        self._grad_accumulator_node()._strong = self  # a hooked leaf outlives its last reference, as in PyTorch
         return h
 
     def register_post_accumulate_grad_hook(self, hook):
@@ -360,6 +362,8 @@ class Tensor:
             m.post_hooks = _function._HookDict()
         h = _function.RemovableHandle(m.post_hooks)
         m.post_hooks[h._key] = hook
+        if self._requires_grad:
+            self._grad_accumulator_node()._strong = self
         return h
 
     def _hooks_dict(self):
@@ -372,12 +376,12 @@ class Tensor:
         m = self._meta
         if m is None:
             m = self._meta = _Meta()
-        elif m.acc is not None:
-            acc = m.acc()
-            if acc is not None:
-                return acc
-        acc = _AccumulateGrad._for(self)
-        m.acc = weakref.ref(acc)
+        acc = m.acc
+        if acc is None:
+            acc = m.acc = _AccumulateGrad._for(self)
+            m.edge = (acc, 0)
+            if m.hooks or m.post_hooks:
+                acc._strong = self
         return acc
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
@@ -641,17 +645,8 @@ class Tensor:
                     requires_grad=requires_grad)
 
     # --- operators (the op catalogue lives in fabric.ops) ----------------------
-    def __add__(self, other):
-        return _binary(_Add, self, other)
-
-    def __radd__(self, other):
-        return _binary(_Add, self, other)
-
     def __iadd__(self, other):
         return _ops.add_(self, other)
-
-    def __sub__(self, other):
-        return _binary(_Sub, self, other)
 
     def __rsub__(self, other):
         return _ops.rsub(self, other)
@@ -659,17 +654,8 @@ class Tensor:
     def __isub__(self, other):
         return _ops.sub_(self, other)
 
-    def __mul__(self, other):
-        return _binary(_Mul, self, other)
-
-    def __rmul__(self, other):
-        return _binary(_Mul, self, other)
-
     def __imul__(self, other):
         return _ops.mul_(self, other)
-
-    def __truediv__(self, other):
-        return _binary(_Div, self, other, True)
 
     def __rtruediv__(self, other):
         return _ops.rdiv(self, other)
@@ -703,9 +689,6 @@ class Tensor:
 
     def __ipow__(self, other):
         return _ops.pow_(self, other)
-
-    def __matmul__(self, other):
-        return _ops.matmul(self, other)
 
     def __rmatmul__(self, other):
         return _ops.matmul(other, self)
@@ -787,9 +770,6 @@ class Tensor:
 
     def __ge__(self, other):
         return _ops.ge(self, other)
-
-    def __getitem__(self, key):
-        return _ops.getitem(self, key)
 
     def __setitem__(self, key, value):
         _ops.setitem(self, key, value)
@@ -920,4 +900,12 @@ _AccumulateGrad = _function.AccumulateGrad
 _engine._set_tensor_class(Tensor)
 
 from . import ops as _ops  # noqa: E402  (ops import Tensor; bound after the class exists)
-from .ops.arith import binary as _binary, Add as _Add, Sub as _Sub, Mul as _Mul, Div as _Div  # noqa: E402
+from .ops import arith as _arith  # noqa: E402
+
+# The hottest operators run the inline fast path of ops.arith.operator.
+Tensor.__add__ = Tensor.__radd__ = _arith.operator(_arith.Add)
+Tensor.__sub__ = _arith.operator(_arith.Sub)
+Tensor.__mul__ = Tensor.__rmul__ = _arith.operator(_arith.Mul)
+Tensor.__truediv__ = _arith.operator(_arith.Div, floats_only=True)
+Tensor.__matmul__ = _arith.matmul
+Tensor.__getitem__ = _ops.getitem

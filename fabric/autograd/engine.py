@@ -46,14 +46,13 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     deps = {}
     stack = list(dict.fromkeys(fn for fn, _ in roots))  # several roots may share a node
     seen = set(stack)
-    order = []
+    get = deps.get
     while stack:
         node = stack.pop()
-        order.append(node)
         for e in node._edges:
             if e is not None:
                 nxt = e[0]
-                deps[nxt] = deps.get(nxt, 0) + 1
+                deps[nxt] = get(nxt, 0) + 1
                 if nxt not in seen:
                     seen.add(nxt)
                     stack.append(nxt)
@@ -69,7 +68,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             else:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             capture_at.setdefault(key, []).append(i)
-        needed = _needed_nodes(order, deps, {k[0] for k in capture_at})
+        needed = _needed_nodes(seen, deps, {k[0] for k in capture_at})
     else:
         needed = None
     results = [None] * (len(inputs) if inputs is not None else 0)
@@ -89,6 +88,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     prev_mode = _state.enabled
     _state.enabled = create_graph
     pop, push = heapq.heappop, heapq.heappush
+    buffers_get = buffers.get
     try:
         while ready:
             node = pop(ready)[1]
@@ -119,23 +119,26 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             for e, g in zip(node._edges, in_grads):
                 if e is None:
                     continue
-                nxt, nr = e
+                nxt = e[0]
                 if g is not None:
-                    buf = buffers.get(nxt)
+                    buf = buffers_get(nxt)
                     if buf is None:
                         meta = nxt._output_meta
                         if meta is None:
                             buffers[nxt] = [g]
                         else:
                             buf = buffers[nxt] = [None] * len(meta)
-                            buf[nr] = g
+                            buf[e[1]] = g
                     else:
+                        nr = e[1]
                         old = buf[nr]
                         buf[nr] = g if old is None else old + g
                 left = deps[nxt] - 1
-                deps[nxt] = left
                 if left == 0:
+                    del deps[nxt]
                     push(ready, (-nxt._seq, nxt))
+                else:
+                    deps[nxt] = left
     finally:
         _state.enabled = prev_mode
 
@@ -223,6 +226,8 @@ def _call_node(node, grads):
             raise RuntimeError(f"function {type(node).__name__} returned an incorrect number of gradients "
                                f"(expected {len(edges)}, got {len(out)})")
     input_meta = node._input_meta
+    if input_meta is None and not node._hooks and not _state.anomaly:
+        return out  # a fast-path node: grads already have their inputs' shapes and dtypes
     fixed = list(out)
     for i, g in enumerate(out):
         if g is None:
@@ -231,6 +236,8 @@ def _call_node(node, grads):
             fixed[i] = None
             continue
         gd = g._data if isinstance(g, Tensor) else _not_a_tensor(node, i, g)
+        if input_meta is None:
+            continue
         shape, dt = input_meta[i]
         if gd.shape != shape:
             g = _sum_to(g, shape, node, i)
@@ -290,7 +297,7 @@ def _dtype_of(np_dtype):
 
 
 def _accumulate(var, g, create_graph):
-    if g is None:
+    if g is None or var is None:  # var None: the leaf is gone, nobody can read its grad
         return
     hooks = var._hooks_dict()
     if hooks:

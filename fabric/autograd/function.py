@@ -123,8 +123,17 @@ class Node:
                 "are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if "
                 "you need to backward through the graph a second time or if you need to access saved "
                 "tensors after calling backward.")
-        unpack = self._unpack
-        return tuple([unpack(s) for s in saved])
+        out = []
+        for s in saved:
+            if s is not None and s[0] == _SAVED_INPUT:  # the common case, inlined
+                obj = s[1]
+                vc = obj._vc
+                if vc is not None and vc[0] != s[3]:
+                    self._raise_modified(_SAVED_INPUT, obj, vc[0], s[3])
+                out.append(obj)
+            else:
+                out.append(self._unpack(s))
+        return tuple(out)
 
     saved_variables = saved_tensors
 
@@ -223,26 +232,36 @@ def _type_name(np_dtype) -> str:
 class AccumulateGrad(Node):
     """The sink node of a leaf tensor: adds incoming gradients into ``.grad``.
 
-    As in PyTorch, the node holds its leaf strongly (the graph keeps the leaf
-    alive) and the leaf refers to its node weakly (no reference cycle)."""
+    The leaf holds its node strongly (one node per leaf, reused by every
+    graph) and the node refers to its leaf weakly, so there is no reference
+    cycle.  A graph therefore does not keep a leaf alive: when nothing else
+    refers to the leaf, its gradient is unobservable and is dropped (PyTorch
+    keeps the leaf alive; ``AccumulateGrad.variable`` is then ``None`` here).
+    A leaf with hooks is held strongly so its hooks still run.
+    """
 
-    __slots__ = ("variable",)
+    __slots__ = ("_var", "_strong")
 
     def __init__(self, variable):
         Node.__init__(self)
-        self.variable = variable
+        self._var = weakref.ref(variable)
+        self._strong = None
         self._edges = ()
-        self._input_meta = ()
+        self._input_meta = None
         self.needs_input_grad = ()
+
+    @property
+    def variable(self):
+        return self._var()
 
     @classmethod
     def _for(cls, variable):
-        """Fast constructor (``__init__`` inlined) for the per-op path."""
+        """Fast constructor (``__init__`` inlined)."""
         acc = _new_object(cls)
-        acc._saved = acc._to_save = None
+        acc._saved = acc._to_save = acc._strong = acc._input_meta = None
         acc._seq = next(_seq)
-        acc.variable = variable
-        acc._edges = acc._input_meta = acc.needs_input_grad = ()
+        acc._var = weakref.ref(variable)
+        acc._edges = acc.needs_input_grad = ()
         return acc
 
 
@@ -250,7 +269,16 @@ def _edge(t):
     fn = t.grad_fn
     if fn is not None:
         return (fn, t._output_nr)
-    return (t._grad_accumulator_node(), 0)
+    return _leaf_edge(t)
+
+
+def _leaf_edge(t):
+    """``(AccumulateGrad node, 0)`` of leaf ``t``, cached on the leaf."""
+    m = t._meta
+    if m is None or m.edge is None:
+        t._grad_accumulator_node()
+        m = t._meta
+    return m.edge
 
 
 class FunctionMeta(type):
@@ -272,6 +300,7 @@ class Function(metaclass=FunctionMeta):
     _is_view = False         # output shares memory with input 0 (view ops)
     _is_inplace = False      # modifies input 0 in place and returns it
     _differentiable_outputs = True  # False: outputs never require grad (argmax, comparisons)
+    _exact_grads = False     # backward returns each input's gradient in its shape and dtype (no fix-up)
     _Node = Node
 
     def __init__(self, *args, **kwargs):
@@ -345,8 +374,7 @@ def _apply_recording(cls, args, arrays):
             fn = a.grad_fn
             if fn is None:
                 m = a._meta
-                fn = m.acc() if m is not None and m.acc is not None else None
-                edges.append((fn if fn is not None else a._grad_accumulator_node(), 0))
+                edges.append(m.edge if m is not None and m.edge is not None else _leaf_edge(a))
             else:
                 edges.append((fn, a._output_nr))
             d = a._data
@@ -357,9 +385,9 @@ def _apply_recording(cls, args, arrays):
     node.needs_input_grad = tuple([e is not None for e in edges])
     if cls._is_inplace:
         _check_inplace(args[0])
-    out = cls.forward(node, *arrays)
     node._edges = edges
     node._input_meta = meta
+    out = cls.forward(node, *arrays)
     if cls._is_inplace:
         t = args[0]
         t._bump_version()
@@ -373,15 +401,7 @@ def _apply_recording(cls, args, arrays):
         result = t
         out_arrays = raw = (t._data,)
     elif out.__class__ is tuple:
-        raw = out
-        out_arrays = tuple(_normalize(o) for o in out)
-        nd = node._non_differentiable
-        outs = tuple(
-            Tensor._make(o, True, node, i) if (o.dtype.kind == "f" and (nd is None or i not in nd))
-            else Tensor._make(o, False)
-            for i, o in enumerate(out_arrays))
-        node._output_meta = [(o.shape, o.dtype) for o in out_arrays]
-        result = outs
+        return _finish_tuple(cls, node, args, arrays, out)
     else:
         raw = (out,)
         if out.__class__ is not _ndarray:
@@ -397,6 +417,196 @@ def _apply_recording(cls, args, arrays):
     if node._to_save is not None:
         node._saved = _pack_arrays(node._to_save, args, arrays, out_arrays, outs, raw)
         node._to_save = None
+    return result
+
+
+_NONES = tuple((None,) * k for k in range(9))
+_NEEDS_FIRST_OF = tuple((True,) + (False,) * k for k in range(9))
+
+
+def _apply1(cls, a, arrays, exact=False):
+    """``_apply`` for an op whose only Tensor argument is its first, ``a``
+    (``arrays[0]`` is ``a``'s array, the rest plain parameters): reductions,
+    views, indexing, unary ops with options."""
+    if a._requires_grad and _state.enabled and cls._differentiable_outputs and not cls._is_inplace \
+            and len(arrays) < 9:
+        return _record1(cls, a, arrays, exact)
+    if cls._is_inplace:
+        return _apply(cls, (a,) + tuple(arrays[1:]), arrays)
+    out = cls.forward(_NullCtx(), *arrays)
+    if out.__class__ is not _ndarray:
+        if out.__class__ is tuple:
+            return tuple(Tensor._make(o if o.__class__ is _ndarray else _normalize(o), False) for o in out)
+        out = _normalize(out)
+    if cls._is_view:
+        return _make_view(a, out, False, None)
+    return Tensor._make(out, False)
+
+
+def _record1(cls, a, arrays, exact=False):
+    """``_apply_recording`` for :func:`_apply1`.  ``exact``: backward returns
+    the gradient in the input's shape and dtype (views, whole sums), so the
+    node needs no input metadata."""
+    node = _new_object(cls._Node)
+    node._saved = node._to_save = None
+    node._seq = next(_seq)
+    if _state.anomaly:
+        node._trace = traceback.format_stack()[:-2]
+    fn = a.grad_fn
+    if fn is None:
+        m = a._meta
+        ea = m.edge if m is not None and m.edge is not None else _leaf_edge(a)
+    else:
+        ea = (fn, a._output_nr)
+    rest = _NONES[len(arrays) - 1]
+    node._edges = (ea,) + rest
+    node.needs_input_grad = _NEEDS_FIRST_OF[len(rest)]
+    if exact or cls._exact_grads:
+        node._input_meta = None
+    else:
+        x = a._data
+        node._input_meta = ((x.shape, x.dtype),) + rest
+    out = raw = cls.forward(node, *arrays)
+    if out.__class__ is not _ndarray:
+        if out.__class__ is tuple:
+            return _finish_tuple(cls, node, (a,) + tuple(arrays[1:]), arrays, out)
+        out = _normalize(out)
+    if out.dtype.kind != "f":
+        result = Tensor._make(out, False)
+    elif cls._is_view:
+        result = _make_view(a, out, True, node)
+    else:
+        result = Tensor._make(out, True, node, 0)
+    if node._to_save is not None:
+        node._saved = _pack_arrays(node._to_save, (a,) + tuple(arrays[1:]), arrays, (out,), (result,), (raw,))
+        node._to_save = None
+    return result
+
+
+class _NoSaveCtx:
+    """ctx of the no-grad fast paths, whose forwards only call save_for_backward."""
+
+    __slots__ = ()
+
+    def save_for_backward(self, *values):
+        pass
+
+
+NO_SAVE_CTX = _NoSaveCtx()
+
+
+def _apply_elementwise(cls, a, x):
+    """Run unary elementwise op ``cls`` on Tensor ``a`` given its floating
+    array ``x`` (forward only calls ``save_for_backward``; the gradient has
+    the input's shape and dtype)."""
+    if a._requires_grad and _state.enabled:
+        return _record_elementwise(cls, a, None, x, None)
+    out = cls.forward(NO_SAVE_CTX, x)
+    return Tensor._make(out if out.__class__ is _ndarray else _normalize(out), False)
+
+
+def _finish_tuple(cls, node, args, arrays, out):
+    """Wrap the outputs of a recorded op returning several arrays."""
+    out_arrays = tuple(_normalize(o) for o in out)
+    nd = node._non_differentiable
+    outs = tuple(
+        Tensor._make(o, True, node, i) if (o.dtype.kind == "f" and (nd is None or i not in nd))
+        else Tensor._make(o, False)
+        for i, o in enumerate(out_arrays))
+    node._output_meta = [(o.shape, o.dtype) for o in out_arrays]
+    if node._to_save is not None:
+        node._saved = _pack_arrays(node._to_save, args, arrays, out_arrays, outs, out)
+        node._to_save = None
+    return outs
+
+
+_NEEDS_FIRST = (True, False)
+_NEEDS_ONE = (True,)
+
+
+def _record_elementwise(cls, a, b, x, y, exact=False):
+    """``_apply_recording`` specialised for an elementwise op on ``a`` and
+    ``b`` of one dtype (``b`` a Tensor or a Python number; ``b is None`` for
+    a unary op) whose one float output is not a view.  Inputs of the
+    output's shape need no broadcasting fix-up in backward, so the node then
+    records no input metadata; ``exact`` says that backward always returns
+    gradients of the inputs' shapes (``mm``)."""
+    node = _new_object(cls._Node)
+    node._saved = node._to_save = None
+    node._seq = next(_seq)
+    if _state.anomaly:
+        node._trace = traceback.format_stack()[:-1]
+    if a._requires_grad:
+        fn = a.grad_fn
+        if fn is None:
+            m = a._meta
+            ea = m.edge if m is not None and m.edge is not None else _leaf_edge(a)
+        else:
+            ea = (fn, a._output_nr)
+    else:
+        ea = None
+    if b is None:
+        node._edges = (ea,)
+        node.needs_input_grad = _NEEDS_ONE
+        node._input_meta = None
+        out = raw = cls.forward(node, x)
+    elif y is b:
+        node._edges = (ea, None)
+        node.needs_input_grad = _NEEDS_FIRST
+        node._input_meta = None
+        out = raw = cls.forward(node, x, y)
+    else:
+        if b._requires_grad:
+            fn = b.grad_fn
+            if fn is None:
+                m = b._meta
+                eb = m.edge if m is not None and m.edge is not None else _leaf_edge(b)
+            else:
+                eb = (fn, b._output_nr)
+        else:
+            eb = None
+        node._edges = (ea, eb)
+        node.needs_input_grad = (ea is not None, eb is not None)
+        sx = x.shape
+        sy = y.shape
+        node._input_meta = None if exact or sx == sy else ((sx, x.dtype) if ea is not None else None,
+                                                  (sy, y.dtype) if eb is not None else None)
+        out = raw = cls.forward(node, x, y)
+    if out.__class__ is not _ndarray:
+        out = _normalize(out)
+    result = _new_object(Tensor)  # Tensor._make inlined
+    result._data = out
+    result._requires_grad = True
+    result.grad_fn = node
+    result._output_nr = 0
+    result._grad = result._vc = result._base = result._meta = None
+    ts = node._to_save
+    if ts is not None:
+        node._to_save = None
+        packed = []  # _pack_arrays inlined for what these ops save: inputs, the output, numbers
+        for v in ts:
+            if v is None:
+                packed.append(None)
+            elif v is x:
+                vc = a._vc
+                packed.append((_SAVED_INPUT, a, None, 0 if vc is None else vc[0]))
+            elif v is y and y is not b:
+                vc = b._vc
+                packed.append((_SAVED_INPUT, b, None, 0 if vc is None else vc[0]))
+            elif v is raw or v is out:
+                vc = result._vc
+                if vc is None:
+                    vc = result._vc = [0]
+                packed.append((_SAVED_OUTPUT, (out, 0), vc, vc[0]))
+            elif v.__class__ is float or v.__class__ is int:
+                packed.append((_SAVED_RAW, v, None, 0))
+            else:
+                packed = None
+                break
+        if packed is not None:
+            node._saved = tuple(packed)
+        else:
+            node._saved = _pack_arrays(ts, (a, b), (x, y), (out,), (result,), (raw,))
     return result
 
 
@@ -461,10 +671,22 @@ class _NullCtx:
 
 
 def _make_view(base, out, requires_grad, node):
-    t = Tensor._make(out, requires_grad, node, 0)
-    root = base._base if base._base is not None else base
+    """A Tensor on ``out``, a view of ``base``'s memory: it shares the
+    version counter of the root base."""
+    t = _new_object(Tensor)
+    t._data = out
+    t._requires_grad = requires_grad
+    t.grad_fn = node
+    t._output_nr = 0
+    t._grad = t._meta = None
+    root = base._base
+    if root is None:
+        root = base
     t._base = root
-    t._vc = root._shared_vc()
+    vc = root._vc
+    if vc is None:
+        vc = root._vc = [0]
+    t._vc = vc
     return t
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd.function import Function, _apply, _apply_recording, _normalize
+from ..autograd.function import NO_SAVE_CTX as _NO_CTX, Function, _apply, _apply_elementwise, _normalize, _record_elementwise
 from ..autograd.grad_mode import state as _state
 from .._tensor import Tensor
 from ._util import binary_operands, float_operands, float_array, xp_of
@@ -299,16 +299,6 @@ class _np_errstate:
             np.seterr(**self.old)
 
 
-class _NoCtx:
-    """ctx for the binary fast path: these forwards only call save_for_backward."""
-
-    __slots__ = ()
-
-    def save_for_backward(self, *values):
-        pass
-
-
-_NO_CTX = _NoCtx()
 
 
 def _bool_sub_error():
@@ -344,24 +334,19 @@ def binary(cls, a, b, floats_only=False):
 
 
 def _binary(cls, a, b, floats_only=False):
-    """``cls`` applied to Tensor ``a`` and ``b`` (Tensor or Python number).
-
-    The common cases — two CPU tensors of one dtype, or a float tensor and a
-    Python number — skip promotion; everything else goes through
-    :func:`binary_operands`. The operators (``a + b`` ...) call this.
-    """
+    """``cls`` applied to Tensor ``a`` and ``b`` (Tensor or Python number)."""
     x = a._data
     if x.__class__ is _ndarray:
         if isinstance(b, Tensor):
             y = b._data
             if y.__class__ is _ndarray and x.dtype is y.dtype and (not floats_only or x.dtype.kind == "f"):
                 if _state.enabled and (a._requires_grad or b._requires_grad):
-                    return _apply_recording(cls, (a, b), (x, y))
+                    return _record_elementwise(cls, a, b, x, y)
                 out = cls.forward(_NO_CTX, x, y)
                 return _make(out if out.__class__ is _ndarray else _normalize(out), False)
         elif (b.__class__ is float or b.__class__ is int) and x.dtype.kind == "f":
             if _state.enabled and a._requires_grad:
-                return _apply_recording(cls, (a, b), (x, b))
+                return _record_elementwise(cls, a, b, x, b)
             out = cls.forward(_NO_CTX, x, b)
             return _make(out if out.__class__ is _ndarray else _normalize(out), False)
     if cls is Sub and (_is_bool(a) or _is_bool(b)) and not (_is_bool(a) and _is_bool(b)):
@@ -371,6 +356,42 @@ def _binary(cls, a, b, floats_only=False):
     else:
         a, b, x, y = binary_operands(a, b)
     return _apply(cls, (a, b), (x, y))
+
+
+def operator(cls, floats_only=False):
+    """The Tensor operator method (``__add__`` ...) for ``cls``: the common
+    cases — two CPU tensors of one dtype, or a float tensor and a Python
+    number — run inline here and skip promotion; the rest go through
+    :func:`binary`."""
+    forward = cls.forward
+
+    def op(a, b):
+        x = a._data
+        if x.__class__ is _ndarray:
+            bc = b.__class__
+            if bc is float or bc is int:
+                if x.dtype.kind == "f":
+                    if a._requires_grad and _state.enabled:
+                        return _record_elementwise(cls, a, b, x, b)
+                    out = forward(_NO_CTX, x, b)
+                    return _make(out if out.__class__ is _ndarray else _normalize(out), False)
+            elif bc is Tensor or isinstance(b, Tensor):
+                y = b._data
+                if y.__class__ is _ndarray and x.dtype is y.dtype and (not floats_only or x.dtype.kind == "f"):
+                    try:
+                        if (a._requires_grad or b._requires_grad) and _state.enabled:
+                            return _record_elementwise(cls, a, b, x, y)
+                        out = forward(_NO_CTX, x, y)
+                    except ValueError:
+                        err = _broadcast_error(a, b)
+                        if err is None:
+                            raise
+                        raise err from None
+                    return _make(out if out.__class__ is _ndarray else _normalize(out), False)
+        return binary(cls, a, b, floats_only)
+
+    op.__name__ = op.__qualname__ = f"__{cls.__name__.lower()}__"
+    return op
 
 
 # PyTorch names dtypes by their C++ scalar types in matmul's dtype error
@@ -459,11 +480,13 @@ negative = neg
 
 
 def exp(input, *, out=None):
-    return _out(_apply(Exp, (input,), (float_array(input._data),)), out)
+    r = _apply_elementwise(Exp, input, float_array(input._data))
+    return r if out is None else _out(r, out)
 
 
 def log(input, *, out=None):
-    return _out(_apply(Log, (input,), (float_array(input._data),)), out)
+    r = _apply_elementwise(Log, input, float_array(input._data))
+    return r if out is None else _out(r, out)
 
 
 def pow(input, exponent, *, out=None):
@@ -479,6 +502,15 @@ def pow(input, exponent, *, out=None):
 def matmul(input, other, *, out=None):
     """Matrix product with NumPy/PyTorch broadcasting of batch dims and
     1-D operands."""
+    try:
+        x, y = input._data, other._data
+    except AttributeError:
+        x = y = None
+    if x.__class__ is _ndarray and y.__class__ is _ndarray and x.dtype is y.dtype and x.ndim == 2 and y.ndim == 2 \
+            and out is None:  # the common matrix product: checks in MatMul.forward
+        if (input._requires_grad or other._requires_grad) and _state.enabled:
+            return _record_elementwise(MatMul, input, other, x, y, True)
+        return _make(MatMul.forward(_NO_CTX, x, y), False)
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
         raise TypeError(f"matmul(): argument 'other' (position 2) must be Tensor, not "
                         f"{type(other if isinstance(input, Tensor) else input).__name__}")

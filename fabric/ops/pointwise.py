@@ -38,7 +38,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
-from ..autograd.function import Function, _apply, _check_inplace, _normalize, _rebase_view
+from ..autograd.function import Function, _apply, _apply_elementwise, _check_inplace, _normalize, _rebase_view
 from ..autograd.grad_mode import state as _state
 from ._util import _SCALARS, _same_device, binary_operands, float_operands, scalar_value, xp_of
 from .arith import exp, pow
@@ -647,7 +647,7 @@ def _float_fn(F, name, summary, example_in, example_out):
         x = _data(input, name)
         if x.dtype.kind != "f":
             x = x.astype(_default_float())
-        r = _apply(F, (input,), (x,))
+        r = _apply_elementwise(F, input, x)
         return r if out is None else copy_into_out(out, r)
 
     def op_(self):
@@ -673,7 +673,7 @@ def _same_dtype_fn(F, name, kinds, summary, example_in, example_out, kernel=None
         x = _data(input, name)
         if x.dtype.kind not in kinds:
             _unsupported(kernel, x)
-        r = _apply(F, (input,), (x,))
+        r = _apply_elementwise(F, input, x)
         return r if out is None else copy_into_out(out, r)
 
     def op_(self):
@@ -811,7 +811,7 @@ def relu(input):
     x = _data(input, "relu")
     if x.dtype == np.bool_:
         raise RuntimeError("Boolean inputs not supported for relu")
-    return _apply(Relu, (input,), (x,))
+    return _apply_elementwise(Relu, input, x)
 
 
 def relu_(input):

@@ -41,7 +41,7 @@ import warnings
 import numpy as np
 
 from .. import _dtype as D
-from ..autograd.function import Function, _apply
+from ..autograd.function import Function, _apply, _apply1, _record1
 from ..autograd.grad_mode import state as _grad_state
 from .._tensor import Tensor, _wrap_dim
 from ..backends import backend_of
@@ -55,6 +55,11 @@ __all__ = ["sum", "mean", "nansum", "nanmean", "prod", "max", "min", "amax", "am
 _bool, _int, _float, _range = builtins.bool, builtins.int, builtins.float, builtins.range
 _bmax, _bmin, _bany, _ball = builtins.max, builtins.min, builtins.any, builtins.all
 _INT = np.dtype(np.int64)
+_ndarray = np.ndarray
+_F16 = np.dtype(np.float16)
+_asarray = np.asarray
+_add_reduce = np.add.reduce
+_ALL_DIMS = tuple(tuple(_range(n)) for n in _range(8))
 
 
 # --- result namedtuples (torch.return_types) --------------------------------
@@ -332,16 +337,25 @@ def _movedim_last(t, axis):
 
 # --- sum, mean, nansum, nanmean -------------------------------------------------
 
+def _sum_array(x, dims, keepdim, dtype):
+    """``x`` summed over ``dims`` (float16 accumulates in float32, as PyTorch)."""
+    axis = None if len(dims) == x.ndim else dims  # NumPy reduces faster with axis=None
+    if dtype is None and x.dtype is _F16:
+        out = xp_of(x).asarray(x.sum(axis=axis, keepdims=keepdim, dtype=np.float32).astype(np.float16))
+    elif x.__class__ is _ndarray:
+        out = _add_reduce(x, axis, dtype, None, keepdim)  # skips ndarray.sum's Python wrapper
+    else:
+        return x.sum(axis=axis, keepdims=keepdim, dtype=dtype)
+    return out if out.__class__ is _ndarray else _asarray(out)
+
+
 class Sum(Function):
     _array_forward = True
 
     @staticmethod
     def forward(ctx, x, dims, keepdim, dtype):
         ctx.shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
-        axis = None if len(dims) == x.ndim else dims  # NumPy reduces faster with axis=None
-        if dtype is None and x.dtype == np.float16:
-            return x.sum(axis=axis, keepdims=keepdim, dtype=np.float32).astype(np.float16)
-        return x.sum(axis=axis, keepdims=keepdim, dtype=dtype)
+        return _sum_array(x, dims, keepdim, dtype)
 
     @staticmethod
     def backward(ctx, gy):
@@ -376,11 +390,18 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
         >>> fabric.tensor([[1, 2], [3, 4]]).sum(0)
         tensor([4, 6])
     """
+    x = input._data
+    if dim is None and axis is None and dtype is None and x.dtype.kind == "f":  # the common whole-tensor sum
+        dims = _ALL_DIMS[x.ndim] if x.ndim < 8 else tuple(_range(x.ndim))
+        if input._requires_grad and _grad_state.enabled:
+            r = _record1(Sum, input, (x, dims, keepdim, None), True)
+        else:
+            r = Tensor._make(_sum_array(x, dims, keepdim, None), False)
+        return r if out is None else _out(r, out)
     if axis is not None:
         dim = axis
-    x = input._data
     dims = _dims(dim, x.ndim)
-    r = _apply(Sum, (input, dims, keepdim, dtype), (x, dims, keepdim, _reduce_dtype(x, dtype)))
+    r = _apply1(Sum, input, (x, dims, keepdim, _reduce_dtype(x, dtype)))
     return _out(r, out)
 
 
@@ -402,7 +423,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
     dt = D.to_dtype(dtype).np if dtype is not None else None
     if dt is not None and x.dtype != dt:
         x = x.astype(dt)
-    r = _apply(Mean, (input, dims, keepdim, dtype), (x, dims, keepdim, None))
+    r = _apply1(Mean, input, (x, dims, keepdim, None))
     return _out(r, out)
 
 
@@ -437,7 +458,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     dt = _reduce_dtype(x, dtype)
     if dt is not None and x.dtype.kind == "f" and dt != x.dtype:
         x = x.astype(dt)
-    return _out(_apply(NanSum, (input, dims, keepdim, dt), (x, dims, keepdim, dt)), out)
+    return _out(_apply1(NanSum, input, (x, dims, keepdim, dt)), out)
 
 
 def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -536,7 +557,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     dt = _reduce_dtype(x, dtype)
     if dt is not None and x.dtype.kind == "f" and dt != x.dtype:
         x = x.astype(dt)
-    return _out(_apply(Prod, (input, dim, keepdim, dt), (x, dim, keepdim, dt)), out)
+    return _out(_apply1(Prod, input, (x, dim, keepdim, dt)), out)
 
 
 class CumSum(Function):
@@ -572,7 +593,7 @@ def cumsum(input, dim, *, dtype=None, out=None):
     x = input._data
     axis = _wrap_dim(dim, x.ndim)
     dt = _reduce_dtype(x, dtype)
-    return _out(_apply(CumSum, (input, axis, False, dt), (x, axis, False, dt)), out)
+    return _out(_apply1(CumSum, input, (x, axis, False, dt)), out)
 
 
 class CumProd(Function):
@@ -646,7 +667,7 @@ def cumprod(input, dim, *, dtype=None, out=None):
     dt = _reduce_dtype(x, dtype)
     if dt is not None and x.dtype.kind == "f" and dt != x.dtype:
         x = x.astype(dt)
-    return _out(_apply(CumProd, (input, axis, dt), (x, axis, dt)), out)
+    return _out(_apply1(CumProd, input, (x, axis, dt)), out)
 
 
 # --- max / min / amax / amin / aminmax / argmax / argmin ------------------------
@@ -725,7 +746,7 @@ def max(input, dim=None, keepdim=False, *, out=None, other=None):
     if dim is None:
         if keepdim:
             raise TypeError("max() received an invalid combination of arguments: keepdim needs dim")
-        return _out(_apply(MaxAll, (input, True, "max"), (input._data, True, "max")), out)
+        return _out(_apply1(MaxAll, input, (input._data, True, "max")), out)
     return _out_tuple(_extreme_dim(input, dim, keepdim, True, "max"), out)
 
 
@@ -743,7 +764,7 @@ def min(input, dim=None, keepdim=False, *, out=None, other=None):
     if dim is None:
         if keepdim:
             raise TypeError("min() received an invalid combination of arguments: keepdim needs dim")
-        return _out(_apply(MinAll, (input, False, "min"), (input._data, False, "min")), out)
+        return _out(_apply1(MinAll, input, (input._data, False, "min")), out)
     return _out_tuple(_extreme_dim(input, dim, keepdim, False, "min"), out)
 
 
@@ -949,7 +970,7 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
         tensor(1.6667)
     """
     x, dims, c = _var_args("var", input, dim, unbiased, keepdim, correction)
-    return _out(_apply(Var, (input, dims, c, keepdim, False), (x, dims, c, keepdim, False)), out)
+    return _out(_apply1(Var, input, (x, dims, c, keepdim, False)), out)
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
@@ -961,7 +982,7 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
         tensor(1.1180)
     """
     x, dims, c = _var_args("std", input, dim, unbiased, keepdim, correction)
-    return _out(_apply(Std, (input, dims, c, keepdim, True), (x, dims, c, keepdim, True)), out)
+    return _out(_apply1(Std, input, (x, dims, c, keepdim, True)), out)
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -1036,7 +1057,7 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
         raise TypeError("logsumexp(): argument 'dim' must be tuple of ints, not NoneType")
     dims = _dims(dim, x.ndim)
     xf = _float_or_default(x)
-    return _out(_apply(LogSumExp, (input, dims, keepdim), (xf, dims, keepdim)), out)
+    return _out(_apply1(LogSumExp, input, (xf, dims, keepdim)), out)
 
 
 class LogCumSumExp(Function):
@@ -1088,7 +1109,7 @@ def logcumsumexp(input, dim, *, out=None):
     axis = _wrap_dim(dim, x.ndim)
     if x.dtype.kind != "f":
         raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for '{_torch_name(x.dtype)}'")
-    return _out(_apply(LogCumSumExp, (input, axis), (x, axis)), out)
+    return _out(_apply1(LogCumSumExp, input, (x, axis)), out)
 
 
 # --- cummax / cummin ------------------------------------------------------------------
@@ -1233,7 +1254,7 @@ def _vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None, name="lin
             if x.shape[_wrap_dim(d, x.ndim)] == 0:
                 raise RuntimeError(f"{name} cannot compute the {shown} norm on the dimension {d}because this "
                                    "dimension is empty and the operation does not have an identity")
-    return _apply(VectorNorm, (input, ord, dims, keepdim), (x, ord, dims, keepdim))
+    return _apply1(VectorNorm, input, (x, ord, dims, keepdim))
 
 
 def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):

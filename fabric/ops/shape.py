@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Size, Tensor, _wrap_dim
-from ..autograd.function import Function, _apply
+from ..autograd.function import Function, _apply, _apply1
 from ..autograd.grad_mode import state as _state
 from ..backends import backend_of
 from ._util import infer_size, shape_args, xp_of
@@ -130,6 +130,7 @@ def _mark_views(base, outs, multi=None):
 
 class Reshape(Function):
     _array_forward = True
+    _exact_grads = True
     _is_view = True
     _node_name = "ViewBackward0"
 
@@ -145,6 +146,7 @@ class Reshape(Function):
 
 class ReshapeCopy(Function):
     _array_forward = True
+    _exact_grads = True
     _node_name = "UnsafeViewBackward0"
 
     @staticmethod
@@ -169,7 +171,7 @@ def _is_viewable(x, shape):
 
 
 def _view(input, shape):
-    return _apply(Reshape, (input, shape), (input._data, shape))
+    return _apply1(Reshape, input, (input._data, shape))
 
 
 def reshape(input, *shape):
@@ -181,16 +183,19 @@ def reshape(input, *shape):
         fabric.Size([2, 3])
     """
     x = input._data
-    if len(shape) == 1 and shape[0].__class__ in (tuple, list):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
-    if all(s.__class__ is builtins.int and s >= 0 for s in shape) and math.prod(shape) == x.size:
-        shape = tuple(shape)  # fast path: explicit, consistent sizes
-    else:
-        shape = infer_size(shape_args(shape), x.size)
-    if shape == x.shape:
-        return _view(input, shape)
-    cls = Reshape if x.flags.c_contiguous or _is_viewable(x, shape) else ReshapeCopy
-    return _apply(cls, (input, shape), (x, shape))
+    for s in shape:
+        if s.__class__ is not builtins.int or s < 0:
+            shape = infer_size(shape_args(shape), x.size)
+            break
+    else:  # explicit non-negative sizes: only their product needs checking
+        if math.prod(shape) != x.size:
+            shape = infer_size(shape_args(shape), x.size)
+        elif shape.__class__ is not tuple:
+            shape = tuple(shape)
+    cls = Reshape if x.flags.c_contiguous or shape == x.shape or _is_viewable(x, shape) else ReshapeCopy
+    return _apply1(cls, input, (x, shape))
 
 
 def view(input, *shape):
@@ -277,6 +282,7 @@ def unflatten(input, dim, sizes):
 
 class Permute(Function):
     _array_forward = True
+    _exact_grads = True
     _is_view = True
 
     @staticmethod
@@ -309,11 +315,12 @@ def permute(input, *dims):
     dims = tuple(_wrap_dim(d, nd) for d in dims)
     if len(set(dims)) != nd:
         raise RuntimeError("permute(): duplicate dims are not allowed.")
-    return _apply(Permute, (input, dims), (input._data, dims))
+    return _apply1(Permute, input, (input._data, dims))
 
 
 class Transpose(Function):
     _array_forward = True
+    _exact_grads = True
     _is_view = True
 
     @staticmethod
@@ -338,7 +345,7 @@ def transpose(input, dim0, dim1):
     d0, d1 = _wrap_dim(dim0, nd), _wrap_dim(dim1, nd)
     if nd == 0:
         return _view(input, ())
-    return _apply(Transpose, (input, d0, d1), (input._data, d0, d1))
+    return _apply1(Transpose, input, (input._data, d0, d1))
 
 
 swapaxes = swapdims = transpose
@@ -444,7 +451,7 @@ def expand(input, *sizes):
     target = tuple(target)
     if target == shp:
         return _view(input, shp)
-    return _apply(Expand, (input, target), (input._data, target))
+    return _apply1(Expand, input, (input._data, target))
 
 
 def expand_as(input, other):
@@ -646,7 +653,7 @@ def repeat(input, *sizes):
                            "tensor")
     if any(r < 0 for r in reps):
         raise RuntimeError(f"Trying to create tensor with negative dimension {min(reps)}: {list(reps)}")
-    return _apply(Repeat, (input, reps), (input._data, reps))
+    return _apply1(Repeat, input, (input._data, reps))
 
 
 def tile(input, dims):
@@ -754,7 +761,7 @@ def flip(input, *dims):
         raise RuntimeError(f"dim {dup} appears multiple times in the list of dims")
     if nd == 0:
         wrapped = ()
-    return _apply(Flip, (input, wrapped), (input._data, wrapped))
+    return _apply1(Flip, input, (input._data, wrapped))
 
 
 def fliplr(input):
@@ -805,7 +812,7 @@ def roll(input, shifts, dims=None):
     dims = tuple(_wrap_dim(d, nd) for d in dims)
     if nd == 0:
         return clone(input)
-    return _apply(Roll, (input, shifts, dims), (input._data, shifts, dims))
+    return _apply1(Roll, input, (input._data, shifts, dims))
 
 
 def rot90(input, k=1, dims=(0, 1)):
@@ -887,7 +894,7 @@ def narrow(input, dim, start, length):
     if start + length > size:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     key = ((_SLICE,) * d + (slice(start, start + length),), None)
-    return _apply(Slice, (input, key), (input._data, key))
+    return _apply1(Slice, input, (input._data, key))
 
 
 def select(input, dim, index):
@@ -908,7 +915,7 @@ def select(input, dim, index):
         raise IndexError(f"select(): index {index} out of range for tensor of size {list(input._data.shape)} at "
                          f"dimension {d}")
     key = ((_SLICE,) * d + (index, Ellipsis), None)
-    return _apply(Slice, (input, key), (input._data, key))
+    return _apply1(Slice, input, (input._data, key))
 
 
 class Unbind(Function):
@@ -941,7 +948,7 @@ def unbind(input, dim=0):
     d = _wrap_dim(dim, input._data.ndim)
     if input._data.shape[d] == 0:
         return ()
-    return _mark_views(input, _apply(Unbind, (input, d), (input._data, d)), "UnbindBackward0")
+    return _mark_views(input, _apply1(Unbind, input, (input._data, d)), "UnbindBackward0")
 
 
 # --- diagonals and triangles --------------------------------------------------------
@@ -1007,7 +1014,7 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     d1, d2 = _wrap_dim(dim1, nd), _wrap_dim(dim2, nd)
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    return _apply(Diagonal, (input, offset, d1, d2), (input._data, offset, d1, d2))
+    return _apply1(Diagonal, input, (input._data, offset, d1, d2))
 
 
 class DiagEmbed(Function):
@@ -1045,7 +1052,7 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     if input._data.ndim == 0:
         input = reshape(input, (1,))
-    return _apply(DiagEmbed, (input, offset, d1, d2), (input._data, offset, d1, d2))
+    return _apply1(DiagEmbed, input, (input._data, offset, d1, d2))
 
 
 def diag(input, diagonal=0):
@@ -1063,7 +1070,7 @@ def diag(input, diagonal=0):
         return diag_embed(input, diagonal, 0, 1)
     if nd == 2:
         k = builtins.int(diagonal)
-        return clone(_apply(Diagonal, (input, k, 0, 1), (input._data, k, 0, 1)))
+        return clone(_apply1(Diagonal, input, (input._data, k, 0, 1)))
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {nd}D")
 
 
@@ -1111,7 +1118,7 @@ def _tri(input, diagonal, upper, inplace):
         raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
     k = builtins.int(diagonal)
     cls = TriInplace if inplace else Tri
-    return _apply(cls, (input, k, upper), (input._data, k, upper))
+    return _apply1(cls, input, (input._data, k, upper))
 
 
 def tril(input, diagonal=0):
@@ -1297,7 +1304,7 @@ def unfold(input, dimension, size, step):
         raise RuntimeError(f"maximum size for tensor at dimension {d} is {x.shape[d]} but size is {size}")
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
-    return _apply(Unfold, (input, d, size, step), (x, d, size, step))
+    return _apply1(Unfold, input, (x, d, size, step))
 
 
 # --- atleast_nd, meshgrid, cartesian_prod, block_diag, combinations -------------------
@@ -1771,6 +1778,7 @@ def _index_array(x, key):
 class Slice(Function):
     """Basic indexing (ints, slices, None): a view."""
     _array_forward = True
+    _exact_grads = True
     _is_view = True
     _node_name = "SliceBackward0"
 
@@ -1787,6 +1795,7 @@ class Slice(Function):
 class Index(Function):
     """Advanced indexing (integer arrays, bool masks): a copy."""
     _array_forward = True
+    _exact_grads = True
 
     @staticmethod
     def forward(ctx, x, key):
@@ -1850,10 +1859,9 @@ def getitem(input, key):
         if not -n <= key < n:
             raise IndexError(f"index {key} is out of bounds for dimension 0 with size {n}")
         k = ((key, Ellipsis), None)
-        return _apply(Slice, (input, k), (x, k))
+        return _apply1(Slice, input, (x, k))
     if key.__class__ is slice and x.ndim and _plain_slice(key):
-        k = ((key, Ellipsis), None)
-        return _apply(Slice, (input, k), (x, k))
+        return _apply1(Slice, input, (x, (key, None)))  # a slice alone always gives NumPy a view
     k = _compile_key(key, x)
     return _apply(Slice if k[1] is None else Index, (input, k), (x, k))
 
