@@ -459,3 +459,68 @@ def test_engine_matches_torch_on_a_small_graph():
         out.backward()
     np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-10)
     np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-10)
+
+
+def test_leaf_keeps_one_accumulate_grad_node_across_graphs():
+    x = leaf(2)
+    first = (x * 2).grad_fn.next_functions[0][0]
+    second = (x.exp()).grad_fn.next_functions[0][0]
+    assert first is second and first.variable is x
+
+
+def test_graph_does_not_keep_an_unreferenced_leaf_alive():
+    import gc
+    import weakref
+
+    x = leaf(3)
+    ref = weakref.ref(x)
+    y = (x + 2).sum()  # (an op that saved x would keep it, as in PyTorch)
+    del x
+    gc.collect()
+    assert ref() is None  # its gradient could not be read by anyone
+    y.backward()          # and backward still runs
+    assert y.grad_fn.next_functions[0][0].next_functions[0][0].variable is None
+
+
+def test_hooked_leaf_dropped_before_backward_still_runs_its_hooks():
+    seen = []
+    x = leaf(2)
+    x.register_hook(lambda g: seen.append(g.tolist()))
+    y = (x * 3).sum()
+    del x
+    y.backward()
+    assert seen == [[3.0, 3.0]]
+
+
+@pytest.mark.parametrize("op", ["mul", "div", "exp", "matmul", "sum"])
+def test_fast_path_ops_check_saved_tensor_versions(op):
+    x = leaf(2, 2)
+    h = x * 1  # a non-leaf that may be modified in place
+    y = {"mul": lambda: h * h, "div": lambda: h / (h + 3), "exp": lambda: h.exp(), "matmul": lambda: h @ h,
+         "sum": lambda: h.exp().sum()}[op]()
+    h.add_(1)
+    if op in ("exp", "sum"):  # exp saved its output, not h, and sum saves nothing
+        y.sum().backward()
+        return
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_fast_path_broadcasting_and_promotion_reduce_gradients():
+    a = fabric.tensor([[1.0, 2.0, 3.0]], requires_grad=True)   # (1, 3)
+    b = fabric.tensor([[1.0], [2.0]], requires_grad=True)       # (2, 1)
+    (a * b + a / b - b).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), [[3.0 + 1.5] * 3])
+    np.testing.assert_allclose(b.grad.numpy(), [[6.0 - 6.0 - 3.0], [6.0 - 1.5 - 3.0]])
+    c = fabric.tensor([1.0, 2.0], dtype=fabric.float64, requires_grad=True)
+    d = fabric.tensor([3.0, 4.0], requires_grad=True)            # float32 promoted by the slow path
+    (c * d).sum().backward()
+    assert d.grad.dtype == fabric.float32 and d.grad.tolist() == [1.0, 2.0]
+
+
+def test_fast_path_zero_dim_saved_output():
+    x = fabric.tensor(2.0, requires_grad=True)
+    y = x.exp()
+    (g,) = fabric.autograd.grad(y, x, create_graph=True)
+    (gg,) = fabric.autograd.grad(g, x)
+    assert abs(g.item() - np.exp(2.0)) < 1e-5 and abs(gg.item() - np.exp(2.0)) < 1e-5
