@@ -471,12 +471,19 @@ def _record1(cls, a, arrays, exact=False):
         if out.__class__ is tuple:
             return _finish_tuple(cls, node, (a,) + tuple(arrays[1:]), arrays, out)
         out = _normalize(out)
-    if out.dtype.kind != "f":
-        result = Tensor._make(out, False)
-    elif cls._is_view:
-        result = _make_view(a, out, True, node)
+    if cls._is_view:
+        result = _make_view(a, out, True, node) if out.dtype.kind == "f" else _make_view(a, out, False, None)
     else:
-        result = Tensor._make(out, True, node, 0)
+        result = _new_object(Tensor)  # Tensor._make inlined
+        result._data = out
+        if out.dtype.kind == "f":
+            result._requires_grad = True
+            result.grad_fn = node
+        else:
+            result._requires_grad = False
+            result.grad_fn = None
+        result._output_nr = 0
+        result._grad = result._vc = result._base = result._meta = None
     if node._to_save is not None:
         node._saved = _pack_arrays(node._to_save, (a,) + tuple(arrays[1:]), arrays, (out,), (result,), (raw,))
         node._to_save = None

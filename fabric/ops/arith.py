@@ -229,24 +229,28 @@ def _log_scalar(a):
     return math.log(a) if a > 0 else (float("-inf") if a == 0 else float("nan"))
 
 
+def _matmul_error(a, b):
+    if a.ndim == 0 or b.ndim == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D "
+                           f"and {b.ndim}D")
+    if a.shape[-1] != b.shape[-2 if b.ndim > 1 else 0]:
+        if a.ndim <= 2 and b.ndim <= 2:
+            sa = "x".join(map(str, a.shape if a.ndim == 2 else (1,) + a.shape))
+            sb = "x".join(map(str, b.shape if b.ndim == 2 else b.shape + (1,)))
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({sa} and {sb})")
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{a.shape[-1]}] but got: {list(b.shape)}.")
+    raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype} != {b.dtype}")
+
+
 class MatMul(Function):
     _array_forward = True
     _node_name = "MmBackward0"
 
     @staticmethod
     def forward(ctx, a, b):
-        if a.ndim == 0 or b.ndim == 0:
-            raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D "
-                               f"and {b.ndim}D")
-        if a.shape[-1] != b.shape[-2 if b.ndim > 1 else 0]:
-            if a.ndim <= 2 and b.ndim <= 2:
-                sa = "x".join(map(str, a.shape if a.ndim == 2 else (1,) + a.shape))
-                sb = "x".join(map(str, b.shape if b.ndim == 2 else b.shape + (1,)))
-                raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({sa} and {sb})")
-            raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
-                               f"[{a.shape[-1]}] but got: {list(b.shape)}.")
-        if a.dtype != b.dtype:
-            raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype} != {b.dtype}")
+        if a.ndim == 0 or b.ndim == 0 or a.shape[-1] != b.shape[-2 if b.ndim > 1 else 0] or a.dtype != b.dtype:
+            _matmul_error(a, b)
         ctx.save_for_backward(a, b)
         return a @ b
 
@@ -510,7 +514,9 @@ def matmul(input, other, *, out=None):
             and out is None:  # the common matrix product: checks in MatMul.forward
         if (input._requires_grad or other._requires_grad) and _state.enabled:
             return _record_elementwise(MatMul, input, other, x, y, True)
-        return _make(MatMul.forward(_NO_CTX, x, y), False)
+        if x.shape[1] == y.shape[0]:
+            return _make(x @ y, False)  # MatMul.forward without a graph
+        _matmul_error(x, y)
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
         raise TypeError(f"matmul(): argument 'other' (position 2) must be Tensor, not "
                         f"{type(other if isinstance(input, Tensor) else input).__name__}")

@@ -62,6 +62,10 @@ _add_reduce = np.add.reduce
 _ALL_DIMS = tuple(tuple(_range(n)) for n in _range(8))
 
 
+def _all_dims(ndim):
+    return _ALL_DIMS[ndim] if ndim < 8 else tuple(_range(ndim))
+
+
 # --- result namedtuples (torch.return_types) --------------------------------
 
 return_types = types.ModuleType("fabric.return_types", "Named tuples returned by ops with several results "
@@ -350,7 +354,9 @@ def _sum_array(x, dims, keepdim, dtype):
 
 
 class Sum(Function):
+    """``sum(dim=...)`` (PyTorch's SumBackward1)."""
     _array_forward = True
+    _node_name = "SumBackward1"
 
     @staticmethod
     def forward(ctx, x, dims, keepdim, dtype):
@@ -360,6 +366,24 @@ class Sum(Function):
     @staticmethod
     def backward(ctx, gy):
         return _expand_back(gy, ctx.shape, ctx.dims, ctx.keepdim), None, None, None
+
+
+class SumAll(Function):
+    """``sum()`` of every element (PyTorch's SumBackward0)."""
+    _array_forward = True
+    _node_name = "SumBackward0"
+
+    @staticmethod
+    def forward(ctx, x, keepdim, dtype):
+        ctx.shape = x.shape
+        if dtype is None and not keepdim and x.__class__ is _ndarray and x.dtype is not _F16:
+            r = _add_reduce(x, None)  # _sum_array's NumPy call
+            return r if r.__class__ is _ndarray else _asarray(r)
+        return _sum_array(x, _all_dims(x.ndim), keepdim, dtype)
+
+    @staticmethod
+    def backward(ctx, gy):
+        return gy.expand(ctx.shape), None, None  # a 0-d (or all-ones keepdim) gradient broadcasts back
 
 
 class Mean(Function):
@@ -382,6 +406,11 @@ class Mean(Function):
         return _expand_back(gy / ctx.n, ctx.shape, ctx.dims, ctx.keepdim), None, None, None
 
 
+class MeanDim(Mean):
+    """``mean(dim=...)``: PyTorch names its node MeanBackward1."""
+    _node_name = "MeanBackward1"
+
+
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
     """Sum over ``dim`` (int, tuple, or None for all); ints and bools sum as int64.
 
@@ -391,15 +420,20 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
         tensor([4, 6])
     """
     x = input._data
-    if dim is None and axis is None and dtype is None and x.dtype.kind == "f":  # the common whole-tensor sum
-        dims = _ALL_DIMS[x.ndim] if x.ndim < 8 else tuple(_range(x.ndim))
-        if input._requires_grad and _grad_state.enabled:
-            r = _record1(Sum, input, (x, dims, keepdim, None), True)
-        else:
-            r = Tensor._make(_sum_array(x, dims, keepdim, None), False)
-        return r if out is None else _out(r, out)
     if axis is not None:
         dim = axis
+    if dim is None:
+        if x.dtype.kind == "f" and dtype is None:  # the common case: no promotion, exact gradient
+            if not input._requires_grad or not _grad_state.enabled:
+                if x.__class__ is _ndarray and not keepdim and out is None and x.dtype is not _F16:
+                    r = _add_reduce(x, None)  # SumAll.forward without a graph
+                    return Tensor._make(r if r.__class__ is _ndarray else _asarray(r), False)
+                r = _apply1(SumAll, input, (x, keepdim, None))
+            else:
+                r = _record1(SumAll, input, (x, keepdim, None), True)
+        else:
+            r = _apply1(SumAll, input, (x, keepdim, _reduce_dtype(x, dtype)))
+        return r if out is None else _out(r, out)
     dims = _dims(dim, x.ndim)
     r = _apply1(Sum, input, (x, dims, keepdim, _reduce_dtype(x, dtype)))
     return _out(r, out)
@@ -423,7 +457,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
     dt = D.to_dtype(dtype).np if dtype is not None else None
     if dt is not None and x.dtype != dt:
         x = x.astype(dt)
-    r = _apply1(Mean, input, (x, dims, keepdim, None))
+    r = _apply1(Mean if dim is None else MeanDim, input, (x, dims, keepdim, None))
     return _out(r, out)
 
 

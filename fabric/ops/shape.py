@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Size, Tensor, _wrap_dim
-from ..autograd.function import Function, _apply, _apply1
+from ..autograd.function import Function, _apply, _apply1, _make_view, _record1
 from ..autograd.grad_mode import state as _state
 from ..backends import backend_of
 from ._util import infer_size, shape_args, xp_of
@@ -96,14 +96,12 @@ __all__ = [
     "view_as",
 ]
 
+_int = builtins.int
+
 _SLICE = slice(None)
 
 
-def _prod(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
+_prod = math.prod
 
 
 def _dims_arg(dims, name="dims"):
@@ -186,16 +184,19 @@ def reshape(input, *shape):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
     for s in shape:
-        if s.__class__ is not builtins.int or s < 0:
+        if s.__class__ is not _int or s < 0:
             shape = infer_size(shape_args(shape), x.size)
             break
     else:  # explicit non-negative sizes: only their product needs checking
-        if math.prod(shape) != x.size:
+        if _prod(shape) != x.size:
             shape = infer_size(shape_args(shape), x.size)
         elif shape.__class__ is not tuple:
             shape = tuple(shape)
-    cls = Reshape if x.flags.c_contiguous or shape == x.shape or _is_viewable(x, shape) else ReshapeCopy
-    return _apply1(cls, input, (x, shape))
+    if x.flags.c_contiguous or shape == x.shape or _is_viewable(x, shape):
+        if not input._requires_grad or not _state.enabled:  # no graph: Reshape.forward's one call
+            return _make_view(input, x.reshape(shape), False, None)
+        return _record1(Reshape, input, (x, shape))
+    return _apply1(ReshapeCopy, input, (x, shape))
 
 
 def view(input, *shape):
@@ -1860,8 +1861,10 @@ def getitem(input, key):
             raise IndexError(f"index {key} is out of bounds for dimension 0 with size {n}")
         k = ((key, Ellipsis), None)
         return _apply1(Slice, input, (x, k))
-    if key.__class__ is slice and x.ndim and _plain_slice(key):
-        return _apply1(Slice, input, (x, (key, None)))  # a slice alone always gives NumPy a view
+    if key.__class__ is slice and x.ndim and _plain_slice(key):  # a slice alone always gives NumPy a view
+        if not input._requires_grad or not _state.enabled:  # no graph: Slice.forward's one call
+            return _make_view(input, x[key], False, None)
+        return _record1(Slice, input, (x, (key, None)))
     k = _compile_key(key, x)
     return _apply(Slice if k[1] is None else Index, (input, k), (x, k))
 
