@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import warnings
 
-from .grad_mode import _DecoratorContextManager, state
+from .grad_mode import _DecoratorContextManager, set_anomaly, state
 
 __all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled"]
 
@@ -31,11 +31,10 @@ class detect_anomaly(_DecoratorContextManager):
 
     def __enter__(self):
         self.prev = (state.anomaly, state.anomaly_check_nan)
-        state.anomaly = True
-        state.anomaly_check_nan = self.check_nan
+        set_anomaly(True, self.check_nan)
 
     def __exit__(self, *exc):
-        state.anomaly, state.anomaly_check_nan = self.prev
+        set_anomaly(*self.prev)
 
     def clone(self):
         return self.__class__(self.check_nan)
@@ -47,14 +46,13 @@ class set_detect_anomaly(_DecoratorContextManager):
     def __init__(self, mode: bool, check_nan: bool = True):
         self.prev = (state.anomaly, state.anomaly_check_nan)
         self.mode, self.check_nan = mode, check_nan
-        state.anomaly = mode
-        state.anomaly_check_nan = check_nan
+        set_anomaly(mode, check_nan)
 
     def __enter__(self):
         pass
 
     def __exit__(self, *exc):
-        state.anomaly, state.anomaly_check_nan = self.prev
+        set_anomaly(*self.prev)
 
     def clone(self):
         return self.__class__(self.mode, self.check_nan)

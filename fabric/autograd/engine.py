@@ -10,7 +10,7 @@ import heapq
 import warnings
 
 from .function import AccumulateGrad, _FREED
-from .grad_mode import state as _state
+from .grad_mode import any_thread as _any_thread, state as _state
 
 Tensor = None  # set by fabric._tensor
 
@@ -226,7 +226,7 @@ def _call_node(node, grads):
             raise RuntimeError(f"function {type(node).__name__} returned an incorrect number of gradients "
                                f"(expected {len(edges)}, got {len(out)})")
     input_meta = node._input_meta
-    if input_meta is None and not node._hooks and not _state.anomaly:
+    if input_meta is None and not node._hooks and not (_any_thread.anomaly and _state.anomaly):
         return out  # a fast-path node: grads already have their inputs' shapes and dtypes
     fixed = list(out)
     for i, g in enumerate(out):

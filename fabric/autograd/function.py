@@ -35,7 +35,7 @@ import weakref
 
 import numpy as np
 
-from .grad_mode import state as _state
+from .grad_mode import any_thread as _any_thread, state as _state
 
 __all__ = ["Function", "Node", "FunctionCtx", "once_differentiable", "InplaceFunction"]
 
@@ -103,7 +103,7 @@ class Node:
         self._saved = None
         self._to_save = None
         self._seq = next(_seq)
-        if _state.anomaly:
+        if _any_thread.anomaly and _state.anomaly:
             self._trace = traceback.format_stack()[:-2]
 
     # --- the ctx API ------------------------------------------------------
@@ -290,7 +290,8 @@ class FunctionMeta(type):
             return
         suffix = "Backward0" if attrs.get("_array_forward", getattr(cls, "_array_forward", False)) else "Backward"
         node_name = attrs.get("_node_name") or (name + suffix)
-        cls._Node = type(node_name, (Node,), {"__slots__": (), "_fn": cls, "__module__": cls.__module__})
+        slots = tuple(getattr(cls, "_ctx_slots", ()))  # ctx attributes a hot op always sets: no per-node dict
+        cls._Node = type(node_name, (Node,), {"__slots__": slots, "_fn": cls, "__module__": cls.__module__})
 
 
 class Function(metaclass=FunctionMeta):
@@ -365,7 +366,7 @@ def _apply_recording(cls, args, arrays):
     node = _new_object(cls._Node)  # Node.__init__ inlined: this is the hottest path of training
     node._saved = node._to_save = None
     node._seq = next(_seq)
-    if _state.anomaly:
+    if _any_thread.anomaly and _state.anomaly:
         node._trace = traceback.format_stack()[:-1]
     edges = []
     meta = []
@@ -450,7 +451,7 @@ def _record1(cls, a, arrays, exact=False):
     node = _new_object(cls._Node)
     node._saved = node._to_save = None
     node._seq = next(_seq)
-    if _state.anomaly:
+    if _any_thread.anomaly and _state.anomaly:
         node._trace = traceback.format_stack()[:-2]
     fn = a.grad_fn
     if fn is None:
@@ -541,7 +542,7 @@ def _record_elementwise(cls, a, b, x, y, exact=False):
     node = _new_object(cls._Node)
     node._saved = node._to_save = None
     node._seq = next(_seq)
-    if _state.anomaly:
+    if _any_thread.anomaly and _state.anomaly:
         node._trace = traceback.format_stack()[:-1]
     if a._requires_grad:
         fn = a.grad_fn

@@ -29,6 +29,27 @@ class _GradState(threading.local):
 state = _GradState()
 
 
+class _AnyThread:
+    """Process-wide flags the per-op paths read before the (slower) thread-local state."""
+
+    __slots__ = ("anomaly",)
+
+    def __init__(self):
+        self.anomaly = 0  # threads with anomaly detection on
+
+
+any_thread = _AnyThread()
+
+
+def set_anomaly(enabled: bool, check_nan: bool = True) -> None:
+    """Turn anomaly detection on or off for this thread."""
+    enabled = bool(enabled)
+    if enabled != state.anomaly:
+        any_thread.anomaly += 1 if enabled else -1
+    state.anomaly = enabled
+    state.anomaly_check_nan = check_nan
+
+
 def is_grad_enabled() -> bool:
     """True unless inside ``no_grad`` / ``inference_mode`` / ``set_grad_enabled(False)``."""
     return state.enabled

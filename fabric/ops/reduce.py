@@ -356,6 +356,7 @@ def _sum_array(x, dims, keepdim, dtype):
 class Sum(Function):
     """``sum(dim=...)`` (PyTorch's SumBackward1)."""
     _array_forward = True
+    _ctx_slots = ("shape", "dims", "keepdim")
     _node_name = "SumBackward1"
 
     @staticmethod
@@ -371,6 +372,7 @@ class Sum(Function):
 class SumAll(Function):
     """``sum()`` of every element (PyTorch's SumBackward0)."""
     _array_forward = True
+    _ctx_slots = ("shape",)
     _node_name = "SumBackward0"
 
     @staticmethod
@@ -388,6 +390,7 @@ class SumAll(Function):
 
 class Mean(Function):
     _array_forward = True
+    _ctx_slots = ("shape", "dims", "keepdim", "n")
 
     @staticmethod
     def forward(ctx, x, dims, keepdim, dtype):

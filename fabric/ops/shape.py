@@ -128,6 +128,7 @@ def _mark_views(base, outs, multi=None):
 
 class Reshape(Function):
     _array_forward = True
+    _ctx_slots = ("shape",)
     _exact_grads = True
     _is_view = True
     _node_name = "ViewBackward0"
@@ -144,6 +145,7 @@ class Reshape(Function):
 
 class ReshapeCopy(Function):
     _array_forward = True
+    _ctx_slots = ("shape",)
     _exact_grads = True
     _node_name = "UnsafeViewBackward0"
 
@@ -283,6 +285,7 @@ def unflatten(input, dim, sizes):
 
 class Permute(Function):
     _array_forward = True
+    _ctx_slots = ("dims",)
     _exact_grads = True
     _is_view = True
 
@@ -321,6 +324,7 @@ def permute(input, *dims):
 
 class Transpose(Function):
     _array_forward = True
+    _ctx_slots = ("d",)
     _exact_grads = True
     _is_view = True
 
@@ -1779,6 +1783,7 @@ def _index_array(x, key):
 class Slice(Function):
     """Basic indexing (ints, slices, None): a view."""
     _array_forward = True
+    _ctx_slots = ("shape", "key")
     _exact_grads = True
     _is_view = True
     _node_name = "SliceBackward0"
@@ -1796,6 +1801,7 @@ class Slice(Function):
 class Index(Function):
     """Advanced indexing (integer arrays, bool masks): a copy."""
     _array_forward = True
+    _ctx_slots = ("shape", "key")
     _exact_grads = True
 
     @staticmethod
