@@ -544,7 +544,7 @@ def _record_elementwise(cls, a, b, x, y, exact=False):
     node._seq = next(_seq)
     if _any_thread.anomaly and _state.anomaly:
         node._trace = traceback.format_stack()[:-1]
-    if a._requires_grad:
+    if a._requires_grad:  # the edge lookup is inlined (here and for b): a call would cost as much
         fn = a.grad_fn
         if fn is None:
             m = a._meta
