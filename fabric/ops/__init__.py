@@ -20,10 +20,13 @@ from .linalg import *  # noqa: F401,F403
 from . import linalg
 from .pointwise import *  # noqa: F401,F403
 from . import pointwise
+from .more import *  # noqa: F401,F403
+from . import more
 from ._methods import install_tensor_methods
 
 # ``from fabric.ops import *`` exports the ops only, not the submodules.
 __all__ = sorted({name for _m in (arith, reduce, shape, join, inplace, convert, sorting, indexing, linalg, pointwise)
                   for name in _m.__all__})
+__all__ = sorted(set(__all__) | set(more.TOP_LEVEL))  # more.py: only the names torch has at top level
 
 install_tensor_methods()

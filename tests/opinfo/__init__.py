@@ -142,7 +142,7 @@ def binary_samples(low=-2.0, high=2.0, positive_rhs=False, away_from=None, rhs_s
     return gen
 
 
-FAMILIES = ("core", "pointwise", "reductions", "shape", "indexing", "linalg")
+FAMILIES = ("core", "pointwise", "reductions", "shape", "indexing", "linalg", "more")
 
 
 def all_ops():
