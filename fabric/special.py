@@ -28,12 +28,26 @@ from .nn.functional._activation import _log_softmax, _softmax
 from .ops import pointwise as _pw
 from .ops._util import float_operands, xp_of
 from .ops.arith import exp, log
-from .ops.pointwise import (  # noqa: F401  (re-exported names)
-    digamma, erf, erfc, erfinv, exp2, expm1, lgamma, log1p, logit, polygamma, sigmoid, sign, sinc, where, xlogy,
+from .ops.pointwise import (
+    digamma,
+    erf,
+    erfc,
+    erfinv,
+    exp2,
+    expm1,
+    lgamma,
+    log1p,
+    logit,
+    polygamma,
+    sigmoid,
+    sign,
+    sinc,
+    where,
+    xlogy,
 )
-from .ops.reduce import logsumexp  # noqa: F401
+from .ops.reduce import logsumexp
 
-__all__ = [  # noqa: RUF022
+__all__ = [
     "bessel_j0", "bessel_j1", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1",
     "gammainc", "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit",
     "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round", "sinc", "softmax", "xlog1py",
@@ -618,8 +632,7 @@ class _Igamma(Function):
     @classmethod
     def backward(cls, ctx, gy):
         a, x = ctx.saved_tensors
-        need_a, need_x = ctx.needs_input_grad
-        if need_a:
+        if ctx.needs_input_grad[0]:
             raise NotImplementedError(f"the derivative for '{cls._kernel}: input' is not implemented.")
         g = gy * exp((a - 1) * log(x) - x - lgamma(a))
         return None, (-g if cls._upper else g)

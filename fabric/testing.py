@@ -17,7 +17,7 @@ Example::
     <BLANKLINE>
     Mismatched elements: 1 / 2 (50.0%)
     Greatest absolute difference: 0.5 at index (1,) (up to 1e-05 allowed)
-    Greatest relative difference: 0.2 at index (1,) (up to 1.3e-06 allowed)
+    Greatest relative difference: 0.20000000298023224 at index (1,) (up to 1.3e-06 allowed)
 """
 from __future__ import annotations
 
@@ -26,19 +26,20 @@ import collections.abc
 import contextlib
 import math
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from . import _dtype as D
 from ._creation import as_tensor, empty
+from ._dtype import promote_types
 from ._random_ops import randint
 from ._tensor import Tensor
-from ._dtype import promote_types
 from .ops import isclose
 from .ops._util import xp_of
 
-__all__ = ["assert_close", "assert_allclose", "make_tensor"]
+__all__ = ["assert_allclose", "assert_close", "make_tensor"]
 
 # {dtype: (rtol, atol)}; any other dtype compares exactly.
 _DTYPE_PRECISIONS = {
@@ -169,8 +170,10 @@ class _BooleanPair(_Pair):
             self._fail(AssertionError, f"Booleans mismatch: {self.actual} is not {self.expected}")
 
 
+_NUMBER_DTYPES = {int: D.int64, float: D.float64, complex: None}
+
+
 class _NumberPair(_Pair):
-    _TYPE_TO_DTYPE = {int: D.int64, float: D.float64, complex: None}
 
     def __init__(self, actual, expected, *, id=(), rtol=None, atol=None, equal_nan=False, check_dtype=False,
                  **options):
@@ -179,11 +182,11 @@ class _NumberPair(_Pair):
         actual, expected = (v.item() if isinstance(v, np.number) else v for v in (actual, expected))
         super().__init__(actual, expected, id=id)
         for v in (actual, expected):
-            if type(v) not in self._TYPE_TO_DTYPE:  # bool against a number: an internal error in PyTorch too
+            if type(v) not in _NUMBER_DTYPES:  # bool against a number: an internal error in PyTorch too
                 raise RuntimeError(f"Originating a NumberPair() at item {''.join(str([i]) for i in id)} with "
                                    f"{type(actual).__name__}(): {actual} and {type(expected).__name__}(): {expected} "
                                    "failed: no dtype corresponds to a Python bool")
-        self.rtol, self.atol = _tolerances(*[self._TYPE_TO_DTYPE[type(v)] or D.float64 for v in (actual, expected)],
+        self.rtol, self.atol = _tolerances(*[_NUMBER_DTYPES[type(v)] or D.float64 for v in (actual, expected)],
                                            rtol=rtol, atol=atol, id=id)
         self.equal_nan, self.check_dtype = equal_nan, check_dtype
 
@@ -221,7 +224,7 @@ class _TensorLikePair(_Pair):
             return value
         try:
             return as_tensor(value)
-        except Exception:
+        except Exception:  # noqa: BLE001 - anything as_tensor rejects is not a tensor-like
             raise _Unsupported from None
 
     def compare(self):
@@ -323,9 +326,9 @@ def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True, r
         AssertionError: The (d)types do not match: <class 'float'> != <class 'int'>.
     """
     __tracebackhide__ = True
-    options = dict(allow_subclasses=allow_subclasses, rtol=rtol, atol=atol, equal_nan=equal_nan,
-                   check_device=check_device, check_dtype=check_dtype, check_layout=check_layout,
-                   check_stride=check_stride)
+    options = {"allow_subclasses": allow_subclasses, "rtol": rtol, "atol": atol, "equal_nan": equal_nan,
+               "check_device": check_device, "check_dtype": check_dtype, "check_layout": check_layout,
+               "check_stride": check_stride}
     try:
         pairs = _originate_pairs(actual, expected, **options)
     except _ErrorMeta as meta:

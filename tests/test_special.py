@@ -224,3 +224,13 @@ def test_grad_values_match_torch():
         getattr(FS, name)(xf).sum().backward()
         getattr(torch.special, name)(xt).sum().backward()
         _close(xf.grad.numpy(), xt.grad.numpy(), 1e-13)
+
+
+def test_docstring_examples():
+    import doctest
+
+    import fabric.special as mod
+
+    result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE,
+                             extraglobs={"fabric": fabric})
+    assert result.failed == 0 and result.attempted > 0

@@ -108,7 +108,7 @@ def test_assert_close_matches_torch(case):
 def test_msg_callable_and_item_suffix():
     import torch
 
-    fmt = lambda m: f"Header\n\n{m}\n\nFooter"  # noqa: E731
+    fmt = lambda m: f"Header\n\n{m}\n\nFooter"
     a, e = [T([1.0]), {"k": T([1.0, 2.0, 3.0])}], [T([1.0]), {"k": T([1.0, 4.0, 5.0])}]
     ours = _outcome(FT.assert_close, a, e, msg=fmt)
     ref = _outcome(torch.testing.assert_close, _convert(a, torch), _convert(e, torch), msg=fmt)
@@ -175,3 +175,13 @@ def test_make_tensor():
         FT.make_tensor(2, dtype=fabric.int32, device="cpu", requires_grad=True)
     with pytest.raises(ValueError, match="cannot be NaN"):
         FT.make_tensor(2, dtype=fabric.float32, device="cpu", low=float("nan"))
+
+
+def test_docstring_examples():
+    import doctest
+
+    import fabric.testing as mod
+
+    result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE,
+                             extraglobs={"fabric": fabric})
+    assert result.failed == 0 and result.attempted > 0
