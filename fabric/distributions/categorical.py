@@ -1,0 +1,4 @@
+"""``torch.distributions.categorical`` path: ``Categorical`` lives in :mod:`fabric.distributions.discrete`."""
+from .discrete import Categorical
+
+__all__ = ["Categorical"]

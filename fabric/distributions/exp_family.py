@@ -1,0 +1,4 @@
+"""``torch.distributions.exp_family`` path: ``ExponentialFamily`` lives in :mod:`fabric.distributions.distribution`."""
+from .distribution import ExponentialFamily
+
+__all__ = ["ExponentialFamily"]

@@ -1,0 +1,4 @@
+"""``torch.distributions.exponential`` path: ``Exponential`` lives in :mod:`fabric.distributions.uniform`."""
+from .uniform import Exponential
+
+__all__ = ["Exponential"]
