@@ -619,7 +619,7 @@ def frexp(input, *, out=None):
         >>> fabric.frexp(fabric.tensor([8.0, 0.75]))
         fabric.return_types.frexp(
         mantissa=tensor([0.5000, 0.7500]),
-        exponent=tensor([4, 0], dtype=torch.int32))
+        exponent=tensor([4, 0], dtype=fabric.int32))
     """
     if input._data.dtype.kind != "f":
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
@@ -758,7 +758,7 @@ def mvlgamma(input, p):
     Example::
 
         >>> fabric.mvlgamma(fabric.tensor([2.5]), 2)
-        tensor([1.0017])
+        tensor([0.8570])
     """
     if isinstance(p, builtins.bool) or not isinstance(p, numbers.Integral):
         raise TypeError(f"mvlgamma(): argument 'p' must be int, not {type(p).__name__}")
@@ -987,7 +987,7 @@ def new(self, *args, device=None):
     Example::
 
         >>> fabric.zeros(1, dtype=fabric.int32).new([1, 2])
-        tensor([1, 2], dtype=torch.int32)
+        tensor([1, 2], dtype=fabric.int32)
     """
     from .._creation import tensor as _tensor, zeros
 
