@@ -241,7 +241,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
             with be.device_context(z.device.id):
                 m, s = be.xp.asarray(m), be.xp.asarray(s)
                 return _out(out, _place((z * s + m).astype(dt), ref.device, False))
-        return _out(out, _place((z * s + m).astype(dt), ref.device, False))
+        return _out(out, _place(np.asarray((z * s + m).astype(dt)), ref.device, False))  # 0-d: not a NumPy scalar
     if size is None:
         raise TypeError("normal() with scalar mean and std needs a size")
     shape = shape_args((size,), "size")

@@ -780,3 +780,11 @@ def test_torch_generic_kernels_flavour(torch):
         assert g.normal(37, np.float16).view(np.uint16).tolist() == ref["n16"]
         assert g.normal(5, np.float64, 1.0, 3.0).view(np.uint64).tolist() == ref["s"]
         assert g.cauchy(5, np.float64, 0.1, 2.0).view(np.uint64).tolist() == ref["c"]
+
+
+def test_normal_with_zero_dim_tensor_arguments_gives_a_zero_dim_tensor():
+    import fabric
+
+    fabric.manual_seed(0)
+    t = fabric.normal(fabric.tensor(0.0), fabric.tensor(1.0))
+    assert t.shape == () and t.device.type == "cpu" and t.numpy().shape == ()
