@@ -30,12 +30,11 @@ _FUNCTIONAL = ("adaptive_avg_pool1d adaptive_max_pool1d alpha_dropout avg_pool1d
                "pixel_shuffle pixel_unshuffle poisson_nll_loss prelu rms_norm rrelu rrelu_ selu selu_ threshold "
                "threshold_ triplet_margin_loss").split()
 
-__all__ = ["detach", "is_signed", "is_same_size", "is_complex", "typename", "diff", "gcd", "lcm", "heaviside", "isin",
+__all__ = ["detach", "is_signed", "is_same_size", "is_complex", "typename", "diff", "heaviside", "isin",
            "cov", "corrcoef", "dist", "unravel_index", "trapezoid", "trapz", "cumulative_trapezoid",
            "use_deterministic_algorithms", "are_deterministic_algorithms_enabled", "set_float32_matmul_precision",
            "get_float32_matmul_precision", "compile", "get_default_device", "set_default_device", "to_dlpack",
-           "hann_window", "hamming_window", "bartlett_window", "blackman_window", "select_scatter", "slice_scatter",
-           "diagonal_scatter"] + _FUNCTIONAL
+           "hann_window", "hamming_window", "bartlett_window", "blackman_window"] + _FUNCTIONAL
 
 
 def __getattr__(name):  # the functional aliases resolve lazily (nn imports fabric)
@@ -85,22 +84,6 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
         a, b = narrow(x, dim, 1, size - 1), narrow(x, dim, 0, size - 1)
         x = logical_xor(a, b) if x.dtype is D.bool else a - b
     return x
-
-
-def gcd(input, other):
-    """Greatest common divisor (integers)."""
-    from .ops._util import binary_operands, xp_of
-
-    a, b, x, y = binary_operands(input, other)
-    return Tensor._make(xp_of(x if hasattr(x, "dtype") else y).gcd(x, y), False)
-
-
-def lcm(input, other):
-    """Least common multiple (integers)."""
-    from .ops._util import binary_operands, xp_of
-
-    a, b, x, y = binary_operands(input, other)
-    return Tensor._make(xp_of(x if hasattr(x, "dtype") else y).lcm(x, y), False)
 
 
 def heaviside(input, values):
@@ -280,24 +263,3 @@ def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, de
                    + 0.08 * np.cos(4 * np.pi * k / (m - 1)), dtype, device, requires_grad)
 
 
-def _scatter_into(input, src, key):
-    out = input.clone()
-    out[key] = src
-    return out
-
-
-def select_scatter(input, src, dim, index):
-    """``input`` with ``input.select(dim, index)`` replaced by ``src`` (out of place)."""
-    return _scatter_into(input, src, (slice(None),) * (dim % input.ndim) + (index,))
-
-
-def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
-    """``input`` with a slice along ``dim`` replaced by ``src`` (out of place)."""
-    return _scatter_into(input, src, (slice(None),) * (dim % input.ndim) + (slice(start, end, step),))
-
-
-def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
-    """``input`` with a diagonal replaced by ``src`` (out of place)."""
-    out = input.clone()
-    out.diagonal(offset, dim1, dim2).copy_(src)
-    return out

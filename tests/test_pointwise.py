@@ -970,3 +970,14 @@ def test_augmented_assignment_operators_match_torch(dt):
         (ours, err), (theirs, terr) = res
         stmt = f"x {stmt} {other!r}"
         _compare(ours, theirs, err, terr, f"{stmt} with {dt}")
+
+
+def test_add_sub_alpha_with_a_python_number_other():
+    import fabric
+
+    x = fabric.arange(3.0)
+    assert fabric.add(x, 2, alpha=3).tolist() == [6.0, 7.0, 8.0]
+    assert fabric.sub(x, 2, alpha=3).tolist() == [-6.0, -5.0, -4.0]
+    assert fabric.rsub(x, 1, alpha=2).tolist() == [1.0, -1.0, -3.0]
+    assert x.clone().add_(1, alpha=2).tolist() == [2.0, 3.0, 4.0]
+    assert x.clone().sub_(1, alpha=2).tolist() == [-2.0, -1.0, 0.0]

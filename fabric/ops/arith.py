@@ -404,10 +404,15 @@ _C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bf
             "bool": "bool"}
 
 
+def _times(value, alpha):
+    """``alpha * value`` for add/sub's ``alpha=`` (``value`` a Tensor or a number)."""
+    return mul(value, alpha) if isinstance(value, Tensor) else value * alpha
+
+
 def add(input, other, *, alpha=1, out=None):
     """``input + alpha * other`` with PyTorch's type promotion."""
     if alpha != 1:
-        other = mul(other, alpha)
+        other = _times(other, alpha)
     if out is None and isinstance(input, Tensor):
         return binary(Add, input, other)
     a, b, x, y = binary_operands(input, other)
@@ -417,7 +422,7 @@ def add(input, other, *, alpha=1, out=None):
 def sub(input, other, *, alpha=1, out=None):
     """``input - alpha * other``."""
     if alpha != 1:
-        other = mul(other, alpha)
+        other = _times(other, alpha)
     if out is None and isinstance(input, Tensor):
         return binary(Sub, input, other)
     if _is_bool(input) or _is_bool(other):
@@ -432,7 +437,7 @@ subtract = sub
 def rsub(input, other, *, alpha=1):
     """``other - alpha * input`` (the reflected ``-``)."""
     if alpha != 1:
-        input = mul(input, alpha)
+        input = _times(input, alpha)
     if _is_bool(input) or _is_bool(other):
         if _is_bool(input) and _is_bool(other):
             raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "

@@ -147,9 +147,9 @@ def _old_value(self, other):
 def add_(self, other, *, alpha=1):
     """In-place ``self += alpha * other``."""
     if alpha != 1:
-        from .arith import mul
+        from .arith import _times
 
-        other = mul(other, alpha)
+        other = _times(other, alpha)
     x, y, rt = _inplace_operands(self, other, "add_")
     return _apply(AddInplace, (self, other, None), (x, y, rt))
 
@@ -157,9 +157,9 @@ def add_(self, other, *, alpha=1):
 def sub_(self, other, *, alpha=1):
     """In-place ``self -= alpha * other``."""
     if alpha != 1:
-        from .arith import mul
+        from .arith import _times
 
-        other = mul(other, alpha)
+        other = _times(other, alpha)
     x, y, rt = _inplace_operands(self, other, "sub_")
     return _apply(SubInplace, (self, other, None), (x, y, rt))
 

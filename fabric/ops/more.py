@@ -70,7 +70,7 @@ __all__ = [  # noqa: RUF022 (grouped as in the module)
 # already have top-level definitions elsewhere in fabric.)
 TOP_LEVEL = ["is_inference", "get_device", "narrow_copy", "resize_as_", "unsafe_chunk", "unsafe_split",
              "unsafe_split_with_sizes", "gcd_", "lcm_", "ldexp", "ldexp_", "frexp", "i0", "i0_", "mvlgamma",
-             "index_reduce"]
+             "index_reduce", "gcd", "lcm", "slice_scatter", "select_scatter", "diagonal_scatter"]
 
 _ndarray = np.ndarray
 
