@@ -12,6 +12,12 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+import warnings as _warnings
+
+# NumPy reports overflow, 0/0 ... inside fabric's kernels as RuntimeWarnings attributed to fabric's modules;
+# PyTorch computes inf/nan silently, so do we (a filter costs nothing per op, unlike np.errstate).
+_warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"fabric\.")
+
 from . import _dtype
 from ._dtype import (  # noqa: F401
     dtype, float16, half, bfloat16, float32, float, float64, double, int8, int16, short, int32, int, int64, long,

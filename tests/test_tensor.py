@@ -275,3 +275,18 @@ def test_new_factories():
     assert x.new_ones((2, 2)).shape == (2, 2)
     assert x.new_full((2,), 5).tolist() == [5.0, 5.0]
     assert x.new_tensor([1, 2]).dtype == fabric.float64
+
+
+def test_floating_point_warnings_of_fabric_kernels_are_silenced_like_pytorch():
+    import subprocess
+    import sys
+
+    code = ("import warnings; warnings.simplefilter('error')\n"
+            "import numpy as np, fabric\n"
+            "x = fabric.tensor([0.0, 1.0])\n"
+            "assert (x / x).isnan().tolist() == [True, False]\n"
+            "assert fabric.tensor([-1.0]).log().isnan().item() and fabric.tensor([1e4]).exp().isinf().item()\n"
+            "try:\n    np.log(np.array([-1.0]))\nexcept RuntimeWarning:\n    print('numpy still warns')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "numpy still warns"
