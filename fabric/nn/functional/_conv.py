@@ -58,7 +58,7 @@ class _Geom:
     ``out_size``: 'same' with an even kernel and transposed convolutions with
     ``output_padding`` need it asymmetric) and ``groups``."""
 
-    __slots__ = ("nd", "in_size", "out_size", "kernel", "stride", "dilation", "pad", "groups", "backend_ok")
+    __slots__ = ("nd", "in_size", "out_size", "kernel", "stride", "dilation", "pad", "groups", "backend_ok", "_flat")
 
     def __init__(self, in_size, out_size, kernel, stride, dilation, pad, groups):
         self.nd = len(kernel)
@@ -70,6 +70,27 @@ class _Geom:
             conv_output_size(i, k, s, p, d) == o
             for i, o, k, s, p, d in zip(self.in_size, self.out_size, self.kernel, self.stride, self.pad,
                                         self.dilation))
+        self._flat = None
+
+    def flat(self):
+        """The "flat shift" layout of a stride-1 convolution (see
+        :func:`_im2col_flat`), computed once: ``(padded, plane, wide, extra,
+        offsets, wide_shape, crop)`` - the padded spatial extent, its element
+        count, the number of wide output columns per image, the tail the last
+        window reads past the last plane, each kernel offset's element offset
+        in a padded plane, the spatial shape of the wide output and the index
+        that crops it to ``out_size``."""
+        if self._flat is None:
+            padded = tuple(max(o + d * (k - 1), i + p) for o, d, k, i, p in zip(
+                self.out_size, self.dilation, self.kernel, self.in_size, self.pad))
+            pstr = [_prod(padded[i + 1:]) for i in range(self.nd)]
+            offsets = [sum(k * d * s for k, d, s in zip(offs, self.dilation, pstr))
+                       for offs in itertools.product(*(range(k) for k in self.kernel))]
+            extra = sum((k - 1) * d * s for k, d, s in zip(self.kernel[1:], self.dilation[1:], pstr[1:]))
+            wide_shape = self.out_size[:1] + padded[1:]
+            crop = (slice(None), slice(None)) + tuple(slice(0, o) for o in self.out_size)
+            self._flat = (padded, _prod(padded), _prod(wide_shape), extra, offsets, wide_shape, crop)
+        return self._flat
 
     def __repr__(self):
         return (f"_Geom(in={self.in_size}, out={self.out_size}, k={self.kernel}, s={self.stride}, "
@@ -123,10 +144,161 @@ def _col2im(cols, n, c, geom):
 
 
 # --------------------------------------------------------------------------
+# the "flat shift" layout (NumPy, stride 1)
+# --------------------------------------------------------------------------
+# With each (n, c) plane zero-padded and flattened, the window element at
+# kernel offset ``(i, j)`` of every output position is the contiguous run of
+# ``wide = oh * Wp`` elements starting at ``i * dh * Wp + j * dw``: the output
+# computed "wide" (``Wp`` columns per output row, the last ``Wp - ow`` of them
+# garbage, cropped after the GEMM).  im2col is then one copy and col2im
+# ``prod(kernel)`` additions whose inner loops are ``wide`` long instead of
+# ``ow``.  The columns are laid out (C * prod(kernel), N * wide) - the batch
+# folded into the GEMM's long side - so each of the three products is one
+# GEMM (batched over groups only).  Garbage columns never reach a result:
+# they are cropped from ``y``, and the wide ``gy`` that meets them in the
+# two gradients is zero there (the garbage is zeroed explicitly when a
+# non-finite input or weight would make ``0 * x`` NaN).
+
+def _use_flat(x, geom) -> bool:
+    return (x.__class__ is np.ndarray and x.size > 0 and all(s == 1 for s in geom.stride)
+            and all(k > 0 for k in geom.kernel) and all(i > 0 for i in geom.in_size))
+
+
+def _finite(a) -> bool:
+    # one pass, no temporary; a sum that overflows only costs the slow path
+    return a.dtype.kind not in "fc" or bool(np.isfinite(a.sum()))
+
+
+def _im2col_flat(x, geom):
+    """``x`` (N, C, *in_size) -> columns (C * prod(kernel), N * wide), row
+    ``c * prod(kernel) + kernel offset``."""
+    n, c = x.shape[:2]
+    padded, plane, wide, extra, offsets, _, _ = geom.flat()
+    body = n * c * plane
+    if padded == geom.in_size:
+        buf = np.empty(body + extra, x.dtype)
+        buf[:body].reshape(x.shape)[...] = x
+        buf[body:] = 0
+    else:
+        buf = np.zeros(body + extra, x.dtype)
+        buf[:body].reshape((n, c) + padded)[_interior(geom)] = x
+    it = buf.itemsize
+    pstr = [_prod(padded[i + 1:]) * it for i in range(geom.nd)]
+    view = np.lib.stride_tricks.as_strided(
+        buf, (c,) + geom.kernel + (n, wide),
+        (plane * it,) + tuple(d * s for d, s in zip(geom.dilation, pstr)) + (c * plane * it, it), writeable=False)
+    return view.reshape(c * len(offsets), n * wide)
+
+
+def _col2im_flat(cols, n, c, geom):
+    """The adjoint of :func:`_im2col_flat` (garbage columns must be zero), in
+    two passes so that most additions run over long rows: first the kernel
+    offsets along the inner dims are summed into one wide row set per
+    offset along dim 0 (shifts of ``(C, N * wide)`` runs - a shifted window
+    of a valid column stays inside its own output row, garbage adds zeros),
+    then those ``kernel[0]`` row sets are added into the padded planes."""
+    padded, plane, wide, extra, offsets, _, _ = geom.flat()
+    k0 = geom.kernel[0]
+    rest = len(offsets) // k0
+    nw = n * wide
+    cols = cols.reshape(c, k0, rest, nw)
+    rows = np.empty((c, k0, nw + extra), cols.dtype)
+    rows[:, :, :nw] = cols[:, :, 0]
+    rows[:, :, nw:] = 0
+    for j in range(1, rest):
+        s = offsets[j]
+        dst = rows[:, :, s:s + nw]
+        dst += cols[:, :, j]
+    body = n * c * plane
+    buf = np.zeros(body + extra, cols.dtype)
+    it = buf.itemsize
+    step = offsets[rest] if k0 > 1 else 0
+    for i in range(k0):
+        dst = np.lib.stride_tricks.as_strided(buf[i * step:], (c, n, wide), (plane * it, c * plane * it, it))
+        dst += rows[:, i, :nw].reshape(c, n, wide)
+    out = buf[:body].reshape((n, c) + padded)
+    if padded == geom.in_size:
+        return out
+    return np.ascontiguousarray(out[_interior(geom)])
+
+
+def _interior(geom):
+    return (slice(None), slice(None)) + tuple(slice(p, p + i) for p, i in zip(geom.pad, geom.in_size))
+
+
+def _wide_gy(gy, geom):
+    """``gy`` (N, O, *out_size) -> (O, N * wide), zero in the garbage columns."""
+    n, o = gy.shape[:2]
+    _, _, wide, _, _, wide_shape, crop = geom.flat()
+    out = np.zeros((o, n) + wide_shape, gy.dtype)
+    out[crop] = gy.swapaxes(0, 1)
+    return out.reshape(o, n * wide)
+
+
+def _zero_garbage(cols, n, geom):
+    """``cols`` (rows, N * wide) with its garbage columns zeroed, in place."""
+    _, _, _, _, _, wide_shape, _ = geom.flat()
+    v = cols.reshape((cols.shape[0], n) + wide_shape)
+    for i in range(1, geom.nd):
+        v[(slice(None), slice(None)) + (slice(None),) * i + (slice(geom.out_size[i], None),)] = 0
+    return cols
+
+
+def _conv_flat(x, w, geom, cols):
+    n = x.shape[0]
+    o, g = w.shape[0], geom.groups
+    if cols is None:
+        cols = _im2col_flat(x, geom)
+    kk = _prod(w.shape[1:])
+    if g == 1:
+        y = np.matmul(w.reshape(o, kk), cols)
+    else:
+        y = np.matmul(w.reshape(g, o // g, kk), cols.reshape(g, kk, cols.shape[-1]))
+    _, _, _, _, _, wide_shape, crop = geom.flat()
+    y = y.reshape((o, n) + wide_shape)[crop].swapaxes(0, 1)
+    return np.ascontiguousarray(y), cols
+
+
+def _conv_transpose_flat(gy, w, geom):
+    n, o = gy.shape[:2]
+    g = geom.groups
+    c = w.shape[1] * g
+    kk = _prod(w.shape[1:])
+    gyw = _wide_gy(gy, geom)
+    if g == 1:
+        cols = np.matmul(w.reshape(o, kk).T, gyw)
+    else:
+        cols = np.matmul(w.reshape(g, o // g, kk).transpose(0, 2, 1), gyw.reshape(g, o // g, gyw.shape[-1]))
+        cols = cols.reshape(g * kk, gyw.shape[-1])
+    if not _finite(w):
+        _zero_garbage(cols, n, geom)
+    return _col2im_flat(cols, n, c, geom)
+
+
+def _conv_weight_flat(x, gy, w_shape, geom, cols):
+    n, o = gy.shape[:2]
+    g = geom.groups
+    if cols is None:
+        cols = _im2col_flat(x, geom)
+    if not _finite(x):
+        cols = _zero_garbage(cols.copy(), n, geom)
+    gyw = _wide_gy(gy, geom)
+    if g == 1:
+        gw = np.matmul(gyw, cols.T)
+    else:
+        kk = _prod(w_shape[1:])
+        gw = np.matmul(gyw.reshape(g, o // g, gyw.shape[-1]), cols.reshape(g, kk, cols.shape[-1]).transpose(0, 2, 1))
+    return gw.reshape(w_shape)
+
+
+# --------------------------------------------------------------------------
 # the three GEMMs
 # --------------------------------------------------------------------------
 def _conv_arrays(x, w, geom, cols=None):
-    """C(x, w): (N, O, *out_size) without bias; also returns the columns."""
+    """C(x, w): (N, O, *out_size) without bias; also returns the columns
+    (in the flat layout where :func:`_use_flat`)."""
+    if _use_flat(x, geom):
+        return _conv_flat(x, w, geom, cols)
     n = x.shape[0]
     o, g = w.shape[0], geom.groups
     if cols is None:
@@ -142,6 +314,8 @@ def _conv_arrays(x, w, geom, cols=None):
 
 def _conv_transpose_arrays(gy, w, geom):
     """T(gy, w): col2im(w^T gy), shape (N, C, *in_size)."""
+    if _use_flat(gy, geom) and w.size:
+        return _conv_transpose_flat(gy, w, geom)
     xp = xp_of(gy)
     n, o = gy.shape[:2]
     g = geom.groups
@@ -157,6 +331,8 @@ def _conv_transpose_arrays(gy, w, geom):
 
 def _conv_weight_arrays(x, gy, w_shape, geom, cols=None):
     """W(x, gy): the weight-shaped contraction of gy with x's columns."""
+    if _use_flat(x, geom):
+        return _conv_weight_flat(x, gy, w_shape, geom, cols)
     xp = xp_of(x)
     n, o = gy.shape[:2]
     g = geom.groups
