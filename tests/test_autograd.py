@@ -524,3 +524,56 @@ def test_fast_path_zero_dim_saved_output():
     (g,) = fabric.autograd.grad(y, x, create_graph=True)
     (gg,) = fabric.autograd.grad(g, x)
     assert abs(g.item() - np.exp(2.0)) < 1e-5 and abs(gg.item() - np.exp(2.0)) < 1e-5
+
+
+def test_view_sees_in_place_op_made_through_a_sibling_view():
+    w = fabric.ones(4, requires_grad=True)
+    x = w.clone()
+    v1, v2 = x[0:2], x[1:3]
+    v1.mul_(3)                      # rewrites x's history; v2 overlaps v1 at x[1]
+    v2.sum().backward()
+    assert w.grad.tolist() == [0.0, 3.0, 1.0, 0.0]
+    assert type(v2.grad_fn).__name__ == "AsStridedBackward0"
+
+
+def test_view_sees_in_place_op_on_its_base_and_views_of_views():
+    w = fabric.arange(6.0, requires_grad=True)
+    x = w * 1
+    v = x.reshape(2, 3)[1]          # a view of a view: its base is x
+    x.mul_(2)
+    (v * v).sum().backward()
+    assert w.grad.tolist() == [0.0, 0.0, 0.0, 24.0, 32.0, 40.0]
+
+
+def test_multi_output_view_after_in_place_on_base_raises_like_pytorch():
+    x = fabric.ones(2, requires_grad=True).clone()
+    a, _ = x.unbind()
+    x.mul_(2)
+    with pytest.raises(RuntimeError, match="Output 0 of Unbind is a view and its base or another view"):
+        a.sum().backward()
+
+
+def test_view_of_leaf_modified_under_no_grad_keeps_its_history():
+    w = fabric.ones(2, 3, requires_grad=True)
+    wt = w.t()
+    with fabric.no_grad():
+        w.add_(1.0)                 # an optimizer-style update: the history is unchanged
+    (wt * 2).sum().backward()
+    assert type(wt.grad_fn).__name__ == "TransposeBackward0" or type(wt.grad_fn).__name__ == "TBackward0"
+    assert w.grad.tolist() == [[2.0] * 3] * 2
+
+
+@pytest.mark.torch
+def test_sibling_view_gradients_match_torch():
+    import torch
+
+    def run(lib):
+        w = lib.arange(1.0, 9.0, requires_grad=True)
+        x = w * 1
+        a, b, c = x[0:5], x[3:8], x.reshape(2, 4)[:, 1]
+        a.mul_(a.detach() + 1)
+        b.add_(x[0:5].sum())
+        (c * c).sum().backward()
+        return w.grad.tolist()
+
+    assert run(fabric) == run(torch)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import heapq
 import warnings
 
-from .function import AccumulateGrad, _FREED
+from .function import AccumulateGrad, _FREED, _edge
 from .grad_mode import any_thread as _any_thread, state as _state
 
 Tensor = None  # set by fabric._tensor
@@ -22,7 +22,7 @@ def _set_tensor_class(cls):
 
 def _root_edge(t):
     if t.grad_fn is not None:
-        return (t.grad_fn, t._output_nr)
+        return _edge(t)
     if not t._requires_grad:
         raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
     return (t._grad_accumulator_node(), 0)
@@ -62,7 +62,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
         capture_at = {}
         for i, t in enumerate(inputs):
             if t.grad_fn is not None:
-                key = (t.grad_fn, t._output_nr)
+                key = _edge(t)
             elif t._requires_grad:
                 key = (t._grad_accumulator_node(), 0)
             else:

@@ -88,7 +88,7 @@ class Node:
     that an instance overrides in its ``__dict__`` when it needs them.
     """
 
-    __slots__ = ("_edges", "_saved", "_to_save", "needs_input_grad", "_input_meta", "_seq",
+    __slots__ = ("_edges", "_saved", "_to_save", "needs_input_grad", "_input_meta", "_seq", "_view_base_fn",
                  "__dict__", "__weakref__")
     _fn = None  # the Function class this node belongs to
     _output_meta = None
@@ -268,8 +268,35 @@ class AccumulateGrad(Node):
 def _edge(t):
     fn = t.grad_fn
     if fn is not None:
+        if t._base is not None:
+            fn = _view_grad_fn(t, fn)
         return (fn, t._output_nr)
     return _leaf_edge(t)
+
+
+def _view_grad_fn(view, fn):
+    """The current ``grad_fn`` of a view: when its base's history changed
+    since the view recorded ``fn`` (an in-place op on the base or on another
+    view of it), the view is re-expressed as its elements of the base's new
+    history (AsStridedBackward0), as PyTorch does; without this its gradient
+    would ignore the in-place op."""
+    base = view._base
+    try:
+        if fn._view_base_fn is base.grad_fn:
+            return fn
+    except AttributeError:  # a node that is not a view's (set by an op that is not a view op)
+        return fn
+    if not base._requires_grad:
+        return fn
+    multi = view.__dict__.get("_multi_view")
+    if multi is not None:
+        raise RuntimeError(
+            f"Output {view._output_nr} of {multi.replace('Backward0', '')} is a view and its base or another view "
+            "of its base has been modified inplace. This view is the output of a function that returns multiple "
+            "views. Such functions do not allow the output views to be modified inplace. You should replace the "
+            "inplace operation by an out-of-place one.")
+    _view_of_base_node(view, _view_positions(view._data, base._data))
+    return view.grad_fn
 
 
 def _leaf_edge(t):
@@ -377,6 +404,8 @@ def _apply_recording(cls, args, arrays):
                 m = a._meta
                 edges.append(m.edge if m is not None and m.edge is not None else _leaf_edge(a))
             else:
+                if a._base is not None:
+                    fn = _view_grad_fn(a, fn)
                 edges.append((fn, a._output_nr))
             d = a._data
             meta.append((d.shape, d.dtype))
@@ -458,6 +487,8 @@ def _record1(cls, a, arrays, exact=False):
         m = a._meta
         ea = m.edge if m is not None and m.edge is not None else _leaf_edge(a)
     else:
+        if a._base is not None:
+            fn = _view_grad_fn(a, fn)
         ea = (fn, a._output_nr)
     rest = _NONES[len(arrays) - 1]
     node._edges = (ea,) + rest
@@ -550,6 +581,8 @@ def _record_elementwise(cls, a, b, x, y, exact=False):
             m = a._meta
             ea = m.edge if m is not None and m.edge is not None else _leaf_edge(a)
         else:
+            if a._base is not None:
+                fn = _view_grad_fn(a, fn)
             ea = (fn, a._output_nr)
     else:
         ea = None
@@ -570,6 +603,8 @@ def _record_elementwise(cls, a, b, x, y, exact=False):
                 m = b._meta
                 eb = m.edge if m is not None and m.edge is not None else _leaf_edge(b)
             else:
+                if b._base is not None:
+                    fn = _view_grad_fn(b, fn)
                 eb = (fn, b._output_nr)
         else:
             eb = None
@@ -691,6 +726,8 @@ def _make_view(base, out, requires_grad, node):
     if root is None:
         root = base
     t._base = root
+    if node is not None:
+        node._view_base_fn = root.grad_fn  # the history this view was taken from (see _view_grad_fn)
     vc = root._vc
     if vc is None:
         vc = root._vc = [0]
@@ -804,11 +841,20 @@ def _rebase_view(view, fn):
     base.grad_fn = cs
     base._output_nr = 0
     base._requires_grad = True
+    _view_of_base_node(view, idx)
+
+
+def _view_of_base_node(view, idx):
+    """Make ``view``'s grad_fn an AsStridedBackward0 node over its base's
+    current history (``idx``: the view's flat positions in the base)."""
+    base = view._base
+    bd = base._data
     vn = _ViewOfBase._Node()
-    vn._edges = [(cs, 0)]
+    vn._edges = [_edge(base)]
     vn._input_meta = [(bd.shape, bd.dtype)]
     vn.needs_input_grad = (True,)
     vn.idx, vn.base_shape = idx, bd.shape
+    vn._view_base_fn = base.grad_fn
     view.grad_fn = vn
     view._output_nr = 0
 

@@ -119,6 +119,8 @@ def _mark_views(base, outs, multi=None):
     for o in outs:
         o._base = root
         o._vc = vc
+        if o.grad_fn is not None:
+            o.grad_fn._view_base_fn = root.grad_fn
         if multi is not None:
             o._multi_view = type(o.grad_fn).__name__ if o.grad_fn is not None else multi
     return outs
