@@ -770,8 +770,8 @@ def _check_inplace(t, rebase=True):
 # backward hands ``fn`` the gradient of the view's region and puts ``fn``'s
 # gradient for the view's old values back into that region; the view becomes
 # a strided view (AsStridedBackward0) of the new base.  Other views of the base
-# created before the in-place op keep their old history (PyTorch regenerates
-# theirs lazily); read them again from the base after modifying a view.
+# created before the in-place op are regenerated the same way when next used
+# (_view_grad_fn), as PyTorch does.
 
 def _view_positions(v, b):
     """For every element of array ``v`` (a view into ``b``'s memory), its
