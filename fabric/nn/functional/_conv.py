@@ -284,7 +284,16 @@ def _conv_weight_flat(x, gy, w_shape, geom, cols):
         cols = _zero_garbage(cols.copy(), n, geom)
     gyw = _wide_gy(gy, geom)
     if g == 1:
-        gw = np.matmul(gyw, cols.T)
+        kk, nw = cols.shape
+        # OpenBLAS is slow on (small x huge) @ (huge x small); measured choices
+        if o * kk <= 256:
+            wide = nw // n
+            gw = np.matmul(gyw.reshape(o, n, wide).transpose(1, 0, 2),
+                           cols.reshape(kk, n, wide).transpose(1, 2, 0)).sum(0)
+        elif kk > o:
+            gw = np.matmul(cols, gyw.T).T
+        else:
+            gw = np.matmul(gyw, cols.T)
     else:
         kk = _prod(w_shape[1:])
         gw = np.matmul(gyw.reshape(g, o // g, gyw.shape[-1]), cols.reshape(g, kk, cols.shape[-1]).transpose(0, 2, 1))
