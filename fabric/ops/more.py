@@ -606,7 +606,8 @@ class Frexp(Function):
     @staticmethod
     def backward(ctx, gm, ge):
         e = ctx.e
-        scale = xp_of(e).ldexp(np.ones((), gm._data.dtype), -e)
+        xp = xp_of(e)
+        scale = xp.ldexp(xp.ones((), gm._data.dtype), -e)
         return gm * _const(scale)
 
 
