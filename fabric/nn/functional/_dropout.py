@@ -52,6 +52,28 @@ def _bernoulli(x, shape, keep):
         return backend_of(x).from_numpy(host, x.device.id)
 
 
+def _memory_order(x):
+    """The axis order in which PyTorch fills ``empty_like(x).bernoulli_(p)``,
+    or None for C order.
+
+    ``empty_like`` keeps the strides of a dense non-overlapping input (the
+    transposed output of a ``batch_first`` MultiheadAttention, say) and the
+    CPU kernel draws in memory order, so the mask of such an input is drawn
+    in the permuted shape and transposed back."""
+    if x.flags.c_contiguous or x.ndim < 2:
+        return None
+    strides = x.strides
+    if min(strides) <= 0:
+        return None
+    perm = sorted(range(x.ndim), key=lambda d: -strides[d])
+    expected = x.itemsize
+    for d in reversed(perm):
+        if x.shape[d] != 1 and strides[d] != expected:
+            return None
+        expected *= x.shape[d]
+    return tuple(perm)
+
+
 def _device_of(arr):
     from ..._device import device
 
@@ -112,7 +134,11 @@ def _dropout_impl(input, p, training, inplace, feature, alpha):
     if x.__class__ is not np.ndarray and not feature and not alpha and not inplace:
         seed, offset = _philox_seed_offset(x)
         return _apply(_FusedDropout, (input, p, seed, offset), (x, p, seed, offset))
-    noise = _bernoulli(x, shape, 1.0 - p)
+    perm = None if feature or x.__class__ is not np.ndarray else _memory_order(x)
+    if perm is None:
+        noise = _bernoulli(x, shape, 1.0 - p)
+    else:
+        noise = _bernoulli(x, tuple(shape[d] for d in perm), 1.0 - p).transpose(np.argsort(perm))
     dt = noise.dtype.type
     if alpha:
         a = 1.0 / math.sqrt((_SELU_ALPHA * _SELU_ALPHA * p + 1) * (1 - p))
