@@ -40,6 +40,7 @@ from ._extras import *  # noqa: F401,F403,E402
 from ._threads import set_num_threads, get_num_threads, set_num_interop_threads, get_num_interop_threads  # noqa: F401,E501
 from . import nn, optim  # noqa: F401,E402
 from . import data, utils  # noqa: F401,E402
+from . import multiprocessing  # noqa: F401,E402
 from . import distributions  # noqa: E402,F401
 from . import special, testing  # noqa: E402,F401
 from ._dtype import result_type as _result_type

@@ -23,7 +23,8 @@ import sys
 _SUBMODULES = ("nn", "nn.functional", "nn.init", "nn.utils", "nn.utils.rnn", "nn.modules", "nn.parameter",
                "optim", "optim.lr_scheduler", "optim.optimizer", "autograd", "autograd.functional",
                "autograd.grad_mode", "autograd.graph", "utils", "utils.data", "linalg", "cuda", "random",
-               "backends", "serialization", "special", "testing", "distributions")
+               "backends", "serialization", "special", "testing", "distributions", "distributed", "nn.parallel",
+               "multiprocessing")
 
 
 def install_torch_alias(force: bool = False) -> None:

@@ -1,0 +1,183 @@
+"""``fabric.multiprocessing``: Python's :mod:`multiprocessing` plus PyTorch's
+``spawn``/``start_processes`` (one process per rank, errors raised in the parent).
+
+``spawn(fn, args, nprocs)`` runs ``fn(i, *args)`` in ``nprocs`` new
+processes.  When one raises, the parent terminates the others and raises
+:class:`ProcessRaisedException` carrying the child's traceback; a child that
+dies from a signal or ``sys.exit(n)`` gives :class:`ProcessExitedException`.
+Tensors are sent to children by pickling (there is no shared-memory tensor
+sharing as in ``torch.multiprocessing``).
+
+Example::
+
+    >>> import fabric.multiprocessing as mp
+    >>> mp.spawn(print, args=("ready",), nprocs=1)   # doctest: +SKIP
+    0 ready
+"""
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import sys
+import tempfile
+import traceback
+from multiprocessing import *
+
+__all__ = list(getattr(multiprocessing, "__all__", [])) + [
+    "spawn", "start_processes", "ProcessContext", "SpawnContext", "ProcessException", "ProcessRaisedException",
+    "ProcessExitedException"]
+
+
+class ProcessException(Exception):
+    """A child process failed."""
+
+    __slots__ = ["error_index", "error_pid"]
+
+    def __init__(self, msg: str, error_index: int, error_pid: int):
+        super().__init__(msg)
+        self.msg = msg
+        self.error_index = error_index
+        self.pid = error_pid
+
+    def __reduce__(self):
+        return type(self), (self.msg, self.error_index, self.pid)
+
+
+class ProcessRaisedException(ProcessException):
+    """A child process raised an exception; the message holds its traceback."""
+
+
+class ProcessExitedException(ProcessException):
+    """A child process exited with a non-zero code or was killed by a signal."""
+
+    __slots__ = ["exit_code"]
+
+    def __init__(self, msg: str, error_index: int, error_pid: int, exit_code: int, signal_name: str | None = None):
+        super().__init__(msg, error_index, error_pid)
+        self.exit_code = exit_code
+        self.signal_name = signal_name
+
+    def __reduce__(self):
+        return type(self), (self.msg, self.error_index, self.pid, self.exit_code, self.signal_name)
+
+
+def _wrap(fn, i, args, error_file):
+    try:
+        fn(i, *args)
+    except KeyboardInterrupt:
+        pass  # terminated by the parent
+    except Exception:
+        with open(error_file, "w", encoding="utf-8") as fh:
+            fh.write(traceback.format_exc())
+        sys.exit(1)
+
+
+class ProcessContext:
+    """The processes started by :func:`start_processes`; ``join()`` waits and raises on failure."""
+
+    def __init__(self, processes, error_files):
+        self.error_files = error_files
+        self.processes = processes
+        self.sentinels = {p.sentinel: i for i, p in enumerate(processes)}
+
+    def pids(self) -> list:
+        return [int(p.pid) for p in self.processes]
+
+    def _join_procs_with_timeout(self, timeout: float) -> None:
+        import time
+
+        end = time.monotonic() + timeout
+        for p in self.processes:
+            p.join(max(0.0, end - time.monotonic()))
+
+    def join(self, timeout: float | None = None, grace_period: float | None = None) -> bool:
+        """Wait for the processes; True once all have exited cleanly, False on
+        ``timeout`` with some still running.  If one failed, terminate the
+        others and raise."""
+        if not self.sentinels:
+            return True
+        ready = multiprocessing.connection.wait(list(self.sentinels), timeout=timeout)
+        error_index = None
+        for sentinel in ready:
+            index = self.sentinels.pop(sentinel)
+            process = self.processes[index]
+            process.join()
+            if process.exitcode != 0:
+                error_index = index
+                break
+        if error_index is None:
+            return not self.sentinels
+        if grace_period is not None:
+            self._join_procs_with_timeout(grace_period)
+        for p in self.processes:
+            if p.is_alive():
+                p.terminate()
+        self._join_procs_with_timeout(30 if grace_period is None else grace_period)
+        for p in self.processes:
+            if p.is_alive():
+                p.kill()
+            p.join()
+        self._cleanup()
+        failed = self.processes[error_index]
+        path = self.error_files[error_index]
+        trace = None
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as fh:
+                trace = fh.read()
+        if not trace:
+            code = failed.exitcode
+            if code < 0:
+                try:
+                    name = signal.Signals(-code).name
+                except ValueError:
+                    name = f"<Unknown signal {-code}>"
+                raise ProcessExitedException(f"process {error_index:d} terminated with signal {name}",
+                                             error_index, failed.pid, code, name)
+            raise ProcessExitedException(f"process {error_index:d} terminated with exit code {code:d}",
+                                         error_index, failed.pid, code)
+        raise ProcessRaisedException(f"\n\n-- Process {error_index:d} terminated with the following error:\n"
+                                     + trace, error_index, failed.pid)
+
+    def _cleanup(self):
+        for path in self.error_files:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+
+
+class SpawnContext(ProcessContext):
+    """The context :func:`spawn` returns with ``join=False``."""
+
+
+def start_processes(fn, args=(), nprocs: int = 1, join: bool = True, daemon: bool = False,
+                    start_method: str = "spawn"):
+    """Start ``nprocs`` processes running ``fn(i, *args)`` with ``start_method``."""
+    ctx = multiprocessing.get_context(start_method)
+    processes, error_files = [], []
+    for i in range(nprocs):
+        fd, path = tempfile.mkstemp(prefix="fabric-mp-error-")
+        os.close(fd)
+        os.unlink(path)   # the child creates it only when it fails
+        error_files.append(path)
+        p = ctx.Process(target=_wrap, args=(fn, i, args, path), daemon=daemon)
+        p.start()
+        processes.append(p)
+    context = ProcessContext(processes, error_files)
+    if not join:
+        return context
+    while not context.join():
+        pass
+    context._cleanup()
+    return None
+
+
+def spawn(fn, args=(), nprocs: int = 1, join: bool = True, daemon: bool = False, start_method: str = "spawn"):
+    """Run ``fn(i, *args)`` for ``i`` in ``range(nprocs)``, each in a new process.
+
+    With ``join`` wait for all and raise :class:`ProcessRaisedException` (the
+    child's traceback) or :class:`ProcessExitedException` if one fails;
+    otherwise return the :class:`ProcessContext`."""
+    return start_processes(fn, args, nprocs, join, daemon, start_method)

@@ -1,0 +1,351 @@
+"""``DistributedDataParallel``: every process holds a replica of the module,
+runs forward/backward on its own shard of the data, and after ``backward()``
+every replica's ``.grad`` holds the mean over processes (PyTorch's DDP).
+
+How: at construction rank 0's parameters and buffers are broadcast to all
+ranks.  Parameters are grouped into buckets (reverse registration order, about
+the order backward produces their gradients; split by dtype and
+``bucket_cap_mb``).  A post-accumulate-grad hook on each parameter marks it
+ready; when every parameter of a bucket is ready, the bucket's gradients are
+flattened, divided by the world size and all-reduced (SUM, in a fixed rank
+order), and copied back into ``.grad``.  Buckets are reduced strictly in
+order on every rank, so all ranks issue the same collectives.
+
+Example (a world of one process)::
+
+    >>> import fabric, fabric.distributed as dist
+    >>> dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    >>> model = DistributedDataParallel(fabric.nn.Linear(2, 1))
+    >>> with model.no_sync():
+    ...     model(fabric.ones(1, 2)).sum().backward()   # gradients stay local
+    >>> dist.destroy_process_group()
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import numpy as np
+
+from ... import distributed as dist
+from ..._tensor import Tensor
+from ...autograd.function import AccumulateGrad
+from ..modules.module import Module
+
+__all__ = ["DistributedDataParallel"]
+
+_DEFAULT_FIRST_BUCKET_BYTES = 1024 * 1024
+
+_UNFINISHED_MSG = (
+    "Expected to have finished reduction in the prior iteration before starting a new one. This error indicates "
+    "that your module has parameters that were not used in producing loss. You can enable unused parameter "
+    "detection by passing the keyword argument `find_unused_parameters=True` to "
+    "`torch.nn.parallel.DistributedDataParallel`, and by \nmaking sure all `forward` function outputs participate "
+    "in calculating loss. \nIf you already have done the above, then the distributed data parallel module wasn't "
+    "able to locate the output tensors in the return value of your module's `forward` function. Please include "
+    "the loss function and the structure of the return value of `forward` of your module when reporting this "
+    "issue (e.g. list, dict, iterable).\nParameter indices which did not receive grad for rank {rank}: {idx}")
+
+
+class _Bucket:
+    __slots__ = ("index", "params", "offsets", "numel", "dtype", "pending", "buffer")
+
+    def __init__(self, index, params):
+        self.index = index
+        self.params = params          # list of (position in DDP's parameter list, Parameter)
+        sizes = [p._data.size for _, p in params]
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64).tolist()
+        self.numel = self.offsets[-1]
+        self.dtype = params[0][1]._data.dtype
+        self.pending = len(params)
+        self.buffer = None
+
+
+def _tensors_in(obj, out):
+    """Every Tensor inside nested lists/tuples/dicts (DDP's output traversal)."""
+    if isinstance(obj, Tensor):
+        out.append(obj)
+    elif isinstance(obj, (list, tuple)):
+        for o in obj:
+            _tensors_in(o, out)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            _tensors_in(o, out)
+    return out
+
+
+def _reachable_leaves(outputs) -> set:
+    """ids of the leaf tensors whose gradients backward from ``outputs`` can reach."""
+    stack = [t.grad_fn for t in outputs if t.grad_fn is not None]
+    leaves = {id(t) for t in outputs if t.grad_fn is None and t.requires_grad}
+    seen = set()
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if isinstance(node, AccumulateGrad):
+            var = node.variable
+            if var is not None:
+                leaves.add(id(var))
+            continue
+        for e in node._edges:
+            if e is not None and e[0] not in seen:
+                stack.append(e[0])
+    return leaves
+
+
+class DistributedDataParallel(Module):
+    """Data parallelism across processes (PyTorch's ``DistributedDataParallel``).
+
+    Every process wraps its own replica; ``forward`` runs the module
+    unchanged; after ``loss.backward()`` each parameter's ``.grad`` is the
+    mean of the replicas' gradients.  Inside :meth:`no_sync` gradients
+    accumulate locally and are averaged by the first backward after it.
+    ``broadcast_buffers`` copies rank 0's buffers (e.g. BatchNorm running
+    stats) to every rank before each forward.  With
+    ``find_unused_parameters=True`` parameters that the output does not
+    depend on are treated as ready (their gradient contributes zeros).
+    ``device_ids``/``output_device`` must be None (CPU modules and CuPy
+    modules are reduced through host memory).
+    """
+
+    def __init__(self, module, device_ids=None, output_device=None, dim: int = 0, broadcast_buffers: bool = True,
+                 init_sync: bool = True, process_group=None, bucket_cap_mb=None,
+                 find_unused_parameters: bool = False, check_reduction: bool = False,
+                 gradient_as_bucket_view: bool = False, static_graph: bool = False, delay_all_reduce_named_params=None,
+                 param_to_hook_all_reduce=None, mixed_precision=None, device_mesh=None, skip_all_reduce_unused_params=False):
+        super().__init__()
+        if device_mesh is not None or mixed_precision is not None or delay_all_reduce_named_params is not None:
+            raise NotImplementedError("DistributedDataParallel: device_mesh, mixed_precision and "
+                                      "delay_all_reduce_named_params are not supported by fabric")
+        self.process_group = dist.GroupMember.WORLD if process_group is None else process_group
+        if self.process_group is None:
+            raise ValueError("Default process group has not been initialized, please make sure to call "
+                             "init_process_group.")
+        params = []
+        seen = set()
+        for p in module.parameters():
+            if p.requires_grad and id(p) not in seen:
+                seen.add(id(p))
+                params.append(p)
+        if not params:
+            raise RuntimeError("DistributedDataParallel is not needed when a module doesn't have any parameter "
+                               "that requires a gradient.")
+        if device_ids is not None or output_device is not None:
+            devices = {str(p.device) for p in module.parameters()}
+            raise ValueError("DistributedDataParallel device_ids and output_device arguments only work with "
+                             "single-device/multiple-device GPU modules or CPU modules, but got device_ids "
+                             f"{device_ids}, output_device {output_device}, and module parameters {devices}.")
+        self.module = module
+        self.device_ids = None
+        self.output_device = None
+        self.dim = dim
+        self.broadcast_buffers = broadcast_buffers
+        self.find_unused_parameters = find_unused_parameters
+        self.gradient_as_bucket_view = gradient_as_bucket_view
+        self.static_graph = static_graph
+        self.require_backward_grad_sync = True
+        self.require_forward_param_sync = True
+        self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 1024 * 1024)
+        self._params = params
+        self._params_index = {id(p): i for i, p in enumerate(params)}
+        self._modules_buffers = [b for _, b in module.named_buffers()]
+        self._world = dist.get_world_size(self.process_group)
+        self._root = dist.get_global_rank(self.process_group, 0)
+
+        self._verify_param_shape_across_processes()
+        if init_sync:
+            self._sync_module_states()
+        self._buckets = self._build_buckets()
+        self._where = {}    # id(param) -> (bucket, slot)
+        for b in self._buckets:
+            for slot, (_, p) in enumerate(b.params):
+                self._where[id(p)] = (b, slot)
+        self._handles = [p.register_post_accumulate_grad_hook(self._make_hook(p)) for p in params]
+        self._reset_iteration()
+        self._expect_hooks = False
+        self._require_finalize = False
+
+    # --- construction helpers ------------------------------------------------------------------------
+    def _verify_param_shape_across_processes(self):
+        mine = [(tuple(p.shape), str(p.dtype)) for p in self._params]
+        everyone = [None] * self._world
+        dist.all_gather_object(everyone, mine, group=self.process_group)
+        for r, theirs in enumerate(everyone):
+            if theirs != mine:
+                raise RuntimeError(f"DDP expects same model across all ranks, but rank {dist.get_rank()} has "
+                                   f"{len(mine)} params, while rank {dist.get_global_rank(self.process_group, r)} "
+                                   f"has inconsistent {len(theirs)} params (or shapes/dtypes differ).")
+
+    def _broadcast_coalesced(self, tensors):
+        """Broadcast ``tensors`` from the root, one flat message per dtype."""
+        by_dtype = {}
+        for t in tensors:
+            by_dtype.setdefault(t._data.dtype, []).append(t)
+        for group in by_dtype.values():
+            flat = np.concatenate([dist.distributed_c10d._host(t).reshape(-1) for t in group])
+            holder = Tensor._make(flat)
+            dist.broadcast(holder, src=self._root, group=self.process_group)
+            off = 0
+            for t in group:
+                n = t._data.size
+                dist.distributed_c10d._store_back(t, flat[off:off + n])
+                off += n
+
+    def _sync_module_states(self):
+        if self._world > 1:
+            state = list(self.module.parameters()) + list(self._modules_buffers)
+            self._broadcast_coalesced(list({id(t): t for t in state}.values()))
+
+    def _build_buckets(self):
+        buckets, current, size, cap = [], [], 0, _DEFAULT_FIRST_BUCKET_BYTES
+        order = list(enumerate(self._params))[::-1]
+        by_dtype = {}
+        for pos, p in order:
+            by_dtype.setdefault(p._data.dtype, []).append((pos, p))
+        for items in by_dtype.values():
+            current, size = [], 0
+            for pos, p in items:
+                current.append((pos, p))
+                size += p._data.nbytes
+                if size >= cap:
+                    buckets.append(current)
+                    current, size, cap = [], 0, self.bucket_bytes_cap
+            if current:
+                buckets.append(current)
+        return [_Bucket(i, b) for i, b in enumerate(buckets)]
+
+    # --- per-iteration state -------------------------------------------------------------------------
+    def _reset_iteration(self):
+        self._ready = [False] * len(self._params)
+        for b in self._buckets:
+            b.pending = len(b.params)
+        self._next_bucket = 0
+        self._unused = []
+        self._marked_unused = False
+        self._globally_used = None
+
+    def _make_hook(self, param):
+        def hook(_):
+            self._autograd_hook(param)
+        return hook
+
+    def _autograd_hook(self, param):
+        if not self._expect_hooks:
+            return
+        if not self._marked_unused:
+            self._marked_unused = True
+            self._require_finalize = True
+            if self.find_unused_parameters:
+                used = np.ones(len(self._params), dtype=np.int64)
+                for p in self._unused:
+                    used[self._params_index[id(p)]] = 0
+                holder = Tensor._make(used)
+                dist.all_reduce(holder, group=self.process_group)
+                self._globally_used = used > 0
+                for p in self._unused:
+                    self._mark_ready(p)
+        self._mark_ready(param)
+
+    def _mark_ready(self, param):
+        bucket, slot = self._where[id(param)]
+        pos = bucket.params[slot][0]
+        if self._ready[pos]:
+            raise RuntimeError(f"Expected to mark a variable ready only once. This error is caused by one of the "
+                               f"following reasons: 1) Use of a module parameter outside the `forward` function. "
+                               f"2) Reused parameters in multiple reentrant backward passes. Parameter at index "
+                               f"{pos} has been marked as ready twice.")
+        self._ready[pos] = True
+        bucket.pending -= 1
+        while self._next_bucket < len(self._buckets) and self._buckets[self._next_bucket].pending == 0:
+            self._reduce_bucket(self._buckets[self._next_bucket])
+            self._next_bucket += 1
+        if self._next_bucket == len(self._buckets):
+            self._expect_hooks = False
+            self._require_finalize = False
+
+    def _reduce_bucket(self, bucket):
+        flat = bucket.buffer if self.gradient_as_bucket_view and bucket.buffer is not None else \
+            np.empty(bucket.numel, dtype=bucket.dtype)
+        offs = bucket.offsets
+        for slot, (_, p) in enumerate(bucket.params):
+            g = p._grad
+            dst = flat[offs[slot]:offs[slot + 1]]
+            if g is None:
+                dst[...] = 0
+            elif g._data is not getattr(p, "_ddp_grad_view", None):
+                dst[...] = dist.distributed_c10d._host(g).reshape(-1)
+        # PyTorch's default comm hook: divide by the world size, then all-reduce SUM
+        np.divide(flat, self._world, out=flat, casting="unsafe")
+        holder = Tensor._make(flat)
+        dist.all_reduce(holder, group=self.process_group)
+        for slot, (pos, p) in enumerate(bucket.params):
+            view = flat[offs[slot]:offs[slot + 1]].reshape(p._data.shape)
+            if p._grad is None:
+                if self._globally_used is not None and not self._globally_used[pos]:
+                    continue   # unused on every rank: the gradient stays None, as PyTorch
+                if self.gradient_as_bucket_view:
+                    p._grad = Tensor._make(view)
+                    p._ddp_grad_view = view
+                else:
+                    p._grad = Tensor._make(self._like_param(p, view.copy()))
+            elif self.gradient_as_bucket_view and isinstance(p._grad._data, np.ndarray):
+                if p._grad._data is not view:
+                    p._grad = Tensor._make(view)
+                    p._ddp_grad_view = view
+            else:
+                dist.distributed_c10d._store_back(p._grad, view)
+        if self.gradient_as_bucket_view:
+            bucket.buffer = flat
+
+    @staticmethod
+    def _like_param(p, host):
+        if isinstance(p._data, np.ndarray):
+            return host
+        from ...backends import backend_of
+
+        return backend_of(p._data).xp.asarray(host)
+
+    # --- forward ---------------------------------------------------------------------------------------
+    def _sync_buffers(self):
+        if self._modules_buffers:
+            self._broadcast_coalesced(self._modules_buffers)
+
+    def forward(self, *inputs, **kwargs):
+        from ...autograd.grad_mode import is_grad_enabled
+
+        grad_sync = is_grad_enabled() and self.require_backward_grad_sync
+        if grad_sync and self._require_finalize:
+            missing = [i for i, r in enumerate(self._ready) if not r]
+            raise RuntimeError(_UNFINISHED_MSG.format(rank=dist.get_rank(), idx=missing))
+        if self.require_forward_param_sync and self.broadcast_buffers and self._modules_buffers and self._world > 1:
+            self._sync_buffers()
+        output = self.module(*inputs, **kwargs)
+        if grad_sync:
+            self.require_forward_param_sync = True
+            self._reset_iteration()
+            self._expect_hooks = True
+            if self.find_unused_parameters:
+                reachable = _reachable_leaves(_tensors_in(output, []))
+                self._unused = [p for p in self._params if id(p) not in reachable]
+        else:
+            self.require_forward_param_sync = False
+            self._expect_hooks = False
+        return output
+
+    @contextmanager
+    def no_sync(self):
+        """Inside, backward accumulates gradients locally without communication;
+        the first synchronised backward after it averages the accumulated sum."""
+        old = self.require_backward_grad_sync
+        self.require_backward_grad_sync = False
+        try:
+            yield
+        finally:
+            self.require_backward_grad_sync = old
+
+    def will_sync_module_buffers(self) -> bool:
+        return self.require_forward_param_sync and self.broadcast_buffers and len(self._modules_buffers) > 0
+
+    def __getstate__(self):
+        raise RuntimeError("DistributedDataParallel is not picklable in fabric (pickle .module instead)")
