@@ -54,31 +54,23 @@ class _Formatter:
         if self.kind in "iu":
             self.max_width = max((len(str(int(v))) for v in values), default=1)
             return
-        finite = values[np.isfinite(values)].astype(np.float64)
-        if finite.size == 0:  # PyTorch sizes columns from finite values only
-            self.max_width = 1
+        # PyTorch sizes columns from the nonzero finite values only (so -0. is not padded for)
+        finite = values[np.isfinite(values) & (values != 0)].astype(np.float64)
+        if finite.size == 0:
             return
-        absf = np.abs(finite)
-        nonzero = absf[absf != 0]
+        nonzero = np.abs(finite)
         self.int_mode = bool(np.all(finite == np.ceil(finite)))
-        if self.int_mode:
-            if nonzero.size and (nonzero.max() / nonzero.min() > 1000.0 or nonzero.max() > 1e8):
-                self.sci_mode = True
-                self.int_mode = False
-                strs = [f"{v:.{PRECISION}e}" for v in finite]
-            else:
-                strs = [f"{v:.0f}." for v in finite]
+        if SCI_MODE is None:
+            self.sci_mode = bool(nonzero.max() / nonzero.min() > 1000.0 or nonzero.max() > 1e8
+                                 or nonzero.min() < 1e-4)
         else:
-            if nonzero.size and (nonzero.max() / nonzero.min() > 1000.0 or nonzero.max() > 1e8
-                                 or nonzero.min() < 1e-4):
-                self.sci_mode = True
-                strs = [f"{v:.{PRECISION}e}" for v in finite]
-            else:
-                strs = [f"{v:.{PRECISION}f}" for v in finite]
-        if SCI_MODE is not None:
             self.sci_mode = SCI_MODE
-            if self.sci_mode:
-                strs = [f"{v:.{PRECISION}e}" for v in finite]
+        if self.sci_mode:
+            strs = [f"{v:.{PRECISION}e}" for v in finite]
+        elif self.int_mode:
+            strs = [f"{v:.0f}." for v in finite]
+        else:
+            strs = [f"{v:.{PRECISION}f}" for v in finite]
         self.max_width = max(len(s) for s in strs)
 
     def format(self, v) -> str:
@@ -166,11 +158,15 @@ def tensor_repr(t, prefix="tensor(") -> str:
         suffixes.append(f"grad_fn=<{type(t.grad_fn).__name__}>")
     elif t._requires_grad:
         suffixes.append("requires_grad=True")
-    if suffixes:
-        tail = ", ".join(suffixes)
-        last = body.rsplit("\n", 1)[-1]
-        first_line = "\n" not in body
-        width = len(last) + (indent if first_line else 0) + len(tail) + 3
-        sep = ",\n" + " " * indent if width > LINEWIDTH else ", "
-        body = body + sep + tail
-    return prefix + body + ")"
+    text = prefix + body
+    # PyTorch's _add_suffixes: each suffix goes on a new line when it would pass the line width
+    last_line_len = len(text) - text.rfind("\n") + 1
+    parts = [text]
+    for suffix in suffixes:
+        if last_line_len + len(suffix) + 2 > LINEWIDTH:
+            parts.append(",\n" + " " * indent + suffix)
+            last_line_len = indent + len(suffix)
+        else:
+            parts.append(", " + suffix)
+            last_line_len += len(suffix) + 2
+    return "".join(parts) + ")"

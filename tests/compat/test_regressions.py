@@ -41,3 +41,44 @@ def test_transformer_encoder_layer_with_padding_mask_trains_like_torch():
         return layer(x, src_key_padding_mask=mask).detach().numpy()
 
     np.testing.assert_allclose(run(fabric), run(torch), rtol=1e-5, atol=1e-6)
+
+
+_REPR_CASES = [
+    "torch.tensor([-0.0, 0.0])",
+    "torch.tensor([-0.0, 0.5])",
+    "torch.tensor([0.0, float('nan'), -float('inf')])",
+    "torch.zeros(3)",
+    "torch.tensor([1e10, -0.0, 1.0])",
+    # suffixes wrap at the line width exactly where PyTorch wraps them
+    "torch.tensor([0.2344, -1.3145, 1.7238, -0.4606, -0.1831], requires_grad=True) * 1",
+    "torch.arange(7.).requires_grad_() * 1.5",
+    "torch.arange(8., dtype=torch.float64).requires_grad_()",
+    "torch.ones(7, dtype=torch.float16, requires_grad=True) * 1.5",
+    "torch.arange(18.).reshape(3, 6).requires_grad_() + 1",
+]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("expr", _REPR_CASES)
+def test_repr_matches_torch(expr):
+    import torch
+
+    ref = repr(eval(expr, {"torch": torch}))
+    got = repr(eval(expr, {"torch": fabric})).replace("fabric.", "torch.")
+    assert got == ref
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("sci", [True, False])
+def test_repr_with_forced_sci_mode_matches_torch(sci):
+    import torch
+
+    values = [[1.0, 2e9], [1.5, 123456.7], [1e-6, 1.0], [0.0, 0.0]]
+    try:
+        torch.set_printoptions(sci_mode=sci)
+        fabric.set_printoptions(sci_mode=sci)
+        for v in values:
+            assert repr(fabric.tensor(v)) == repr(torch.tensor(v))
+    finally:
+        torch.set_printoptions(profile="default")
+        fabric.set_printoptions(profile="default")
