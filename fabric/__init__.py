@@ -43,6 +43,14 @@ from . import data, utils  # noqa: F401,E402
 from . import multiprocessing  # noqa: F401,E402
 from . import distributions  # noqa: E402,F401
 from . import special, testing  # noqa: E402,F401
+from . import amp, cpu  # noqa: E402,F401
+from .amp import GradScaler  # noqa: E402,F401
+from .amp.autocast_mode import (  # noqa: E402,F401
+    autocast, is_autocast_enabled, set_autocast_enabled, get_autocast_dtype, set_autocast_dtype,
+    is_autocast_cache_enabled, set_autocast_cache_enabled, clear_autocast_cache, autocast_increment_nesting,
+    autocast_decrement_nesting, is_autocast_cpu_enabled, set_autocast_cpu_enabled, get_autocast_cpu_dtype,
+    set_autocast_cpu_dtype, get_autocast_gpu_dtype, set_autocast_gpu_dtype,
+)
 from ._dtype import result_type as _result_type
 
 

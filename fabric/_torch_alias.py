@@ -24,7 +24,8 @@ _SUBMODULES = ("nn", "nn.functional", "nn.init", "nn.utils", "nn.utils.rnn", "nn
                "optim", "optim.lr_scheduler", "optim.optimizer", "autograd", "autograd.functional",
                "autograd.grad_mode", "autograd.graph", "utils", "utils.data", "linalg", "cuda", "random",
                "backends", "serialization", "special", "testing", "distributions", "distributed", "nn.parallel",
-               "multiprocessing")
+               "multiprocessing",
+               "amp", "cpu", "cpu.amp", "cuda.amp")
 
 
 def install_torch_alias(force: bool = False) -> None:

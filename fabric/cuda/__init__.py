@@ -585,3 +585,6 @@ def _reset_state() -> None:
     _generators.clear()
     _seeds.clear()
     _seed_all_value.clear()
+
+
+from . import amp  # noqa: E402,F401  (fabric.cuda.amp: deprecated spellings of fabric.amp)

@@ -16,6 +16,7 @@ import numpy as np
 from ..autograd.function import NO_SAVE_CTX as _NO_CTX, Function, _apply, _apply_elementwise, _normalize, _record_elementwise
 from ..autograd.grad_mode import state as _state
 from .._tensor import Tensor
+from ..amp import _policy as _amp
 from ._util import binary_operands, float_operands, float_array, xp_of
 
 _ndarray = np.ndarray
@@ -489,17 +490,23 @@ negative = neg
 
 
 def exp(input, *, out=None):
+    if _amp.active and out is None and (c := _amp.cast("exp", input)):
+        input, = c
     r = _apply_elementwise(Exp, input, float_array(input._data))
     return r if out is None else _out(r, out)
 
 
 def log(input, *, out=None):
+    if _amp.active and out is None and (c := _amp.cast("log", input)):
+        input, = c
     r = _apply_elementwise(Log, input, float_array(input._data))
     return r if out is None else _out(r, out)
 
 
 def pow(input, exponent, *, out=None):
     """``input ** exponent``; either may be a Python number."""
+    if _amp.active and out is None and (c := _amp.cast("pow", input, exponent)):
+        input, exponent = c
     if not isinstance(exponent, Tensor):
         a, c, x, c2 = binary_operands(input, exponent)
         return _out(_apply(PowScalar, (a, c), (x, c2)), out)
@@ -511,6 +518,8 @@ def pow(input, exponent, *, out=None):
 def matmul(input, other, *, out=None):
     """Matrix product with NumPy/PyTorch broadcasting of batch dims and
     1-D operands."""
+    if _amp.active and out is None and (c := _amp.cast("matmul", input, other)):
+        input, other = c
     try:
         x, y = input._data, other._data
     except AttributeError:

@@ -33,6 +33,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor, _wrap_dim
+from ..amp import _policy as _amp
 from ..autograd.function import Function, _apply, once_differentiable
 from ..autograd.grad_mode import state as _grad_state
 from ..backends import backend_of
@@ -451,6 +452,8 @@ def mm(input, mat2, *, out=None):
         >>> fabric.mm(fabric.ones(2, 3), fabric.ones(3, 4)).shape
         fabric.Size([2, 4])
     """
+    if _amp.active and out is None and (c := _amp.cast("mm", input, mat2)):
+        input, mat2 = c
     _check_tensor(input, "mm", "input", 1)
     _check_tensor(mat2, "mm", "mat2", 2)
     x, y = input._data, mat2._data
@@ -469,6 +472,8 @@ def mm(input, mat2, *, out=None):
 
 def bmm(input, mat2, *, out=None):
     """Batched matrix product of two 3-D tensors ``(b, n, m) @ (b, m, p)``."""
+    if _amp.active and out is None and (c := _amp.cast("bmm", input, mat2)):
+        input, mat2 = c
     _check_tensor(input, "bmm", "input", 1)
     _check_tensor(mat2, "bmm", "mat2", 2)
     x, y = input._data, mat2._data
@@ -488,6 +493,8 @@ def bmm(input, mat2, *, out=None):
 
 def mv(input, vec, *, out=None):
     """Matrix-vector product ``(n, m) @ (m,)``."""
+    if _amp.active and out is None and (c := _amp.cast("mv", input, vec)):
+        input, vec = c
     _check_tensor(input, "mv", "input", 1)
     _check_tensor(vec, "mv", "vec", 2)
     x, y = input._data, vec._data
@@ -506,6 +513,9 @@ def mv(input, vec, *, out=None):
 
 def dot(input, tensor, *, out=None):
     """Inner product of two 1-D tensors of the same size and dtype."""
+    if _amp.active and out is None and (c := _amp.cast("dot", input, tensor)):
+        with _amp.excluded():
+            return dot(*c)
     _check_tensor(input, "dot", "input", 1)
     _check_tensor(tensor, "dot", "tensor", 2)
     x, y = input._data, tensor._data
@@ -524,6 +534,9 @@ def dot(input, tensor, *, out=None):
 
 def vdot(input, other, *, out=None):
     """``dot`` that conjugates its first argument (identical for real dtypes)."""
+    if _amp.active and out is None and (c := _amp.cast("vdot", input, other)):
+        with _amp.excluded():
+            return vdot(*c)
     return dot(input, other, out=out)
 
 
@@ -620,6 +633,8 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
         tensor([[2., 2., 2.],
                 [2., 2., 2.]])
     """
+    if _amp.active and out is None and (c := _amp.cast("addmm", input, mat1, mat2)):
+        input, mat1, mat2 = c
     _check_tensor(input, "addmm", "input", 1)
     _check_tensor(mat2, "addmm", "mat2", 3)
     _check_add_dtype(input, mat2)
@@ -628,6 +643,8 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
 
 def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * (mat @ vec)``."""
+    if _amp.active and out is None and (c := _amp.cast("addmv", input, mat, vec)):
+        input, mat, vec = c
     _check_tensor(input, "addmv", "input", 1)
     _check_tensor(mat, "addmv", "mat", 2)
     _check_tensor(vec, "addmv", "vec", 3)
@@ -639,6 +656,8 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
+    if _amp.active and out is None and (c := _amp.cast("addbmm", input, batch1, batch2)):
+        input, batch1, batch2 = c
     _check_tensor(input, "addbmm", "input", 1)
     _check_tensor(batch2, "addbmm", "batch2", 3)
     _check_add_dtype(input, batch2)
@@ -647,6 +666,8 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * (batch1 @ batch2)`` batched."""
+    if _amp.active and out is None and (c := _amp.cast("baddbmm", input, batch1, batch2)):
+        input, batch1, batch2 = c
     _check_tensor(input, "baddbmm", "input", 1)
     _check_tensor(batch2, "baddbmm", "batch2", 3)
     _check_add_dtype(input, batch2)
@@ -655,6 +676,8 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
 
 def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * outer(vec1, vec2)`` (dtypes promote, as in PyTorch)."""
+    if _amp.active and out is None and (c := _amp.cast("addr", input, vec1, vec2)):
+        input, vec1, vec2 = c
     _check_tensor(input, "addr", "input", 1)
     prod = outer(vec1, vec2)
     dt = D.result_type(input, prod)
@@ -986,6 +1009,9 @@ def einsum(*args):
         >>> fabric.einsum("ii", fabric.eye(3))
         tensor(3.)
     """
+    if _amp.active and (c := _amp.cast("einsum", *args)):
+        with _amp.excluded():
+            return einsum(*c)
     if not args:
         raise TypeError("einsum(): must specify the equation string and at least one operand, or at least one "
                         "operand and its subscripts list")
@@ -1025,6 +1051,9 @@ def einsum(*args):
 def tensordot(a, b, dims=2, out=None):
     """Contract ``dims`` dims of ``a`` and ``b``: an int (last ``dims`` of
     ``a`` with the first of ``b``) or a pair of dim lists."""
+    if _amp.active and out is None and (c := _amp.cast("tensordot", a, b, dims, out)):
+        with _amp.excluded():
+            return tensordot(*c)
     _check_tensor(a, "tensordot", "a", 1)
     _check_tensor(b, "tensordot", "b", 2)
     na, nb = a._data.ndim, b._data.ndim
@@ -1099,6 +1128,9 @@ class Trace(Function):
 
 def trace(input):
     """Sum of the main diagonal of a 2-D tensor (integers sum as int64)."""
+    if _amp.active and (c := _amp.cast("trace", input)):
+        with _amp.excluded():
+            return trace(*c)
     _check_tensor(input, "trace", "input", 1)
     if input._data.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input._data.ndim}")
@@ -1161,6 +1193,9 @@ def _cross_checked(input, other, dim, fn):
 def cross(input, other, dim=None, *, out=None):
     """Cross product of 3-vectors along ``dim``; without ``dim``, the first
     dim of size 3 (deprecated in PyTorch, which warns; so does fabric)."""
+    if _amp.active and out is None and (c := _amp.cast("cross", input, other, dim)):
+        with _amp.excluded():
+            return cross(*c)
     if dim is None:
         warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "
                       "explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree "
@@ -1249,6 +1284,9 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     It changes only rounding, never the gradient, which is zero where a
     distance is zero.
     """
+    if _amp.active and (c := _amp.cast("cdist", x1, x2, p, compute_mode)):
+        with _amp.excluded():
+            return cdist(*c)
     _check_tensor(x1, "cdist", "x1", 1)
     _check_tensor(x2, "cdist", "x2", 2)
     a, b = x1._data, x2._data
@@ -1307,6 +1345,9 @@ def _multi_dot(mats, split, i, j):
 def linalg_multi_dot(tensors, *, out=None):
     """Product of a chain of matrices in the cheapest order; the first may be
     a 1-D row vector and the last a 1-D column vector."""
+    if _amp.active and out is None and (c := _amp.cast("linalg_multi_dot", tensors)):
+        with _amp.excluded():
+            return linalg_multi_dot(*c)
     tensors = list(tensors)
     n = len(tensors)
     if n < 2:
@@ -1354,6 +1395,9 @@ def linalg_multi_dot(tensors, *, out=None):
 
 def chain_matmul(*matrices, out=None):
     """Deprecated PyTorch alias of ``linalg.multi_dot`` for 2-D matrices (warns)."""
+    if _amp.active and out is None and (c := _amp.cast("chain_matmul", *matrices)):
+        with _amp.excluded():
+            return chain_matmul(*c)
     warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
                   "torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather than multiple "
                   "parameters.", UserWarning, stacklevel=2)
@@ -1369,6 +1413,9 @@ def chain_matmul(*matrices, out=None):
 
 def linalg_vecdot(x, y, *, dim=-1, out=None):
     """``sum(x * y, dim)`` with broadcasting (``torch.linalg.vecdot``)."""
+    if _amp.active and out is None and (c := _amp.cast("linalg_vecdot", x, y, dim)):
+        with _amp.excluded():
+            return linalg_vecdot(*c[:2], dim=c[2])
     _check_tensor(x, "linalg.vecdot", "x", 1)
     _check_tensor(y, "linalg.vecdot", "y", 2)
     if x._data.dtype.kind != "f":
@@ -1467,6 +1514,9 @@ def linalg_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=Non
         >>> fabric.linalg.vector_norm(fabric.tensor([3.0, -4.0]), float("inf"))
         tensor(4.)
     """
+    if _amp.active and out is None and (c := _amp.cast("linalg_vector_norm", x, ord, dim, keepdim, dtype)):
+        with _amp.excluded():
+            return linalg_vector_norm(*c[:4], dtype=c[4])
     _check_tensor(x, "linalg.vector_norm", "x", 1)
     ord = _check_ord(ord, "linalg.vector_norm")
     x = _norm_dtype(x, dtype, "linalg.vector_norm")
@@ -1492,6 +1542,9 @@ def linalg_matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None,
         >>> fabric.linalg.matrix_norm(fabric.eye(3), "nuc")
         tensor(3.)
     """
+    if _amp.active and out is None and (c := _amp.cast("linalg_matrix_norm", A, ord, dim, keepdim, dtype)):
+        with _amp.excluded():
+            return linalg_matrix_norm(*c[:4], dtype=c[4])
     _check_tensor(A, "linalg.matrix_norm", "A", 1)
     if A._data.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
@@ -1557,6 +1610,9 @@ def linalg_norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
 def linalg_cond(A, p=None, *, out=None):
     """Condition number: ``smax / smin`` for p in (None, 2), ``smin / smax``
     for -2, else ``norm(A, p) * norm(inv(A), p)`` (square A)."""
+    if _amp.active and out is None and (c := _amp.cast("linalg_cond", A, p)):
+        with _amp.excluded():
+            return linalg_cond(*c)
     _check_tensor(A, "linalg.cond", "A", 1)
     if A._data.ndim < 2:
         raise RuntimeError("linalg.cond: The input tensor A must have at least 2 dimensions.")
@@ -1611,12 +1667,18 @@ def linalg_inv(A, *, out=None):
         tensor([[0.5000, 0.0000],
                 [0.0000, 0.2500]])
     """
+    if _amp.active and out is None and (c := _amp.cast("linalg_inv", A)):
+        with _amp.excluded():
+            return linalg_inv(*c)
     a = _check_matrix(A, "linalg.inv")
     return _out(_apply(LinalgInv, (A,), (a,)), out)
 
 
 def inverse(input, *, out=None):
     """``torch.inverse``: alias of ``linalg.inv``."""
+    if _amp.active and out is None and (c := _amp.cast("inverse", input)):
+        with _amp.excluded():
+            return inverse(*c)
     return linalg_inv(input, out=out)
 
 
@@ -1642,6 +1704,9 @@ def linalg_inv_ex(A, *, check_errors=False, out=None):
     the 1-based index of the first zero pivot of the LU factorization
     otherwise; the inverse of such a matrix is NaN (LAPACK leaves partial
     results there)."""
+    if _amp.active and out is None and (c := _amp.cast("linalg_inv_ex", A, check_errors)):
+        with _amp.excluded():
+            return linalg_inv_ex(*c[:1], check_errors=c[1])
     a = _check_matrix(A, "linalg.inv_ex")
     try:
         inv = linalg_inv(A)
@@ -1836,6 +1901,9 @@ def linalg_solve(A, B, *, left=True, out=None):
         >>> fabric.linalg.solve(A, fabric.tensor([9.0, 8.0]))
         tensor([2., 3.])
     """
+    if _amp.active and out is None and (c := _amp.cast("linalg_solve", A, B, left)):
+        with _amp.excluded():
+            return linalg_solve(*c[:2], left=c[2])
     a = _check_matrix(A, "linalg.solve")
     _check_tensor(B, "linalg.solve", "B", 2)
     b = B._data
@@ -2011,6 +2079,9 @@ def linalg_cholesky(A, *, upper=False, out=None):
     """Cholesky factor ``L`` (lower; ``upper=True`` gives ``L^T``) of a
     symmetric positive-definite matrix, reading its lower triangle.  Not
     positive-definite input raises ``fabric.linalg.LinAlgError``."""
+    if _amp.active and out is None and (c := _amp.cast("linalg_cholesky", A, upper)):
+        with _amp.excluded():
+            return linalg_cholesky(*c[:1], upper=c[1])
     a = _check_matrix(A, "linalg.cholesky")
     return _out(_apply(LinalgCholesky, (A, upper), (a, upper)), out)
 
@@ -2019,6 +2090,9 @@ def linalg_cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """``(L, info)``: ``info`` (int32) is 0 on success, else the order of the
     first leading minor that is not positive-definite; ``L`` of such a
     matrix is NaN (LAPACK leaves a partial factor there)."""
+    if _amp.active and out is None and (c := _amp.cast("linalg_cholesky_ex", A, upper, check_errors)):
+        with _amp.excluded():
+            return linalg_cholesky_ex(*c[:1], upper=c[1], check_errors=c[2])
     a = _check_matrix(A, "linalg.cholesky_ex")
     try:
         L = linalg_cholesky(A, upper=upper)
@@ -2035,6 +2109,9 @@ def linalg_cholesky_ex(A, *, upper=False, check_errors=False, out=None):
 
 def cholesky(input, upper=False, *, out=None):
     """``torch.cholesky`` (deprecated in PyTorch, which warns; so does fabric)."""
+    if _amp.active and out is None and (c := _amp.cast("cholesky", input, upper)):
+        with _amp.excluded():
+            return cholesky(*c)
     warnings.warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a future "
                   "PyTorch release.\nL = torch.cholesky(A)\nshould be replaced with\nL = torch.linalg.cholesky(A)\n"
                   "and\nU = torch.cholesky(A, upper=True)\nshould be replaced with\nU = torch.linalg.cholesky(A).mH",
@@ -2090,6 +2167,9 @@ def cholesky_solve(B, L, upper=False, *, out=None):
     upper ``U`` with ``upper=True``); batch dims broadcast.  The forward reads
     only the factor's triangle; the gradient with respect to ``L`` is
     PyTorch's formula, which treats ``L`` as a full matrix."""
+    if _amp.active and out is None and (c := _amp.cast("cholesky_solve", B, L, upper)):
+        with _amp.excluded():
+            return cholesky_solve(*c)
     _check_tensor(B, "cholesky_solve", "input", 1)
     _check_tensor(L, "cholesky_solve", "input2", 2)
     b, l_ = B._data, L._data
@@ -2131,6 +2211,9 @@ def cholesky_inverse(L, upper=False, *, out=None):
     """Inverse of ``A`` from its Cholesky factor (``A = L L^T``, or ``U^T U``
     with ``upper=True``), reading the factor's triangle; the gradient is
     PyTorch's formula (``L`` treated as a full matrix)."""
+    if _amp.active and out is None and (c := _amp.cast("cholesky_inverse", L, upper)):
+        with _amp.excluded():
+            return cholesky_inverse(*c)
     _check_tensor(L, "cholesky_inverse", "input", 1)
     l_ = L._data
     if l_.ndim < 2:
@@ -2206,6 +2289,9 @@ def _qr_backward_square(gQ, gR, Q, R):
 def linalg_qr(A, mode="reduced", *, out=None):
     """QR decomposition ``A = Q R`` (Householder, via LAPACK geqrf/orgqr):
     ``mode`` is 'reduced', 'complete' or 'r' (Q is then an empty tensor)."""
+    if _amp.active and out is None and (c := _amp.cast("linalg_qr", A, mode)):
+        with _amp.excluded():
+            return linalg_qr(*c)
     a = _check_matrix(A, "linalg.qr", square=False)
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', or "
@@ -2216,6 +2302,9 @@ def linalg_qr(A, mode="reduced", *, out=None):
 def qr(input, some=True, *, out=None):
     """``torch.qr`` (deprecated in PyTorch, which warns; so does fabric):
     ``some=True`` is mode 'reduced', ``some=False`` 'complete'."""
+    if _amp.active and out is None and (c := _amp.cast("qr", input, some)):
+        with _amp.excluded():
+            return qr(*c)
     warnings.warn("torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a future PyTorch "
                   "release.\nThe boolean parameter 'some' has been replaced with a string parameter 'mode'.\n"
                   "Q, R = torch.qr(A, some)\nshould be replaced with\n"
@@ -2305,6 +2394,9 @@ def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
     """``A = U diag(S) Vh`` with ``S`` descending.  Gradients follow PyTorch's
     formula (defined for distinct singular values; U and Vh are unique only
     up to the signs of their columns/rows)."""
+    if _amp.active and out is None and (c := _amp.cast("linalg_svd", A, full_matrices, driver)):
+        with _amp.excluded():
+            return linalg_svd(*c[:2], driver=c[2])
     a = _check_matrix(A, "linalg.svd", square=False)
     if driver is not None:
         raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
@@ -2319,6 +2411,9 @@ def _needs_grad(*ts):
 def linalg_svdvals(A, *, driver=None, out=None):
     """Singular values in descending order (no U/V computed unless a gradient
     is needed)."""
+    if _amp.active and out is None and (c := _amp.cast("linalg_svdvals", A, driver)):
+        with _amp.excluded():
+            return linalg_svdvals(*c[:1], driver=c[1])
     a = _check_matrix(A, "linalg.svdvals", square=False)
     if _needs_grad(A):
         return _out(linalg_svd(A, full_matrices=False, driver=driver).S, out)
@@ -2329,6 +2424,9 @@ def svd(input, some=True, compute_uv=True, *, out=None):
     """``torch.svd``: returns ``(U, S, V)`` with ``V`` (not ``Vh``);
     ``some=True`` gives the reduced decomposition.  With
     ``compute_uv=False``, U and V are zero-filled ``(m, m)``/``(n, n)``."""
+    if _amp.active and out is None and (c := _amp.cast("svd", input, some, compute_uv)):
+        with _amp.excluded():
+            return svd(*c)
     a = _check_matrix(input, "svd", square=False)
     if not compute_uv:
         S = linalg_svdvals(input)
@@ -2380,6 +2478,9 @@ def linalg_eigh(A, UPLO="L", *, out=None):
     """Eigenvalues (ascending) and orthonormal eigenvectors of a symmetric
     matrix, reading the ``UPLO`` triangle.  Gradients are defined for
     distinct eigenvalues; eigenvectors are unique only up to sign."""
+    if _amp.active and out is None and (c := _amp.cast("linalg_eigh", A, UPLO)):
+        with _amp.excluded():
+            return linalg_eigh(*c)
     a = _check_matrix(A, "linalg.eigh")
     uplo = _check_uplo(UPLO, "linalg.eigh")
     return _out(linalg_eigh_t(*_apply(LinalgEigh, (A, uplo), (a, uplo))), out)
@@ -2387,6 +2488,9 @@ def linalg_eigh(A, UPLO="L", *, out=None):
 
 def linalg_eigvalsh(A, UPLO="L", *, out=None):
     """Eigenvalues (ascending) of a symmetric matrix."""
+    if _amp.active and out is None and (c := _amp.cast("linalg_eigvalsh", A, UPLO)):
+        with _amp.excluded():
+            return linalg_eigvalsh(*c)
     a = _check_matrix(A, "linalg.eigvalsh")
     uplo = _check_uplo(UPLO, "linalg.eigvalsh")
     if _needs_grad(A):
@@ -2406,11 +2510,17 @@ def _complex_unsupported(name):
 
 def linalg_eig(A, *, out=None):
     """Not supported: results are complex (complex dtypes are out of scope)."""
+    if _amp.active and out is None and (c := _amp.cast("linalg_eig", A)):
+        with _amp.excluded():
+            return linalg_eig(*c)
     _complex_unsupported("eig")
 
 
 def linalg_eigvals(A, *, out=None):
     """Not supported: results are complex (complex dtypes are out of scope)."""
+    if _amp.active and out is None and (c := _amp.cast("linalg_eigvals", A)):
+        with _amp.excluded():
+            return linalg_eigvals(*c)
     _complex_unsupported("eigvals")
 
 
@@ -2500,6 +2610,9 @@ def linalg_pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=Non
 
 def pinverse(input, rcond=1e-15):
     """``torch.pinverse``: ``linalg.pinv(input, rtol=rcond)``."""
+    if _amp.active and (c := _amp.cast("pinverse", input, rcond)):
+        with _amp.excluded():
+            return pinverse(*c)
     return linalg_pinv(input, rcond=rcond)
 
 
@@ -2570,6 +2683,9 @@ def linalg_lstsq(A, B, rcond=None, *, driver=None):
         tensor([[1.0000],
                 [2.0000]])
     """
+    if _amp.active and (c := _amp.cast("linalg_lstsq", A, B, rcond, driver)):
+        with _amp.excluded():
+            return linalg_lstsq(*c[:3], driver=c[3])
     a = _check_matrix(A, "torch.linalg.lstsq", square=False)
     _check_tensor(B, "linalg.lstsq", "B", 2)
     b = B._data
@@ -2654,6 +2770,9 @@ def matrix_power(input, n, *, out=None):
 def linalg_matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None):
     """Number of singular values ``> max(atol, rtol * smax)`` (int64); ``tol``
     is PyTorch's legacy absolute tolerance."""
+    if _amp.active and out is None and (c := _amp.cast("linalg_matrix_rank", A, tol, hermitian, atol, rtol)):
+        with _amp.excluded():
+            return linalg_matrix_rank(*c[:3], atol=c[3], rtol=c[4])
     _check_tensor(A, "linalg.matrix_rank", "A", 1)
     a = A._data
     if a.ndim < 2:
@@ -2811,6 +2930,9 @@ def vander(x, N=None, increasing=False):
 
 def linalg_tensorinv(A, ind=2, *, out=None):
     """Inverse of ``A`` viewed as a square matrix ``prod(shape[:ind]) x prod(shape[ind:])``."""
+    if _amp.active and out is None and (c := _amp.cast("linalg_tensorinv", A, ind)):
+        with _amp.excluded():
+            return linalg_tensorinv(*c)
     _check_tensor(A, "linalg.tensorinv", "A", 1)
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
@@ -2824,6 +2946,9 @@ def linalg_tensorinv(A, ind=2, *, out=None):
 
 def linalg_tensorsolve(A, B, dims=None, *, out=None):
     """``X`` with ``tensordot(A, X, X.ndim) == B``; ``dims`` are moved to the end of ``A`` first."""
+    if _amp.active and out is None and (c := _amp.cast("linalg_tensorsolve", A, B, dims)):
+        with _amp.excluded():
+            return linalg_tensorsolve(*c)
     _check_tensor(A, "linalg.tensorsolve", "A", 1)
     _check_tensor(B, "linalg.tensorsolve", "B", 2)
     if dims is not None:

@@ -32,6 +32,7 @@ import numpy as np
 from ... import _dtype as D
 from ... import ops as _ops
 from ..._tensor import Tensor, _wrap_dim
+from ...amp import _policy as _amp
 from ...autograd.function import Function, _apply, _check_inplace
 from ...autograd.grad_mode import no_grad
 from ...autograd.grad_mode import state as _grad_state
@@ -653,6 +654,8 @@ def softplus(input, beta=1.0, threshold=20.0):
     >>> F.softplus(fabric.tensor([0.0, 30.0]))
     tensor([ 0.6931, 30.0000])
     """
+    if _amp.active and (c := _amp.cast("softplus", input)):
+        input, = c
     _float_input(input, "softplus", "softplus_cpu")
     return _unary(Softplus, input, beta, threshold)
 
@@ -759,6 +762,8 @@ def prelu(input, weight):
     >>> F.prelu(fabric.tensor([[-2.0, 1.0]]), fabric.tensor([0.25]))
     tensor([[-0.5000,  1.0000]])
     """
+    if _amp.active and (c := _amp.cast("prelu", input, weight)):
+        input, weight = c
     _check_tensor(input, "prelu")
     _check_tensor(weight, "prelu", "weight")
     x, w = input._data, weight._data
@@ -907,6 +912,8 @@ def _get_softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
 
 def _softmax_input(input, name, kernel, dtype):
     _check_tensor(input, name)
+    if dtype is None and _amp.active and (c := _amp.cast(name, input)):  # CUDA: fp32 unless dtype is given
+        input, = c
     if dtype is not None:
         input = input.to(D.to_dtype(dtype))
     x = input._data

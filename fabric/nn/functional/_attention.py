@@ -31,6 +31,7 @@ import numpy as np
 
 from ... import _creation
 from ..._tensor import Tensor
+from ...amp import _policy as _amp
 from ...autograd.function import Function, _apply
 from ...autograd.grad_mode import state as _grad_state
 from ...ops._util import xp_of
@@ -229,6 +230,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         >>> bool(out[:, 0].allclose(q[:, 0]))
         True
     """
+    if _amp.active and (c := _amp.cast("scaled_dot_product_attention", query, key, value, attn_mask, dropout_p,
+                                       is_causal, scale, enable_gqa)):
+        with _amp.excluded():
+            return scaled_dot_product_attention(*c)
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, Tensor):
             raise TypeError(f"scaled_dot_product_attention(): argument '{name}' (position "

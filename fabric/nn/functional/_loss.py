@@ -28,6 +28,7 @@ import numpy as np
 
 from ... import ops as _ops
 from ..._tensor import Tensor
+from ...amp import _policy as _amp
 from ...autograd.function import Function, _apply, once_differentiable
 from ...backends import backend_of
 from ...ops._util import xp_of
@@ -278,6 +279,10 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     >>> F.nll_loss(fabric.tensor([[-1.0, -2.0], [-3.0, -4.0]]), fabric.tensor([1, 0]))
     tensor(2.5000)
     """
+    if _amp.active and (c := _amp.cast("nll_loss", input, target, weight, size_average, ignore_index, reduce,
+                                       reduction)):
+        with _amp.excluded():
+            return nll_loss(*c)
     _check_tensor(input, "nll_loss", "input", 1)
     _check_tensor(target, "nll_loss", "target", 2)
     reduction = _reduction(size_average, reduce, reduction)
@@ -378,6 +383,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     >>> F.cross_entropy(fabric.tensor([[0.0, 0.0]]), fabric.tensor([1]))
     tensor(0.6931)
     """
+    if _amp.active and (c := _amp.cast("cross_entropy", input, target, weight, size_average, ignore_index, reduce,
+                                       reduction, label_smoothing)):
+        with _amp.excluded():
+            return cross_entropy(*c)
     _check_tensor(input, "cross_entropy", "input", 1)
     _check_tensor(target, "cross_entropy", "target", 2)
     reduction = _reduction(size_average, reduce, reduction)
@@ -430,6 +439,9 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     >>> F.mse_loss(fabric.tensor([1.0, 3.0]), fabric.tensor([0.0, 0.0]))
     tensor(5.)
     """
+    if _amp.active and (c := _amp.cast("mse_loss", input, target, size_average, reduce, reduction, weight)):
+        with _amp.excluded():
+            return mse_loss(*c)
     _check_tensor(input, "mse_loss", "input", 1)
     _check_tensor(target, "mse_loss", "target", 2)
     _size_warning(input, target)
@@ -451,6 +463,9 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     >>> F.l1_loss(fabric.tensor([1.0, -3.0]), fabric.tensor([0.0, 0.0]))
     tensor(2.)
     """
+    if _amp.active and (c := _amp.cast("l1_loss", input, target, size_average, reduce, reduction, weight)):
+        with _amp.excluded():
+            return l1_loss(*c)
     _check_tensor(input, "l1_loss", "input", 1)
     _check_tensor(target, "l1_loss", "target", 2)
     _size_warning(input, target)
@@ -479,6 +494,9 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     >>> F.smooth_l1_loss(fabric.tensor([0.5, 3.0]), fabric.tensor([0.0, 0.0]), reduction="none")
     tensor([0.1250, 2.5000])
     """
+    if _amp.active and (c := _amp.cast("smooth_l1_loss", input, target, size_average, reduce, reduction, beta)):
+        with _amp.excluded():
+            return smooth_l1_loss(*c)
     _check_tensor(input, "smooth_l1_loss", "input", 1)
     _check_tensor(target, "smooth_l1_loss", "target", 2)
     _size_warning(input, target)
@@ -498,6 +516,9 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     >>> F.huber_loss(fabric.tensor([0.5, 3.0]), fabric.tensor([0.0, 0.0]), reduction="none", delta=2.0)
     tensor([0.1250, 4.0000])
     """
+    if _amp.active and (c := _amp.cast("huber_loss", input, target, reduction, delta, weight)):
+        with _amp.excluded():
+            return huber_loss(*c)
     _check_tensor(input, "huber_loss", "input", 1)
     _check_tensor(target, "huber_loss", "target", 2)
     _size_warning(input, target)
@@ -567,6 +588,9 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     >>> F.binary_cross_entropy(fabric.tensor([0.5, 1.0]), fabric.tensor([1.0, 0.0]), reduction="none")
     tensor([  0.6931, 100.0000])
     """
+    if _amp.active and (c := _amp.cast("binary_cross_entropy", input, target, weight, size_average, reduce, reduction)):
+        with _amp.excluded():
+            return binary_cross_entropy(*c)
     _check_tensor(input, "binary_cross_entropy", "input", 1)
     _check_tensor(target, "binary_cross_entropy", "target", 2)
     reduction = _reduction(size_average, reduce, reduction)
@@ -601,6 +625,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     >>> F.binary_cross_entropy_with_logits(fabric.tensor([1e4, -1e4]), fabric.tensor([1.0, 0.0]))
     tensor(0.)
     """
+    if _amp.active and (c := _amp.cast("binary_cross_entropy_with_logits", input, target, weight, size_average,
+                                       reduce, reduction, pos_weight)):
+        with _amp.excluded():
+            return binary_cross_entropy_with_logits(*c)
     _check_tensor(input, "binary_cross_entropy_with_logits", "input", 1)
     _check_tensor(target, "binary_cross_entropy_with_logits", "target", 2)
     reduction = _reduction(size_average, reduce, reduction)
@@ -627,6 +655,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     >>> F.kl_div(fabric.tensor([[-1.0, -1.0]]), fabric.tensor([[0.5, 0.5]]), reduction="batchmean")
     tensor(0.3069)
     """
+    if _amp.active and (c := _amp.cast("kl_div", input, target, size_average, reduce, reduction, log_target)):
+        with _amp.excluded():
+            return kl_div(*c)
     _check_tensor(input, "kl_div", "input", 1)
     _check_tensor(target, "kl_div", "target", 2)
     if size_average is not None or reduce is not None:
@@ -660,6 +691,10 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     >>> F.poisson_nll_loss(fabric.tensor([0.0]), fabric.tensor([2.0]))
     tensor(1.)
     """
+    if _amp.active and (c := _amp.cast("poisson_nll_loss", input, target, log_input, full, size_average, eps, reduce,
+                                       reduction)):
+        with _amp.excluded():
+            return poisson_nll_loss(*c)
     _check_tensor(input, "poisson_nll_loss", "input", 1)
     _check_tensor(target, "poisson_nll_loss", "target", 2)
     if size_average is not None or reduce is not None:
@@ -722,6 +757,10 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     >>> F.cosine_embedding_loss(fabric.tensor([[1.0, 0.0]]), fabric.tensor([[0.0, 1.0]]), fabric.tensor([1]))
     tensor(1.)
     """
+    if _amp.active and (c := _amp.cast("cosine_embedding_loss", input1, input2, target, margin, size_average, reduce,
+                                       reduction)):
+        with _amp.excluded():
+            return cosine_embedding_loss(*c)
     reduction = _reduction(size_average, reduce, reduction)
     td = target.dim()
     if td not in (0, 1):
@@ -752,6 +791,10 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
     >>> F.margin_ranking_loss(fabric.tensor([1.0]), fabric.tensor([2.0]), fabric.tensor([1.0]))
     tensor(1.)
     """
+    if _amp.active and (c := _amp.cast("margin_ranking_loss", input1, input2, target, margin, size_average, reduce,
+                                       reduction)):
+        with _amp.excluded():
+            return margin_ranking_loss(*c)
     reduction = _reduction(size_average, reduce, reduction)
     if input1.dim() != input2.dim() or input1.dim() != target.dim():
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
@@ -766,6 +809,9 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     >>> F.hinge_embedding_loss(fabric.tensor([0.3, 2.0]), fabric.tensor([-1, 1]), reduction="none")
     tensor([0.7000, 2.0000])
     """
+    if _amp.active and (c := _amp.cast("hinge_embedding_loss", input, target, margin, size_average, reduce, reduction)):
+        with _amp.excluded():
+            return hinge_embedding_loss(*c)
     reduction = _reduction(size_average, reduce, reduction)
     input, target = _broadcast_pair(input, target)
     t = target._data
@@ -780,6 +826,9 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     >>> F.soft_margin_loss(fabric.tensor([0.0]), fabric.tensor([1.0]))
     tensor(0.6931)
     """
+    if _amp.active and (c := _amp.cast("soft_margin_loss", input, target, size_average, reduce, reduction)):
+        with _amp.excluded():
+            return soft_margin_loss(*c)
     reduction = _reduction(size_average, reduce, reduction)
     return _apply_reduction(-logsigmoid(input * target), reduction)
 
@@ -821,6 +870,10 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     >>> F.multi_margin_loss(fabric.tensor([[0.1, 0.2, 0.4, 0.8]]), fabric.tensor([3]))
     tensor(0.3250)
     """
+    if _amp.active and (c := _amp.cast("multi_margin_loss", input, target, p, margin, weight, size_average, reduce,
+                                       reduction)):
+        with _amp.excluded():
+            return multi_margin_loss(*c)
     reduction = _reduction(size_average, reduce, reduction)
     if p != 1 and p != 2:
         raise ValueError("only p == 1 and p == 2 supported")
@@ -866,6 +919,9 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     >>> F.multilabel_margin_loss(fabric.tensor([[0.1, 0.2, 0.4, 0.8]]), fabric.tensor([[3, 0, -1, 1]]))
     tensor(0.8500)
     """
+    if _amp.active and (c := _amp.cast("multilabel_margin_loss", input, target, size_average, reduce, reduction)):
+        with _amp.excluded():
+            return multilabel_margin_loss(*c)
     reduction = _reduction(size_average, reduce, reduction)
     x = input._data
     t = target._data
@@ -905,6 +961,10 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     >>> F.triplet_margin_loss(a, fabric.tensor([[1.0, 0.0]]), fabric.tensor([[3.0, 0.0]]))
     tensor(0.)
     """
+    if _amp.active and (c := _amp.cast("triplet_margin_loss", anchor, positive, negative, margin, p, eps, swap,
+                                       size_average, reduce, reduction)):
+        with _amp.excluded():
+            return triplet_margin_loss(*c)
     reduction = _reduction(size_average, reduce, reduction)
     if margin <= 0:
         raise ValueError(f"margin must be greater than 0, got {margin}")
@@ -1103,6 +1163,10 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     >>> F.ctc_loss(lp, fabric.tensor([[1]]), [2], [1], reduction="sum")
     tensor(0.2877)
     """
+    if _amp.active and (c := _amp.cast("ctc_loss", log_probs, targets, input_lengths, target_lengths, blank,
+                                       reduction, zero_infinity)):
+        with _amp.excluded():
+            return ctc_loss(*c)
     _check_tensor(log_probs, "ctc_loss", "log_probs", 1)
     _check_tensor(targets, "ctc_loss", "targets", 2)
     reduction = get_reduction(reduction)

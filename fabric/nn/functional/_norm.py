@@ -23,6 +23,7 @@ import numpy as np
 from ...autograd.function import Function, _apply
 from ...autograd.grad_mode import no_grad, state as _grad_state
 from ..._tensor import Tensor
+from ...amp import _policy as _amp
 from ...backends import backend_of
 from ...backends.fused import acc_dtype
 from ...ops._util import xp_of
@@ -131,6 +132,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
         >>> bool(y.mean(-1).abs().sum() < 1e-5)
         True
     """
+    if _amp.active and (c := _amp.cast("layer_norm", input, weight, bias)):
+        input, weight, bias = c
     shape = _normalized_shape(normalized_shape, "layer_norm")
     _check_last_dims(input, shape, weight, bias, "layer_norm")
     w = None if weight is None else weight._data
@@ -384,6 +387,8 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
         >>> fabric.nn.functional.group_norm(fabric.randn(2, 4, 3), 2).shape
         fabric.Size([2, 4, 3])
     """
+    if _amp.active and (c := _amp.cast("group_norm", input, weight, bias)):
+        input, weight, bias = c
     x = input._data
     if x.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {x.ndim}")
