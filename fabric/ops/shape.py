@@ -1800,6 +1800,41 @@ class Slice(Function):
         return _apply(IndexBackward, (gy, ctx.shape, ctx.key), (gy._data, ctx.shape, ctx.key)), None
 
 
+class Select(Slice):
+    """``x[i]`` and keys whose last effective item is an int (PyTorch's node name)."""
+    _node_name = "SelectBackward0"
+
+
+class UnsqueezeIndex(Slice):
+    """Keys whose last effective item is None."""
+    _node_name = "UnsqueezeBackward0"
+
+
+class AliasIndex(Slice):
+    """Keys of full slices and Ellipsis only (``x[:]``, ``x[...]``)."""
+    _node_name = "AliasBackward0"
+
+
+def _view_fn(basic, shape):
+    """The Function for a basic key, named like the last op PyTorch applies
+    for it (full slices are skipped there): Select, Slice, Unsqueeze or Alias."""
+    fn = AliasIndex
+    dim = 0
+    for k in basic:
+        if k is None:
+            fn = UnsqueezeIndex
+        elif k.__class__ is slice:
+            # PyTorch skips a slice in a tuple key when start is 0, step 1 and stop >= the length
+            if k is not _SLICE and (k.start not in (None, 0) or k.step not in (None, 1)
+                                    or (k.stop is not None and k.stop < shape[dim])):
+                fn = Slice
+            dim += 1
+        elif k is not Ellipsis:
+            fn = Select
+            dim += 1
+    return fn
+
+
 class Index(Function):
     """Advanced indexing (integer arrays, bool masks): a copy."""
     _array_forward = True
@@ -1868,13 +1903,16 @@ def getitem(input, key):
         if not -n <= key < n:
             raise IndexError(f"index {key} is out of bounds for dimension 0 with size {n}")
         k = ((key, Ellipsis), None)
-        return _apply1(Slice, input, (x, k))
+        return _apply1(Select, input, (x, k))
     if key.__class__ is slice and x.ndim and _plain_slice(key):  # a slice alone always gives NumPy a view
         if not input._requires_grad or not _state.enabled:  # no graph: Slice.forward's one call
             return _make_view(input, x[key], False, None)
         return _record1(Slice, input, (x, (key, None)))
     k = _compile_key(key, x)
-    return _apply(Slice if k[1] is None else Index, (input, k), (x, k))
+    if k[1] is not None:
+        return _apply(Index, (input, k), (x, k))
+    # a slice alone is always SliceBackward0 in PyTorch, even x[:]
+    return _apply(Slice if key.__class__ is slice else _view_fn(k[0], x.shape), (input, k), (x, k))
 
 
 class SetItem(Function):

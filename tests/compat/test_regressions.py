@@ -82,3 +82,22 @@ def test_repr_with_forced_sci_mode_matches_torch(sci):
     finally:
         torch.set_printoptions(profile="default")
         fabric.set_printoptions(profile="default")
+
+
+_INDEX_KEYS = [
+    "1", "(1, 2)", "(slice(None), 1)", "(Ellipsis, 2)", "(None, 0)", "(0, None)", "(0, slice(None), None)",
+    "(None,)", "(Ellipsis,)", "Ellipsis", "None", "(slice(None),)", "slice(None)", "slice(1, 2)", "(1, slice(1, 3))",
+    "(slice(None), slice(0, 2), slice(None))", "(slice(0, 3),)", "(slice(None, 10),)", "(slice(-3, None),)",
+    "(slice(0, 3, 1), 1)", "(slice(None, None, 2),)", "(slice(None), None, 1)", "[0, 1]", "(0, [1, 0])",
+]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("key", _INDEX_KEYS)
+def test_indexing_grad_fn_name_matches_torch(key):
+    # printed tensors show grad_fn=<SelectBackward0> for x[0] etc.
+    import torch
+
+    ref = torch.randn(3, 4, 5, requires_grad=True)[eval(key)].grad_fn.name()
+    got = fabric.randn(3, 4, 5, requires_grad=True)[eval(key)].grad_fn.name()
+    assert got == ref
