@@ -67,7 +67,12 @@ def is_autocast_available(device_type: str) -> bool:
     if not isinstance(device_type, str):
         raise TypeError(f"is_autocast_available(): argument 'device_type' must be str, not "
                         f"{type(device_type).__name__}")
-    return device_type in _policy.DEVICE_TYPES
+    if device_type in _policy.DEVICE_TYPES:
+        return True
+    if device_type.split(":")[0] in {d.strip() for d in _TORCH_DEVICE_TYPES.split(",")}:
+        return False
+    raise RuntimeError(f"Expected one of {_TORCH_DEVICE_TYPES} device type at start of device string: "
+                       f"{device_type}")
 
 
 def is_autocast_enabled(device_type: str | None = None) -> bool:
