@@ -68,7 +68,7 @@ def _wrap(fn, i, args, error_file):
         fn(i, *args)
     except KeyboardInterrupt:
         pass  # terminated by the parent
-    except Exception:
+    except Exception:  # noqa: BLE001 (any failure is reported to the parent)
         with open(error_file, "w", encoding="utf-8") as fh:
             fh.write(traceback.format_exc())
         sys.exit(1)
@@ -119,13 +119,13 @@ class ProcessContext:
             if p.is_alive():
                 p.kill()
             p.join()
-        self._cleanup()
         failed = self.processes[error_index]
         path = self.error_files[error_index]
         trace = None
         if os.path.exists(path):
             with open(path, encoding="utf-8") as fh:
                 trace = fh.read()
+        self._cleanup()
         if not trace:
             code = failed.exitcode
             if code < 0:

@@ -237,9 +237,20 @@ class Mesh:
                 if left <= 0:
                     raise DistBackendError(f"[rank {self.rank}] timed out after {timeout:g}s in recv from any "
                                            f"source")
-                events = sel.select(left)
-                if events:
-                    peer = events[0][0].data
+                peer = None
+                for key, _ in sel.select(left):
+                    # only a peer whose next frame carries our tag qualifies (its collective traffic doesn't)
+                    head = key.fileobj.recv(_HEADER.size, socket.MSG_PEEK)
+                    if len(head) == 0:
+                        raise self._lost(key.data)
+                    if len(head) < _HEADER.size:
+                        time.sleep(0.0005)
+                    elif _HEADER.unpack(head)[1] == tag:
+                        peer = key.data
+                        break
+                    else:
+                        sel.unregister(key.fileobj)
+                if peer is not None:
                     break
         finally:
             for key in list(sel.get_map().values()):

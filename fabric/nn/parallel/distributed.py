@@ -47,7 +47,7 @@ _UNFINISHED_MSG = (
 
 
 class _Bucket:
-    __slots__ = ("index", "params", "offsets", "numel", "dtype", "pending", "buffer")
+    __slots__ = ("buffer", "dtype", "index", "numel", "offsets", "params", "pending")
 
     def __init__(self, index, params):
         self.index = index
@@ -147,6 +147,8 @@ class DistributedDataParallel(Module):
         self.require_backward_grad_sync = True
         self.require_forward_param_sync = True
         self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 1024 * 1024)
+        # as PyTorch: a small first bucket (its all-reduce starts early) unless the user set the cap
+        self._first_bucket_bytes = _DEFAULT_FIRST_BUCKET_BYTES if bucket_cap_mb is None else self.bucket_bytes_cap
         self._params = params
         self._params_index = {id(p): i for i, p in enumerate(params)}
         self._modules_buffers = [b for _, b in module.named_buffers()]
@@ -198,7 +200,7 @@ class DistributedDataParallel(Module):
             self._broadcast_coalesced(list({id(t): t for t in state}.values()))
 
     def _build_buckets(self):
-        buckets, current, size, cap = [], [], 0, _DEFAULT_FIRST_BUCKET_BYTES
+        buckets, cap = [], self._first_bucket_bytes
         order = list(enumerate(self._params))[::-1]
         by_dtype = {}
         for pos, p in order:
