@@ -539,3 +539,26 @@ def test_grad_scaler_growth_and_inf_backoff_without_torch():
         history.append((s.get_scale(), s._get_growth_tracker()))
     assert history == [(4.0, 1), (8.0, 0), (8.0, 1), (4.0, 0), (4.0, 1)]
     assert s._scale.dtype is fabric.float32 and s._growth_tracker.dtype is fabric.int32
+
+
+# --- docs --------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("module", ["fabric.amp", "fabric.amp._policy", "fabric.amp.autocast_mode",
+                                    "fabric.amp.grad_scaler", "fabric.cpu", "fabric.cpu.amp", "fabric.cuda.amp"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    res = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert res.failed == 0 and res.attempted > 0
+
+
+def test_docs_example_runs():
+    import os
+    import re
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    text = open(os.path.join(root, "docs", "amp.md")).read()
+    code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    exec(compile(code, "docs/amp.md", "exec"), {})
