@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pickle
 import threading
-import warnings
 
 import numpy as np
 import pytest
@@ -40,7 +39,7 @@ def test_state_nesting_and_restore():
 
 def test_state_restored_after_exception():
     with pytest.raises(ZeroDivisionError), _autocast():
-        1 / 0
+        _ = 1 / 0
     assert not fabric.is_autocast_enabled("cpu") and _policy.active == 0
 
 
@@ -139,8 +138,7 @@ def test_deprecated_spellings():
         assert fabric.is_autocast_enabled("cpu")
     with pytest.warns(FutureWarning, match="torch.cpu.amp.GradScaler"):
         assert fabric.cpu.amp.GradScaler().is_enabled()
-    with pytest.warns(FutureWarning, match="torch.cuda.amp.GradScaler"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
+    with pytest.warns(FutureWarning, match="torch.cuda.amp.GradScaler"):
         fabric.cuda.amp.GradScaler(enabled=False)
     with pytest.warns(DeprecationWarning, match=r"is_autocast_cpu_enabled\(\) is deprecated"):
         assert not fabric.is_autocast_cpu_enabled()
@@ -256,7 +254,7 @@ def test_result_dtypes_match_torch_cpu_float16(name):
         for t in (torch, fabric):
             rng = np.random.default_rng(0)
 
-            def g(*shape, t=t):
+            def g(*shape, t=t, rng=rng, half=half):
                 x = t.tensor(rng.standard_normal(shape).astype(np.float32))
                 return x.half() if half else x
 
@@ -355,48 +353,50 @@ def test_convnet_matches_torch_cpu_autocast(monkeypatch):
 def test_custom_fwd_bwd_match_torch():
     import torch
 
-    seen = {}
-    for t in (torch, fabric):
-        dtypes = []
-
-        class MyMM(t.autograd.Function):
-            @staticmethod
-            @t.amp.custom_fwd(device_type="cpu", cast_inputs=t.float32)
-            def forward(ctx, a, b):
-                ctx.save_for_backward(a, b)
-                dtypes.append(("fwd", str(a.dtype), t.is_autocast_enabled("cpu")))
-                return a.mm(b)
-
-            @staticmethod
-            @t.amp.custom_bwd(device_type="cpu")
-            def backward(ctx, g):
-                a, b = ctx.saved_tensors
-                dtypes.append(("bwd", str(g.dtype), t.is_autocast_enabled("cpu")))
-                return g.mm(b.t()), a.t().mm(g)
-
-        class Plain(t.autograd.Function):
-            @staticmethod
-            @t.amp.custom_fwd(device_type="cpu")
-            def forward(ctx, a):
-                dtypes.append(("plain", str(a.mm(a).dtype), t.is_autocast_enabled("cpu")))
-                return a * 2
-
-            @staticmethod
-            @t.amp.custom_bwd(device_type="cpu")
-            def backward(ctx, g):
-                dtypes.append(("plain_bwd", t.is_autocast_enabled("cpu"), str(t.get_autocast_dtype("cpu"))))
-                return g * 2
-
-        a = t.ones(2, 2, requires_grad=True)
-        with t.autocast("cpu", dtype=t.float16):
-            y = MyMM.apply(a.half(), a)
-            z = Plain.apply(a)
-        y.sum().backward()
-        z.sum().backward()
-        seen[t.__name__] = [tuple(str(v).split(".")[-1] for v in d) for d in dtypes]
-        with pytest.raises(ValueError, match="Expected `device_type` of type `str`"):
-            t.amp.custom_fwd(device_type=None)
+    seen = {t.__name__: _run_custom_functions(t) for t in (torch, fabric)}
     assert seen["fabric"] == seen["torch"]
+
+
+def _run_custom_functions(t):
+    dtypes = []
+
+    class MyMM(t.autograd.Function):
+        @staticmethod
+        @t.amp.custom_fwd(device_type="cpu", cast_inputs=t.float32)
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            dtypes.append(("fwd", str(a.dtype), t.is_autocast_enabled("cpu")))
+            return a.mm(b)
+
+        @staticmethod
+        @t.amp.custom_bwd(device_type="cpu")
+        def backward(ctx, g):
+            a, b = ctx.saved_tensors
+            dtypes.append(("bwd", str(g.dtype), t.is_autocast_enabled("cpu")))
+            return g.mm(b.t()), a.t().mm(g)
+
+    class Plain(t.autograd.Function):
+        @staticmethod
+        @t.amp.custom_fwd(device_type="cpu")
+        def forward(ctx, a):
+            dtypes.append(("plain", str(a.mm(a).dtype), t.is_autocast_enabled("cpu")))
+            return a * 2
+
+        @staticmethod
+        @t.amp.custom_bwd(device_type="cpu")
+        def backward(ctx, g):
+            dtypes.append(("plain_bwd", t.is_autocast_enabled("cpu"), str(t.get_autocast_dtype("cpu"))))
+            return g * 2
+
+    a = t.ones(2, 2, requires_grad=True)
+    with t.autocast("cpu", dtype=t.float16):
+        y = MyMM.apply(a.half(), a)
+        z = Plain.apply(a)
+    y.sum().backward()
+    z.sum().backward()
+    with pytest.raises(ValueError, match="Expected `device_type` of type `str`"):
+        t.amp.custom_fwd(device_type=None)
+    return [tuple(str(v).split(".")[-1] for v in d) for d in dtypes]
 
 
 # --- GradScaler --------------------------------------------------------------------------------------------------
@@ -559,6 +559,6 @@ def test_docs_example_runs():
     import re
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    text = open(os.path.join(root, "docs", "amp.md")).read()
-    code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
-    exec(compile(code, "docs/amp.md", "exec"), {})
+    with open(os.path.join(root, "docs", "amp.md")) as f:
+        code = re.search(r"```python\n(.*?)```", f.read(), re.DOTALL).group(1)
+    exec(compile(code, "docs/amp.md", "exec"), {})  # noqa: S102  (our own docs)
