@@ -42,6 +42,7 @@ cumsum_ cumprod_ divide_ multiply_ subtract_ fill_diagonal_ is_inference is_nonz
 share_memory_ sum_to_size narrow_copy hardshrink prelu resize_ resize_as_ unsafe_chunk unsafe_split
 unsafe_split_with_sizes apply_ map_ gcd gcd_ lcm lcm_ heaviside_ ldexp ldexp_ frexp i0 i0_ mvlgamma mvlgamma_
 slice_scatter select_scatter diagonal_scatter index_reduce index_reduce_ new
+triangular_solve
 """.split()
 
 

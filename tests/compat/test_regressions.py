@@ -101,3 +101,30 @@ def test_indexing_grad_fn_name_matches_torch(key):
     ref = torch.randn(3, 4, 5, requires_grad=True)[eval(key)].grad_fn.name()
     got = fabric.randn(3, 4, 5, requires_grad=True)[eval(key)].grad_fn.name()
     assert got == ref
+
+
+@pytest.mark.torch
+@pytest.mark.filterwarnings("ignore:torch.triangular_solve is deprecated")
+@pytest.mark.parametrize("upper,transpose,unit", [(True, False, False), (False, True, False), (True, True, True),
+                                                  (False, False, True)])
+def test_triangular_solve_matches_torch(upper, transpose, unit):
+    import torch
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((2, 3, 3)) + 3 * np.eye(3)
+    b = rng.standard_normal((3, 2))
+    outs = []
+    for lib in (torch, fabric):
+        A = lib.tensor(a, requires_grad=True)
+        B = lib.tensor(b, requires_grad=True)
+        r = lib.triangular_solve(B, A, upper, transpose, unit)
+        (r.solution * lib.arange(1.0, 3.0, dtype=lib.float64)).sum().backward()
+        outs.append([r.solution.detach().numpy(), r.cloned_coefficient.detach().numpy(), A.grad.numpy(),
+                     B.grad.numpy()])
+        assert type(r).__name__ == "triangular_solve"
+    for ref, got in zip(*outs):
+        np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-12)
+    with pytest.raises(RuntimeError, match="Expected b to have at least 2 dimensions"):
+        fabric.triangular_solve(fabric.ones(3), fabric.eye(3))
+    with pytest.raises(RuntimeError, match="same dtype"):
+        fabric.triangular_solve(fabric.ones(3, 1, dtype=fabric.float64), fabric.eye(3))
