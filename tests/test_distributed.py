@@ -528,3 +528,28 @@ def test_distributed_sampler_defaults(world_of_one):
     assert s.num_replicas == 1 and s.rank == 0 and list(s) == [0, 1, 2, 3, 4]
     with pytest.raises(ValueError, match="Invalid rank 3"):
         DistributedSampler(range(5), num_replicas=2, rank=3)
+
+
+# --- the launcher ------------------------------------------------------------------------------------------
+def test_launcher_runs_ranks_and_reports_failures(tmp_path):
+    import subprocess
+
+    ok = tmp_path / "ok.py"
+    ok.write_text("import os, torch, torch.distributed as dist\n"
+                  "dist.init_process_group('gloo')\n"
+                  "t = torch.tensor([dist.get_rank() + 1.0]); dist.all_reduce(t)\n"
+                  "print(f\"rank{os.environ['RANK']}/{os.environ['WORLD_SIZE']} local{os.environ['LOCAL_RANK']} "
+                  "sum{t.item()} {type(t).__module__}\")\n"
+                  "dist.destroy_process_group()\n")
+    out = subprocess.run([sys.executable, "-m", "fabric.distributed.run", "--nproc-per-node", "2", "--torch-alias",
+                          str(ok)], capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr
+    assert sorted(out.stdout.split("\n"))[1:] == ["rank0/2 local0 sum3.0 fabric._tensor",
+                                                  "rank1/2 local1 sum3.0 fabric._tensor"]
+    bad = tmp_path / "bad.py"
+    bad.write_text("import os, sys, time\nif os.environ['RANK'] == '1': sys.exit(3)\ntime.sleep(30)\n")
+    start = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "fabric.distributed.run", "--nproc-per-node", "2", str(bad)],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 3 and "local rank 1 exited with code 3" in out.stderr
+    assert time.monotonic() - start < 20
