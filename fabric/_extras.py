@@ -34,7 +34,9 @@ __all__ = ["detach", "is_signed", "is_same_size", "is_complex", "typename", "dif
            "cov", "corrcoef", "dist", "unravel_index", "trapezoid", "trapz", "cumulative_trapezoid",
            "use_deterministic_algorithms", "are_deterministic_algorithms_enabled", "set_float32_matmul_precision",
            "get_float32_matmul_precision", "compile", "get_default_device", "set_default_device", "to_dlpack",
-           "hann_window", "hamming_window", "bartlett_window", "blackman_window"] + _FUNCTIONAL
+           "hann_window", "hamming_window", "bartlett_window", "blackman_window", "FloatTensor", "DoubleTensor",
+           "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor",
+           "BoolTensor"] + _FUNCTIONAL
 
 
 def __getattr__(name):  # the functional aliases resolve lazily (nn imports fabric)
@@ -263,3 +265,38 @@ def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, de
                    + 0.08 * np.cos(4 * np.pi * k / (m - 1)), dtype, device, requires_grad)
 
 
+
+
+class _LegacyTensorType(type):
+    """The legacy typed constructors (``fabric.FloatTensor`` ...): calling one
+    makes a CPU tensor of its dtype, ``isinstance`` checks dtype and device,
+    and ``Tensor.type(fabric.LongTensor)`` converts."""
+
+    def __call__(cls, *args, device=None):
+        from ._creation import empty
+
+        return empty(0, dtype=cls._legacy_dtype, device=device).new(*args)
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj.dtype is cls._legacy_dtype and obj.device.type == "cpu"
+
+    def __repr__(cls):
+        return f"<class 'fabric.{cls.__name__}'>"
+
+
+def _legacy_type(name, dtype):
+    return _LegacyTensorType(name, (), {"_legacy_dtype": dtype, "dtype": dtype, "__module__": "fabric",
+                                        "__doc__": f"Legacy constructor of {dtype} CPU tensors, e.g. "
+                                                   f"``fabric.{name}([1, 2])``."})
+
+
+FloatTensor = _legacy_type("FloatTensor", D.float32)
+DoubleTensor = _legacy_type("DoubleTensor", D.float64)
+HalfTensor = _legacy_type("HalfTensor", D.float16)
+BFloat16Tensor = _legacy_type("BFloat16Tensor", D.bfloat16)
+LongTensor = _legacy_type("LongTensor", D.int64)
+IntTensor = _legacy_type("IntTensor", D.int32)
+ShortTensor = _legacy_type("ShortTensor", D.int16)
+CharTensor = _legacy_type("CharTensor", D.int8)
+ByteTensor = _legacy_type("ByteTensor", D.uint8)
+BoolTensor = _legacy_type("BoolTensor", D.bool)

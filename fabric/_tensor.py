@@ -536,6 +536,7 @@ class Tensor:
             return _legacy_type_name(self)
         if isinstance(dtype, str) and dtype.endswith("Tensor"):
             dtype = _LEGACY_TYPES[dtype.split(".")[-1]]
+        dtype = getattr(dtype, "_legacy_dtype", dtype)  # fabric.LongTensor ...
         return self.to(D.to_dtype(dtype))
 
     def diff(self, n=1, dim=-1, prepend=None, append=None):

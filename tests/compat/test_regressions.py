@@ -128,3 +128,22 @@ def test_triangular_solve_matches_torch(upper, transpose, unit):
         fabric.triangular_solve(fabric.ones(3), fabric.eye(3))
     with pytest.raises(RuntimeError, match="same dtype"):
         fabric.triangular_solve(fabric.ones(3, 1, dtype=fabric.float64), fabric.eye(3))
+
+
+@pytest.mark.torch
+def test_legacy_tensor_types_match_torch():
+    # old tutorials: torch.FloatTensor(...), x.type(torch.LongTensor), isinstance(x, torch.FloatTensor)
+    import torch
+
+    for name in ("FloatTensor", "DoubleTensor", "LongTensor", "IntTensor", "ByteTensor", "BoolTensor"):
+        ref_cls, got_cls = getattr(torch, name), getattr(fabric, name)
+        assert str(got_cls.dtype) == str(ref_cls.dtype).replace("torch.", "fabric.")
+        assert got_cls(2, 3).shape == ref_cls(2, 3).shape
+        assert got_cls([1, 0, 2]).tolist() == ref_cls([1, 0, 2]).tolist()
+        assert fabric.ones(2).type(got_cls).tolist() == torch.ones(2).type(ref_cls).tolist()
+        for dt in ("float32", "int64"):
+            assert isinstance(fabric.ones(1, dtype=getattr(fabric, dt)), got_cls) == \
+                isinstance(torch.ones(1, dtype=getattr(torch, dt)), ref_cls)
+    assert fabric.LongTensor([1.7, 2]).tolist() == [1, 2]
+    with pytest.raises(TypeError):
+        fabric.FloatTensor(fabric.ones(2, dtype=fabric.long))
