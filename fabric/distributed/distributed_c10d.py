@@ -534,6 +534,9 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     _groups[pg.group_name] = pg
     GroupMember.WORLD = pg
     world._root_store = store
+    # every rank has finished its connections (and its store reads) before any rank goes on, so an early
+    # destroy_process_group on rank 0 cannot pull the store from under a rank still connecting
+    _all_reduce_array(pg, np.zeros(1, dtype=np.int64), "sum")
 
 
 def destroy_process_group(group: ProcessGroup | None = None) -> None:
