@@ -330,18 +330,7 @@ def _convnet_forward(t, p, x, y):
 
 
 @pytest.mark.torch
-def test_convnet_matches_torch_cpu_autocast(monkeypatch):
-    # fabric/nn/functional/_conv.py (owned elsewhere) does not call the policy yet; the wrapper below is exactly
-    # the line it needs (`if _amp.active and (c := _amp.cast("conv2d", input, weight, bias)): input, weight,
-    # bias = c`), so the rest of the pipeline (pooling, flatten, linear, loss, backward dtypes) is checked now.
-    conv2d = F.conv2d
-
-    def conv2d_with_policy(input, weight, bias=None, *args, **kwargs):
-        if _policy.active and (c := _policy.cast("conv2d", input, weight, bias)):
-            input, weight, bias = c
-        return conv2d(input, weight, bias, *args, **kwargs)
-
-    monkeypatch.setattr(F, "conv2d", conv2d_with_policy)
+def test_convnet_matches_torch_cpu_autocast():
     shapes = {"k": (4, 3, 3, 3), "kb": (4,), "w": (5, 4 * 4 * 4), "b": (5,)}
     _compare_model(_convnet_forward, shapes, (2, 3, 8, 8), 5)
 

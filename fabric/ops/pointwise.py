@@ -39,6 +39,7 @@ import numpy as np
 from .. import _dtype as D
 from .._tensor import Tensor
 from ..autograd.function import Function, _apply, _apply_elementwise, _check_inplace, _normalize, _rebase_view
+from ..amp import _policy as _amp
 from ..autograd.grad_mode import state as _state
 from ._util import _SCALARS, _same_device, binary_operands, float_operands, scalar_value, xp_of
 from .arith import exp, pow
@@ -644,6 +645,8 @@ def _float_fn(F, name, summary, example_in, example_out):
     of a float function: integer and bool inputs give the default float
     dtype (in place they are an error, as in PyTorch)."""
     def op(input, *, out=None):
+        if _amp.active and out is None and (c := _amp.cast(name, input)):
+            input, = c
         x = _data(input, name)
         if x.dtype.kind != "f":
             x = x.astype(_default_float())

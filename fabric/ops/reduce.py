@@ -42,6 +42,7 @@ import numpy as np
 
 from .. import _dtype as D
 from ..autograd.function import Function, _apply, _apply1, _record1
+from ..amp import _policy as _amp
 from ..autograd.grad_mode import state as _grad_state
 from .._tensor import Tensor, _wrap_dim
 from ..backends import backend_of
@@ -422,6 +423,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
         >>> fabric.tensor([[1, 2], [3, 4]]).sum(0)
         tensor([4, 6])
     """
+    if _amp.active and out is None and (c := _amp.cast("sum", input)):
+        input, = c
     x = input._data
     if axis is not None:
         dim = axis
@@ -584,6 +587,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
         >>> fabric.tensor([[1., 2.], [3., 4.]]).prod(1)
         tensor([ 2., 12.])
     """
+    if _amp.active and out is None and (c := _amp.cast("prod", input)):
+        input, = c
     x = input._data
     if dim is not None:
         if isinstance(dim, (tuple, list)):
@@ -627,6 +632,8 @@ def cumsum(input, dim, *, dtype=None, out=None):
         >>> fabric.tensor([1, 2, 3]).cumsum(0)
         tensor([1, 3, 6])
     """
+    if _amp.active and out is None and (c := _amp.cast("cumsum", input)):
+        input, = c
     x = input._data
     axis = _wrap_dim(dim, x.ndim)
     dt = _reduce_dtype(x, dtype)
@@ -699,6 +706,8 @@ def cumprod(input, dim, *, dtype=None, out=None):
         >>> fabric.tensor([1., 2., 3.]).cumprod(0)
         tensor([1., 2., 6.])
     """
+    if _amp.active and out is None and (c := _amp.cast("cumprod", input)):
+        input, = c
     x = input._data
     axis = _wrap_dim(dim, x.ndim)
     dt = _reduce_dtype(x, dtype)
@@ -1089,6 +1098,8 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
         >>> fabric.logsumexp(fabric.tensor([1e4, 1e4]), 0)
         tensor(10000.6934)
     """
+    if _amp.active and out is None and (c := _amp.cast("logsumexp", input)):
+        input, = c
     x = input._data
     if dim is None:
         raise TypeError("logsumexp(): argument 'dim' must be tuple of ints, not NoneType")
@@ -1308,6 +1319,8 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
         >>> fabric.tensor([[3., 4.], [0., 1.]]).norm(dim=1)
         tensor([5., 1.])
     """
+    if _amp.active and out is None and (c := _amp.cast("norm", input)):
+        input, = c
     if isinstance(p, str):
         if p == "fro" and (dim is None or isinstance(dim, (_int, np.integer)) or len(dim) <= 2):
             r = _vector_norm(input, 2, dim, keepdim, dtype=dtype)

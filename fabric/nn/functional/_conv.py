@@ -33,6 +33,7 @@ import itertools
 import numpy as np
 
 from ..._tensor import Tensor
+from ...amp import _policy as _amp
 from ...autograd.function import Function, _apply
 from ...backends import backend_of
 from ...backends.fused import conv_output_size
@@ -661,6 +662,8 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         >>> fabric.nn.functional.conv1d(fabric.ones(1, 2, 5), fabric.ones(3, 2, 3), padding='same').shape
         fabric.Size([1, 3, 5])
     """
+    if _amp.active and (c := _amp.cast("conv1d", input, weight, bias)):
+        input, weight, bias = c
     return _convnd(input, weight, bias, stride, padding, dilation, groups, 1)
 
 
@@ -674,6 +677,8 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         >>> fabric.nn.functional.conv2d(fabric.ones(2, 4, 8, 8), fabric.ones(6, 2, 3, 3), stride=2, groups=2).shape
         fabric.Size([2, 6, 3, 3])
     """
+    if _amp.active and (c := _amp.cast("conv2d", input, weight, bias)):
+        input, weight, bias = c
     return _convnd(input, weight, bias, stride, padding, dilation, groups, 2)
 
 
@@ -687,6 +692,8 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         >>> fabric.nn.functional.conv3d(fabric.ones(1, 1, 4, 4, 4), fabric.ones(2, 1, 3, 3, 3)).shape
         fabric.Size([1, 2, 2, 2, 2])
     """
+    if _amp.active and (c := _amp.cast("conv3d", input, weight, bias)):
+        input, weight, bias = c
     return _convnd(input, weight, bias, stride, padding, dilation, groups, 3)
 
 
@@ -701,6 +708,8 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
         >>> fabric.nn.functional.conv_transpose1d(fabric.ones(1, 1, 3), fabric.ones(1, 1, 2), stride=2)
         tensor([[[1., 1., 1., 1., 1., 1.]]])
     """
+    if _amp.active and (c := _amp.cast("conv_transpose1d", input, weight, bias)):
+        input, weight, bias = c
     return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, 1)
 
 
@@ -714,6 +723,8 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
         ...                                       padding=1, output_padding=1).shape
         fabric.Size([1, 2, 10, 10])
     """
+    if _amp.active and (c := _amp.cast("conv_transpose2d", input, weight, bias)):
+        input, weight, bias = c
     return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, 2)
 
 
@@ -727,4 +738,6 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
         ...                                       stride=2).shape
         fabric.Size([1, 1, 4, 4, 4])
     """
+    if _amp.active and (c := _amp.cast("conv_transpose3d", input, weight, bias)):
+        input, weight, bias = c
     return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, 3)
