@@ -147,3 +147,24 @@ def test_legacy_tensor_types_match_torch():
     assert fabric.LongTensor([1.7, 2]).tolist() == [1, 2]
     with pytest.raises(TypeError):
         fabric.FloatTensor(fabric.ones(2, dtype=fabric.long))
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("ctor", ["nn.LSTM(4, 3)", "nn.GRU(4, 3)", "nn.RNN(4, 3)", "nn.LSTM(4, 3, batch_first=True)",
+                                  "nn.GRU(4, 3, num_layers=2, bidirectional=True)", "nn.GRUCell(4, 3)",
+                                  "nn.RNNCell(4, 3)", "nn.RNNCell(4, 3, nonlinearity='relu')", "nn.LSTMCell(4, 3)"])
+def test_rnn_output_grad_fn_names_match_torch(ctor):
+    # printed RNN outputs show torch's CPU node names; an LSTMCell's c is the one
+    # exception (its h and c come from one node here, named after h's MulBackward0)
+    import torch
+
+    def names(lib):
+        m = eval(ctor, {"nn": lib.nn})
+        out = m(lib.randn(3, 2, 4) if "Cell" not in ctor else lib.randn(2, 4))
+        first = out[0] if isinstance(out, tuple) else out
+        hidden = out[1] if isinstance(out, tuple) and "Cell" not in ctor else None
+        if isinstance(hidden, tuple):
+            hidden = hidden[0]
+        return first.grad_fn.name(), hidden.grad_fn.name() if hidden is not None else None
+
+    assert names(fabric) == names(torch)

@@ -43,7 +43,7 @@ import numpy as np
 
 from ... import _creation
 from ..._tensor import Tensor
-from ...autograd.function import Function, _apply
+from ...autograd.function import Function, FunctionMeta, _apply
 from ...autograd.grad_mode import state as _grad_state
 from ...ops._util import xp_of
 from .. import functional as F
@@ -652,10 +652,23 @@ def _layer_backward_graph(ctx, inputs, need, grads_out):
     return out + (None, None, None)
 
 
-def _run_layer(mode, x, h0, c0, weights, plan, reverse):
+def _named_layer(node_name):
+    return FunctionMeta(f"_RNNLayer_{node_name}", (_RNNLayer,), {"_node_name": node_name, "__module__": __name__})
+
+
+# The node names PyTorch's CPU kernels give the outputs, so that printed tensors
+# match (grad_fn=<...>): a whole layer, and a cell (whose last op is h's)
+_LAYER_FN = {"LSTM": _named_layer("MkldnnRnnLayerBackward0"), "GRU": _named_layer("StackBackward0"),
+             "RNN_TANH": _named_layer("StackBackward0"), "RNN_RELU": _named_layer("StackBackward0")}
+_CELL_FN = {"LSTM": _named_layer("MulBackward0"), "GRU": _named_layer("AddBackward0"),
+            "RNN_TANH": _named_layer("TanhBackward0"), "RNN_RELU": _named_layer("ReluBackward0")}
+
+
+def _run_layer(mode, x, h0, c0, weights, plan, reverse, cell=False):
     w_ih, w_hh, b_ih, b_hh, w_hr = weights
     args = (x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, plan, reverse)
-    return _apply(_RNNLayer, args, [a._data if isinstance(a, Tensor) else a for a in args])
+    fn = (_CELL_FN if cell else _LAYER_FN)[mode]
+    return _apply(fn, args, [a._data if isinstance(a, Tensor) else a for a in args])
 
 
 @functools.lru_cache(maxsize=256)
@@ -1170,7 +1183,7 @@ class RNNCellBase(Module):
         h0 = states[0]
         c0 = states[1] if len(states) > 1 else None
         res = _run_layer(mode, input, h0, c0, (w, self.weight_hh, self.bias_ih, self.bias_hh, None),
-                         ((0, batch),), False)
+                         ((0, batch),), False, cell=True)
         out = (res[1], res[2]) if mode == "LSTM" else res[1]
         if not is_batched:
             out = (out[0].squeeze(0), out[1].squeeze(0)) if mode == "LSTM" else out.squeeze(0)
