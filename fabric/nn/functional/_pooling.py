@@ -152,43 +152,91 @@ def _offset_dtype(count):
     return np.uint8 if count <= 256 else np.int16 if count <= 2 ** 15 else np.int64
 
 
-def _max_pool_offsets(x, geom):
-    """Max pooling by a loop over kernel offsets: the maximum with
-    ``xp.maximum`` (NaN propagates), then the number of the window element
-    that holds it - the first one, or for a NaN the last NaN, and for a
-    window of only the lowest value its first in-bounds element (PyTorch's
-    rules; padding never wins).  Returns ``(values, offset numbers)``.
+def _dim_slice(geom, i, o):
+    """Along spatial dim ``i``: the strided slice holding kernel offset
+    ``o`` of every window."""
+    s, d, m = geom.stride[i], geom.dilation[i], geom.out_size[i]
+    return slice(o * d, o * d + s * (m - 1) + 1, s)
 
-    The first match is counted rather than searched: the offset number is
-    how many leading offsets miss the maximum, ``sum_j prod_{i<=j} (x_i !=
-    max)`` - a compare, an ``and`` and an add per offset, no ``where``
-    (branchy, several times slower on random masks); the last offset needs
-    no compare."""
-    xp = xp_of(x)
-    low = _lowest(x.dtype)
-    xpad = _padded(x, geom, low)
-    views = [xpad[sl] for _, sl in _offset_slices(geom)]
-    kt = _offset_dtype(len(views))
+
+def _max_count(xp, views, kt):
+    """The elementwise maximum of ``views`` (NaN propagates) and, per
+    element, the number of the first view holding it, counted rather than
+    searched: ``sum_j prod_{i<=j} (v_i != max)`` - a compare, an ``and`` and
+    an add per view, no ``where`` (branchy, several times slower on random
+    masks); the last view needs no compare.  A NaN maximum counts as a miss
+    everywhere (fixed by the caller)."""
     if len(views) == 1:
-        return xp.array(views[0]), xp.zeros(views[0].shape, kt)
+        return views[0], xp.zeros(views[0].shape, kt)
     best = xp.maximum(views[0], views[1])
     for v in views[2:]:
         xp.maximum(best, v, out=best)
     miss = views[0] != best
-    kidx = miss.astype(kt)
+    arg = miss.astype(kt)
     if len(views) > 2:
         ne = xp.empty(best.shape, bool)
-        add = kidx.view(np.uint8) if kt is np.uint8 else kidx
+        add = arg.view(np.uint8) if kt is np.uint8 else arg
         step = miss.view(np.uint8) if kt is np.uint8 else miss
         for v in views[1:-1]:
             xp.not_equal(v, best, out=ne)
             miss &= ne
             add += step
-    if x.dtype.kind == "f":
-        nan = xp.isnan(best)
-        if nan.any():
+    return best, arg
+
+
+def _max_pool_offsets(x, geom):
+    """Max pooling by loops over kernel offsets: the maximum with
+    ``xp.maximum`` (NaN propagates), then the number of the window element
+    that holds it - the first one, or for a NaN the last NaN, and for a
+    window of only the lowest value its first in-bounds element (PyTorch's
+    rules; padding never wins).  Returns ``(values, offset numbers)``.
+
+    Windows of more than 4 elements are reduced one spatial dim at a time,
+    last first (for 3x3 windows 3 + 3 offsets instead of 9): each stage keeps the winning
+    offset along its dim; the first maximum of a window in C order is the
+    first maximum of the first sub-window (row) holding the window's
+    maximum, and its last NaN the last NaN of the last row holding one, so
+    the stages' offsets compose into the flat offset number."""
+    xp = xp_of(x)
+    nd = geom.nd
+    kt = _offset_dtype(_prod(geom.kernel))
+    low = _lowest(x.dtype)
+    xpad = _padded(x, geom, low)
+    full = (slice(None),) * 2
+    stages = []     # (views, maximum, offset numbers) per stage
+    a = xpad
+    separable = nd > 1 and _prod(geom.kernel) > 4
+    if not separable:   # small windows: one stage over all offsets is faster
+        views = [a[sl] for _, sl in _offset_slices(geom)]
+        a, arg = _max_count(xp, views, kt)
+        stages.append((views, a, arg))
+    for i in range(nd - 1, -1, -1) if separable else ():
+        lead = full + (slice(None),) * i
+        views = [a[lead + (_dim_slice(geom, i, o),)] for o in range(geom.kernel[i])]
+        a, arg = _max_count(xp, views, kt)
+        stages.append((views, a, arg))
+    best = a if any(k > 1 for k in geom.kernel) else xp.array(a)
+    if x.dtype.kind == "f" and xp.isnan(best).any():
+        # a NaN maximum: the last NaN wins (the count gave the last offset)
+        for n, (views, red, arg) in enumerate(stages):
+            nan = xp.isnan(red)
             for j, v in enumerate(views):
-                kidx = xp.where(nan & xp.isnan(v), kt(j), kidx)
+                arg = xp.where(nan & xp.isnan(v), kt(j), arg)
+            stages[n] = (views, red, arg)
+    args = [st[2] for st in stages[::-1]]        # args[i]: dim i, dims < i not yet reduced
+    kidx = args[0]
+    for i in range(1, nd if separable else 1):
+        # the dim-i offset of the row the window's winner lies in
+        sel = None
+        for p, offs in enumerate(itertools.product(*(range(k) for k in geom.kernel[:i]))):
+            view = args[i][full + tuple(_dim_slice(geom, m, o) for m, o in enumerate(offs))]
+            if _prod(geom.kernel[:i]) == 1:
+                sel = view
+                break
+            hit = kidx == p
+            term = (hit.view(np.uint8) if kt is np.uint8 else hit) * view
+            sel = term if sel is None else xp.add(sel, term, out=sel)
+        kidx = kidx * kt(geom.kernel[i]) + sel
     if xpad is not x:
         # a window of only the lowest value matched its first element, which
         # may be padding; without padding every element is in bounds
@@ -248,8 +296,11 @@ def _covers(geom, ext) -> bool:
 def _offset_scatter(gy, kidx, geom, in_shape):
     """The gradient of max pooling from offset numbers: per kernel offset,
     ``gy`` where that offset won added into a strided slice (no atomics,
-    no index arrays).  Disjoint windows write each slice once, straight
-    into the result (no accumulation, and no zero fill when they tile it)."""
+    no index arrays).  The offsets run last to first, so an element several
+    windows chose sums their gradients in output order, bit for bit
+    PyTorch's sum.  Disjoint windows write each slice once (``0 + g``, so a
+    -0.0 comes out +0.0 as in PyTorch's ``+=``), with no zero fill when they
+    tile the input."""
     xp = xp_of(gy)
     if _tiles(geom):
         return _tiles_scatter(gy, kidx, geom, in_shape)
@@ -259,18 +310,16 @@ def _offset_scatter(gy, kidx, geom, in_shape):
     gpad = alloc(tuple(in_shape[:2]) + ext, gy.dtype)
     finite = bool(xp.isfinite(gy).all()) if gy.dtype.kind == "f" else True
     hit = xp.empty(kidx.shape, bool)
-    for j, sl in _offset_slices(geom):
+    part = xp.empty(gy.shape, gy.dtype)
+    zero = gy.dtype.type(0)
+    for j, sl in reversed(list(_offset_slices(geom))):
         xp.equal(kidx, j, out=hit)
-        if not finite:
-            part = xp.where(hit, gy, gy.dtype.type(0))
-            if disjoint:
-                gpad[sl] = part
-            else:
-                gpad[sl] += part
-        elif disjoint:
-            xp.multiply(gy, hit, out=gpad[sl])
-        else:
-            gpad[sl] += gy * hit
+        if finite:
+            xp.multiply(gy, hit, out=part)
+        else:       # inf * 0 would be NaN
+            part = xp.where(hit, gy, zero)
+        dst = gpad[sl]
+        xp.add(zero if disjoint else dst, part, out=dst)
     if ext == geom.in_size and not any(geom.pad):
         return gpad
     return xp.ascontiguousarray(gpad[_interior(geom)])
