@@ -156,16 +156,18 @@ class Node:
 
     def _raise_modified(self, kind, obj, current, version):
         if kind == _SAVED_OUTPUT:
-            arr, what = obj[0], f"is output {obj[1]} of {type(self).__name__}"
+            arr, what = obj[0], f", which is output {obj[1]} of {_op_name(self)},"
         else:
             arr = obj._data
-            what = (f"is output {obj._output_nr} of {type(obj.grad_fn).__name__}" if obj.grad_fn is not None
-                    else "is a leaf")
+            what = f", which is output {obj._output_nr} of {_op_name(obj.grad_fn)}," if obj.grad_fn is not None else ""
+        hint = ("the backtrace further above shows the operation that failed to compute its gradient. The variable "
+                "in question was changed in there or anywhere later. Good luck!" if _state.anomaly else
+                "enable anomaly detection to find the operation that failed to compute its gradient, with "
+                "torch.autograd.set_detect_anomaly(True, check_nan=False).")
         raise RuntimeError(
             "one of the variables needed for gradient computation has been modified by an inplace "
-            f"operation: [{_type_name(arr.dtype)} {list(arr.shape)}], which {what}, is at version {current}; "
-            f"expected version {version} instead. Hint: the backtrace further above can show the operation "
-            "that failed to compute its gradient.")
+            f"operation: [{_type_name(arr.dtype)} {list(arr.shape)}]{what} is at version {current}; "
+            f"expected version {version} instead. Hint: {hint}")
 
     def mark_dirty(self, *tensors) -> None:
         """Declare inputs that forward modified in place (user Functions)."""
@@ -220,6 +222,13 @@ class Node:
 
 FunctionCtx = Node
 BackwardCFunction = Node
+
+
+def _op_name(node) -> str:
+    """PyTorch's name of the forward op behind ``node`` (ExpBackward0 -> Exp)."""
+    name = type(node).__name__
+    stripped = name.rstrip("0123456789")
+    return stripped[:-len("Backward")] if stripped.endswith("Backward") else name
 
 
 def _type_name(np_dtype) -> str:

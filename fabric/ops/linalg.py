@@ -27,7 +27,6 @@ import builtins
 import functools
 import math
 import warnings
-from collections import namedtuple
 
 import numpy as np
 
@@ -56,10 +55,7 @@ class LinAlgError(RuntimeError):
 LinAlgError.__module__ = "fabric.linalg"
 
 
-def _return_type(name, fields):
-    t = namedtuple(name, fields)
-    t.__module__ = "fabric.return_types"
-    return t
+from .reduce import _return_type  # noqa: E402  (PyTorch's repr: fabric.return_types.<name>(...))
 
 
 linalg_slogdet_t = _return_type("linalg_slogdet", ["sign", "logabsdet"])
