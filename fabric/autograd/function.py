@@ -499,21 +499,41 @@ def _record1(cls, a, arrays, exact=False):
         if a._base is not None:
             fn = _view_grad_fn(a, fn)
         ea = (fn, a._output_nr)
-    rest = _NONES[len(arrays) - 1]
-    node._edges = (ea,) + rest
-    node.needs_input_grad = _NEEDS_FIRST_OF[len(rest)]
+    n = len(arrays)
+    if n == 2:
+        node._edges = (ea, None)
+        node.needs_input_grad = _NEEDS_FIRST
+    else:
+        node._edges = (ea,) + _NONES[n - 1]
+        node.needs_input_grad = _NEEDS_FIRST_OF[n - 1]
     if exact or cls._exact_grads:
         node._input_meta = None
     else:
         x = a._data
-        node._input_meta = ((x.shape, x.dtype),) + rest
+        node._input_meta = ((x.shape, x.dtype),) + _NONES[n - 1]
     out = raw = cls.forward(node, *arrays)
     if out.__class__ is not _ndarray:
         if out.__class__ is tuple:
             return _finish_tuple(cls, node, (a,) + tuple(arrays[1:]), arrays, out)
         out = _normalize(out)
     if cls._is_view:
-        result = _make_view(a, out, True, node) if out.dtype.kind == "f" else _make_view(a, out, False, None)
+        if out.dtype.kind != "f":
+            return _make_view(a, out, False, None)
+        result = _new_object(Tensor)  # _make_view inlined
+        result._data = out
+        result._requires_grad = True
+        result.grad_fn = node
+        result._output_nr = 0
+        result._grad = result._meta = None
+        root = a._base
+        if root is None:
+            root = a
+        result._base = root
+        node._view_base_fn = root.grad_fn
+        vc = root._vc
+        if vc is None:
+            vc = root._vc = [0]
+        result._vc = vc
     else:
         result = _new_object(Tensor)  # Tensor._make inlined
         result._data = out
