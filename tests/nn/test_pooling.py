@@ -303,3 +303,25 @@ def test_offset_and_fused_max_pool_agree():
         np.testing.assert_array_equal(oy, fy)
         np.testing.assert_array_equal(P._plane_index(ok, geom), fi)
         np.testing.assert_array_equal(y.numpy(), fy)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("k, s, p", [(3, 2, 1), (2, 2, 0), (3, 1, 1)])
+def test_max_pool2d_gradients_are_bit_identical_to_torch(k, s, p):
+    """Overlapping windows sum an input's gradients in PyTorch's order; a zero gradient is +0.0."""
+    import torch
+
+    rng = np.random.default_rng(k * 10 + s)
+    x = rng.standard_normal((2, 3, 11, 9)).astype(np.float32)
+    x[0, 0, :4, :4] = 1.0  # ties
+    g = rng.standard_normal((2, 3) + tuple((n + 2 * p - k) // s + 1 for n in (11, 9))).astype(np.float32)
+    g[1, 2] = -0.0
+    grads = []
+    for lib, fn in ((fabric, F.max_pool2d), (torch, torch.nn.functional.max_pool2d)):
+        xt = lib.tensor(x, requires_grad=True)
+        y = fn(xt, k, s, p)
+        y.backward(lib.tensor(g))
+        grads.append((y.detach().numpy(), xt.grad.numpy()))
+    (yf, gf), (yt, gt) = grads
+    assert yf.tobytes() == yt.tobytes()
+    assert gf.tobytes() == gt.tobytes()
