@@ -182,6 +182,17 @@ class Distribution:
                              f"to be within the support ({support!r}) of the distribution {self!r}, "
                              f"but found invalid values:\n{_fmt_value(value)}")
 
+    def _expand_params(self, cls, batch_shape, _instance, names):
+        """``expand`` for a distribution whose parameters ``names`` all have
+        the batch shape (no event dims): each is expanded without a copy."""
+        new = self._get_checked_instance(cls, _instance)
+        batch_shape = _size(batch_shape)
+        for name in names:
+            setattr(new, name, getattr(self, name).expand(batch_shape))
+        super(cls, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
     def _get_checked_instance(self, cls, _instance=None):
         if _instance is None and type(self).__init__ != cls.__init__:
             raise NotImplementedError(f"Subclass {self.__class__.__name__} of {cls.__name__} that defines a custom "

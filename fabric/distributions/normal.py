@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from . import constraints
-from .distribution import Distribution, ExponentialFamily, _size
+from .distribution import Distribution, ExponentialFamily
 from .utils import _is_number, _standard_normal, broadcast_all
 
 __all__ = ["LogNormal", "Normal"]
@@ -35,13 +35,7 @@ class Normal(ExponentialFamily):
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Normal, _instance)
-        batch_shape = _size(batch_shape)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        super(Normal, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Normal, batch_shape, _instance, ("loc", "scale"))
 
     @property
     def mean(self):
