@@ -1164,12 +1164,10 @@ class PhiloxGenerator:
 
 
 def _lgamma(xp, x):
-    if xp is np:
-        try:
-            from scipy.special import gammaln
-        except ImportError:  # scipy is optional on the CPU
-            return np.vectorize(math.lgamma, otypes=[np.float64])(x)
-        return gammaln(x)
+    if xp is np:  # fabric's own NumPy kernel (+inf at the poles, like SciPy's gammaln)
+        from ..ops.pointwise import _lgamma as lgamma64
+
+        return lgamma64(np, np.asarray(x, np.float64))
     import cupyx.scipy.special
 
     return cupyx.scipy.special.gammaln(x)

@@ -706,7 +706,10 @@ def _special_module():
     except ImportError:
         from fabric.backends import fused
 
-        return types.SimpleNamespace(erf=lambda x: fused._erf(np, x))
+        from fabric.ops.pointwise import _lgamma
+
+        return types.SimpleNamespace(erf=lambda x: fused._erf(np, x),
+                                     gammaln=lambda x: _lgamma(np, np.asarray(x, np.float64)).astype(x.dtype))
 
 
 _NAMESPACES = {
