@@ -168,3 +168,15 @@ def test_rnn_output_grad_fn_names_match_torch(ctor):
         return first.grad_fn.name(), hidden.grad_fn.name() if hidden is not None else None
 
     assert names(fabric) == names(torch)
+
+
+@pytest.mark.torch
+def test_bfloat16_tensor_prints_like_torch_when_ml_dtypes_is_installed():
+    pytest.importorskip("ml_dtypes", reason="fabric.bfloat16 needs the optional ml_dtypes package")
+    import torch
+
+    import fabric
+
+    t = repr(torch.tensor([[1.5, 2.0]], dtype=torch.bfloat16))
+    f = repr(fabric.tensor([[1.5, 2.0]], dtype=fabric.bfloat16))
+    assert f.replace("fabric.", "torch.") == t
