@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from ...amp import _policy as _amp
 from ... import _dtype as D
 from ..._tensor import Tensor, _wrap_dim
 from ...autograd.function import Function, _apply
@@ -136,6 +137,8 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     >>> F.cosine_similarity(fabric.tensor([[1.0, 0.0]]), fabric.tensor([[1.0, 1.0]]))
     tensor([0.7071])
     """
+    if _amp.active and (c := _amp.cast("cosine_similarity", x1, x2)):
+        x1, x2 = c
     for name, t in (("x1", x1), ("x2", x2)):
         if not isinstance(t, Tensor):
             raise TypeError(f"cosine_similarity(): argument '{name}' (position {1 if name == 'x1' else 2}) must be "
@@ -170,6 +173,8 @@ def pdist(input, p=2):
     >>> F.pdist(fabric.tensor([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]]))
     tensor([5.0000, 1.0000, 4.2426])
     """
+    if _amp.active and (c := _amp.cast("pdist", input)):
+        input, = c
     if not isinstance(input, Tensor):
         raise TypeError(f"pdist(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     if input.dim() != 2:

@@ -32,6 +32,7 @@ import itertools
 
 import numpy as np
 
+from ...amp import _policy as _amp
 from ... import ops as _ops
 from ..._tensor import Tensor
 from ...autograd.function import Function, _apply
@@ -789,6 +790,8 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         >>> fabric.nn.functional.max_pool3d(fabric.ones(1, 2, 4, 4, 4), 2).shape
         fabric.Size([1, 2, 2, 2, 2])
     """
+    if _amp.active and (c := _amp.cast("max_pool3d", input)):
+        input, = c
     return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 3)
 
 
@@ -893,6 +896,8 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
         >>> F.max_unpool2d(y, i, 2).shape
         fabric.Size([1, 1, 4, 4])
     """
+    if _amp.active and (c := _amp.cast("max_unpool2d", input)):
+        input, = c
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2)
 
 
@@ -907,6 +912,8 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
         >>> F.max_unpool3d(y, i, 2).shape
         fabric.Size([1, 1, 4, 4, 4])
     """
+    if _amp.active and (c := _amp.cast("max_unpool3d", input)):
+        input, = c
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3)
 
 
@@ -973,6 +980,8 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
         >>> fabric.nn.functional.avg_pool3d(fabric.ones(1, 1, 4, 4, 4), 2).shape
         fabric.Size([1, 1, 2, 2, 2])
     """
+    if _amp.active and (c := _amp.cast("avg_pool3d", input)):
+        input, = c
     return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 3)
 
 
@@ -1098,6 +1107,8 @@ def adaptive_avg_pool3d(input, output_size):
         >>> fabric.nn.functional.adaptive_avg_pool3d(fabric.ones(1, 2, 5, 4, 3), (2, None, 1)).shape
         fabric.Size([1, 2, 2, 4, 1])
     """
+    if _amp.active and (c := _amp.cast("adaptive_avg_pool3d", input)):
+        input, = c
     return _adaptive_avg(input, output_size, 3)
 
 
@@ -1220,6 +1231,8 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
         >>> fabric.nn.functional.adaptive_max_pool3d(fabric.ones(1, 2, 5, 4, 3), 2).shape
         fabric.Size([1, 2, 2, 2, 2])
     """
+    if _amp.active and (c := _amp.cast("adaptive_max_pool3d", input)):
+        input, = c
     return _adaptive_max(input, output_size, return_indices, 3)
 
 

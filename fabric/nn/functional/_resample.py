@@ -28,6 +28,7 @@ import warnings
 
 import numpy as np
 
+from ...amp import _policy as _amp
 from ... import ops as _ops
 from ..._tensor import Tensor
 from ...autograd.function import Function, _apply
@@ -397,6 +398,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                 [2., 2., 3., 3.],
                 [2., 2., 3., 3.]])
     """
+    if _amp.active and (c := _amp.cast("interpolate", input)):
+        input, = c
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError("align_corners option can only be set with the interpolating modes: "
