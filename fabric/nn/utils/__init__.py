@@ -13,3 +13,4 @@ from . import clip_grad, convert_parameters  # noqa: F401
 from .clip_grad import clip_grad_norm, clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm  # noqa: F401
 from .convert_parameters import parameters_to_vector, vector_to_parameters  # noqa: F401
 from . import rnn  # noqa: F401
+from . import parametrize, parametrizations  # noqa: F401,E402
