@@ -16,3 +16,7 @@ from . import rnn  # noqa: F401
 from . import parametrize, parametrizations  # noqa: F401,E402
 from .weight_norm import weight_norm, remove_weight_norm  # noqa: F401,E402
 from .spectral_norm import spectral_norm, remove_spectral_norm  # noqa: F401,E402
+from . import fusion  # noqa: F401,E402
+from .fusion import (  # noqa: F401,E402
+    fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval, fuse_linear_bn_weights, skip_init,
+    convert_conv2d_weight_memory_format, convert_conv3d_weight_memory_format)
