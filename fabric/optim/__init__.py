@@ -16,3 +16,4 @@ from .rmsprop import RMSprop, Adagrad, Adadelta, Rprop, ASGD  # noqa: F401
 from .lbfgs import LBFGS  # noqa: F401
 
 from . import lr_scheduler  # noqa: F401
+from . import swa_utils  # noqa: F401

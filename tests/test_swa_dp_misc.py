@@ -1,0 +1,165 @@
+"""swa_utils (AveragedModel, SWALR, update_bn), DataParallel, SyncBatchNorm,
+autograd.Variable and ChannelShuffle: behaviour and numbers against PyTorch."""
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import numpy as np
+import pytest
+
+import fabric
+from fabric.optim import swa_utils
+
+DOC_MODULES = ["fabric.optim.swa_utils"]
+
+
+@pytest.mark.parametrize("module", DOC_MODULES)
+def test_docstring_examples(module):
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0
+
+
+def _twin_models(torch, dtype="float32"):
+    """The same small model (Linear, BatchNorm1d, Linear) in fabric and torch."""
+    rng = np.random.default_rng(0)
+    f = fabric.nn.Sequential(fabric.nn.Linear(3, 4), fabric.nn.BatchNorm1d(4), fabric.nn.Linear(4, 2))
+    t = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 2))
+    f.to(getattr(fabric, dtype))
+    t.to(getattr(torch, dtype))
+    sd = {k: rng.standard_normal(v.shape).astype(dtype) if v.dtype.is_floating_point else v.numpy()
+          for k, v in t.state_dict().items()}
+    sd["1.running_var"] = np.abs(sd["1.running_var"])
+    t.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in sd.items()})
+    f.load_state_dict({k: fabric.tensor(v.copy()) for k, v in sd.items()})
+    return f, t
+
+
+def _assert_state_equal(f_sd, t_sd, exact=True):
+    assert list(f_sd) == list(t_sd)
+    for k in t_sd:
+        if exact or not t_sd[k].dtype.is_floating_point:
+            np.testing.assert_array_equal(f_sd[k].numpy(), t_sd[k].numpy(), err_msg=k)
+        else:
+            np.testing.assert_allclose(f_sd[k].numpy(), t_sd[k].numpy(), rtol=1e-6, atol=1e-7, err_msg=k)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("kind", ["swa", "ema_multi", "ema", "swa_multi", "custom"])
+@pytest.mark.parametrize("use_buffers", [False, True])
+def test_averaged_model_matches_torch(kind, use_buffers):
+    import torch
+    import torch.optim.swa_utils as tswa
+
+    dtype = "float64" if kind == "swa_multi" else "float32"
+    f, t = _twin_models(torch, dtype)
+    kw_f, kw_t = {}, {}
+    if kind == "ema_multi":
+        kw_f["multi_avg_fn"], kw_t["multi_avg_fn"] = swa_utils.get_ema_multi_avg_fn(0.9), tswa.get_ema_multi_avg_fn(0.9)
+    elif kind == "ema":
+        kw_f["avg_fn"], kw_t["avg_fn"] = swa_utils.get_ema_avg_fn(0.8), tswa.get_ema_avg_fn(0.8)
+    elif kind == "swa_multi":
+        kw_f["multi_avg_fn"], kw_t["multi_avg_fn"] = swa_utils.get_swa_multi_avg_fn(), tswa.get_swa_multi_avg_fn()
+    elif kind == "custom":
+        kw_f["avg_fn"] = lambda a, m, n: a * 0.3 + m * 0.7
+        kw_t["avg_fn"] = lambda a, m, n: a * 0.3 + m * 0.7
+    fa = swa_utils.AveragedModel(f, use_buffers=use_buffers, **kw_f)
+    ta = tswa.AveragedModel(t, use_buffers=use_buffers, **kw_t)
+    if kind == "swa_multi" and use_buffers:
+        # both refuse to average the int64 num_batches_tracked with addcdiv
+        for avg, model in ((fa, f), (ta, t)):
+            avg.update_parameters(model)
+            with pytest.raises(RuntimeError, match="Integer division with addcdiv is no longer supported"):
+                avg.update_parameters(model)
+        return
+    topt = torch.optim.SGD(t.parameters(), lr=0.1, momentum=0.9)
+    x = np.random.default_rng(1).standard_normal((4, 6, 3)).astype(dtype)
+    for epoch in range(4):
+        # train torch's model; fabric's model takes its weights so that only the averaging is compared
+        for xb in x:
+            topt.zero_grad()
+            (t(torch.tensor(xb)) ** 2).mean().backward()
+            topt.step()
+        f.load_state_dict({k: fabric.tensor(v.numpy().copy()) for k, v in t.state_dict().items()})
+        fa.update_parameters(f)
+        ta.update_parameters(t)
+        # the multi-tensor averages go through lerp_, which PyTorch's CPU kernel computes with a fused
+        # multiply-add (one rounding); fabric's lerp rounds twice, so those agree to the last bit or two
+        _assert_state_equal(fa.state_dict(), ta.state_dict(), exact=not kind.endswith("multi"))
+    fa.eval()
+    ta.eval()
+    np.testing.assert_allclose(fa(fabric.tensor(x[0])).detach().numpy(), ta(torch.tensor(x[0])).detach().numpy(),
+                               rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("strategy", ["cos", "linear"])
+@pytest.mark.parametrize("anneal_epochs", [0, 1, 3])
+def test_swalr_matches_torch(strategy, anneal_epochs):
+    import torch
+    import torch.optim.swa_utils as tswa
+
+    fw = [fabric.nn.Parameter(fabric.zeros(1)), fabric.nn.Parameter(fabric.zeros(1))]
+    tw = [torch.nn.Parameter(torch.zeros(1)), torch.nn.Parameter(torch.zeros(1))]
+    fopt = fabric.optim.SGD([{"params": [fw[0]]}, {"params": [fw[1]], "lr": 0.3}], lr=0.7)
+    topt = torch.optim.SGD([{"params": [tw[0]]}, {"params": [tw[1]], "lr": 0.3}], lr=0.7)
+    fmain = fabric.optim.lr_scheduler.CosineAnnealingLR(fopt, T_max=5)
+    tmain = torch.optim.lr_scheduler.CosineAnnealingLR(topt, T_max=5)
+    fs = swa_utils.SWALR(fopt, swa_lr=[0.05, 0.01], anneal_epochs=anneal_epochs, anneal_strategy=strategy)
+    ts = tswa.SWALR(topt, swa_lr=[0.05, 0.01], anneal_epochs=anneal_epochs, anneal_strategy=strategy)
+    assert fs.get_last_lr() == ts.get_last_lr()
+    for epoch in range(8):
+        fopt.step()
+        topt.step()
+        if epoch < 2:
+            fmain.step()
+            tmain.step()
+        else:
+            fs.step()
+            ts.step()
+        assert fs.get_last_lr() == ts.get_last_lr()
+        assert [g["lr"] for g in fopt.param_groups] == [g["lr"] for g in topt.param_groups]
+    sd = fs.state_dict()
+    assert "anneal_func" not in sd and sd["_anneal_strategy"] == strategy
+    fs2 = swa_utils.SWALR(fopt, swa_lr=0.1, anneal_strategy="linear" if strategy == "cos" else "cos")
+    fs2.load_state_dict(sd)
+    assert fs2.anneal_func is fs2._cosine_anneal if strategy == "cos" else fs2.anneal_func is fs2._linear_anneal
+    with pytest.warns(UserWarning, match="get_last_lr"):
+        fs.get_lr()
+
+
+def test_swa_errors():
+    opt = fabric.optim.SGD([fabric.nn.Parameter(fabric.zeros(1))], lr=1.0)
+    with pytest.raises(ValueError, match="anneal_strategy must be one of 'cos' or 'linear', instead got exp"):
+        swa_utils.SWALR(opt, 0.1, anneal_strategy="exp")
+    with pytest.raises(ValueError, match="anneal_epochs must be equal or greater than 0, got -1"):
+        swa_utils.SWALR(opt, 0.1, anneal_epochs=-1)
+    with pytest.raises(ValueError, match="swa_lr must have the same length"):
+        swa_utils.SWALR(opt, [0.1, 0.2])
+    with pytest.raises(ValueError, match=r"Invalid decay value 1.5 provided"):
+        swa_utils.get_ema_avg_fn(1.5)
+    with pytest.raises(ValueError, match=r"Invalid decay value -1 provided"):
+        swa_utils.get_ema_multi_avg_fn(-1)
+    with pytest.raises(AssertionError, match="Only one of avg_fn and multi_avg_fn"):
+        swa_utils.AveragedModel(fabric.nn.Linear(1, 1), avg_fn=swa_utils.get_swa_avg_fn(),
+                                multi_avg_fn=swa_utils.get_swa_multi_avg_fn())
+
+
+@pytest.mark.torch
+def test_update_bn_matches_torch():
+    import torch
+    import torch.optim.swa_utils as tswa
+
+    f, t = _twin_models(torch)
+    f.train(False)
+    t.train(False)
+    f[1].momentum = t[1].momentum = 0.3
+    x = np.random.default_rng(2).standard_normal((3, 5, 3)).astype("float32")
+    swa_utils.update_bn([(fabric.tensor(b), 0) for b in x], f)
+    tswa.update_bn([(torch.tensor(b), 0) for b in x], t)
+    # the statistics come from a matmul and a batch mean: equal up to float32 rounding
+    _assert_state_equal(f.state_dict(), t.state_dict(), exact=False)
+    assert not f.training and f[1].momentum == 0.3
+    swa_utils.update_bn([fabric.tensor(b) for b in x], f, device="cpu")
+    _assert_state_equal(f.state_dict(), t.state_dict(), exact=False)
+    swa_utils.update_bn([fabric.ones(2, 3)], fabric.nn.Linear(3, 1))  # no BatchNorm: nothing to do
