@@ -26,6 +26,7 @@ _SUBMODULES = ("nn", "nn.functional", "nn.init", "nn.utils", "nn.utils.rnn", "nn
                "backends", "serialization", "special", "testing", "distributions", "distributed", "nn.parallel",
                "multiprocessing",
                "optim.swa_utils",
+               "func", "nn.utils.parametrize", "nn.utils.parametrizations", "nn.utils.stateless", "nn.utils.fusion",
                "amp", "cpu", "cpu.amp", "cuda.amp")
 
 

@@ -20,3 +20,4 @@ from . import fusion  # noqa: F401,E402
 from .fusion import (  # noqa: F401,E402
     fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval, fuse_linear_bn_weights, skip_init,
     convert_conv2d_weight_memory_format, convert_conv3d_weight_memory_format)
+from . import stateless  # noqa: F401,E402
