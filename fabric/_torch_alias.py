@@ -25,7 +25,7 @@ _SUBMODULES = ("nn", "nn.functional", "nn.init", "nn.utils", "nn.utils.rnn", "nn
                "autograd.grad_mode", "autograd.graph", "utils", "utils.data", "linalg", "cuda", "random",
                "backends", "serialization", "special", "testing", "distributions", "distributed", "nn.parallel",
                "multiprocessing",
-               "optim.swa_utils",
+               "optim.swa_utils", "autograd.variable",
                "func", "nn.utils.parametrize", "nn.utils.parametrizations", "nn.utils.stateless", "nn.utils.fusion",
                "amp", "cpu", "cpu.amp", "cuda.amp")
 

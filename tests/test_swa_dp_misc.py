@@ -11,7 +11,7 @@ import pytest
 import fabric
 from fabric.optim import swa_utils
 
-DOC_MODULES = ["fabric.optim.swa_utils"]
+DOC_MODULES = ["fabric.optim.swa_utils", "fabric.autograd.variable"]
 
 
 @pytest.mark.parametrize("module", DOC_MODULES)
@@ -163,3 +163,42 @@ def test_update_bn_matches_torch():
     swa_utils.update_bn([fabric.tensor(b) for b in x], f, device="cpu")
     _assert_state_equal(f.state_dict(), t.state_dict(), exact=False)
     swa_utils.update_bn([fabric.ones(2, 3)], fabric.nn.Linear(3, 1))  # no BatchNorm: nothing to do
+
+
+# --- autograd.Variable ------------------------------------------------------------------------------------------------
+
+@pytest.mark.torch
+def test_variable_matches_torch():
+    import torch
+
+    from fabric.autograd import Variable
+
+    for lib, V in ((fabric, Variable), (torch, torch.autograd.Variable)):
+        t = lib.ones(2)
+        v = V(t)
+        assert v is not t and type(v) is lib.Tensor and not v.requires_grad
+        v[0] = 5.0  # shares data and version counter with t
+        assert t.tolist() == [5.0, 1.0] and t._version == v._version == 1
+        v = V(t, True)
+        assert v.requires_grad and v.is_leaf and not t.requires_grad
+        y = lib.ones(2, requires_grad=True) * 2
+        v = V(y)
+        assert v.grad_fn is None and not v.requires_grad
+        assert type(V(lib.nn.Parameter(lib.ones(1)))) is lib.Tensor
+        assert isinstance(t, V) and isinstance(lib.nn.Parameter(lib.ones(1)), V) and not isinstance(1.0, V)
+        assert V().tolist() == [] and V().dtype == lib.float32
+        with pytest.warns(UserWarning, match="volatile was removed"):
+            assert not V(t, volatile=True).requires_grad
+        with pytest.raises(ValueError, match="can't be volatile and require_grad"), pytest.warns(UserWarning):
+            V(t, volatile=True, requires_grad=True)
+        with pytest.raises(TypeError, match="Variable data has to be a tensor, but got list"):
+            V([1.0])
+        with pytest.raises(RuntimeError, match="Only Tensors of floating point and complex dtype can require grad"):
+            V(lib.ones(2, dtype=lib.long), requires_grad=True)
+
+
+def test_variable_alias():
+    import fabric.autograd.variable as mod
+
+    assert fabric.autograd.Variable is mod.Variable
+    assert "autograd.variable" in fabric._torch_alias._SUBMODULES

@@ -15,10 +15,11 @@ from .function import Function, FunctionCtx, InplaceFunction, Node, once_differe
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from . import functional, graph
 from .gradcheck import gradcheck, gradgradcheck
+from .variable import Variable
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "Node", "once_differentiable", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "gradcheck", "gradgradcheck", "detect_anomaly",
-           "set_detect_anomaly", "functional", "graph", "InplaceFunction"]
+           "set_detect_anomaly", "functional", "graph", "InplaceFunction", "Variable"]
 
 
 def _as_tuple(x):
