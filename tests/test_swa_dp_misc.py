@@ -11,7 +11,8 @@ import pytest
 import fabric
 from fabric.optim import swa_utils
 
-DOC_MODULES = ["fabric.optim.swa_utils", "fabric.autograd.variable"]
+DOC_MODULES = ["fabric.optim.swa_utils", "fabric.autograd.variable", "fabric.nn.functional._shuffle",
+               "fabric.nn.modules.channelshuffle"]
 
 
 @pytest.mark.parametrize("module", DOC_MODULES)
@@ -202,3 +203,43 @@ def test_variable_alias():
 
     assert fabric.autograd.Variable is mod.Variable
     assert "autograd.variable" in fabric._torch_alias._SUBMODULES
+
+
+# --- ChannelShuffle -----------------------------------------------------------------------------------------------------
+
+@pytest.mark.torch
+@pytest.mark.parametrize("shape,groups", [((2, 6, 3), 3), ((1, 4, 2, 3), 2), ((2, 6, 1, 2, 2), 6), ((1, 0, 2), 2),
+                                          ((0, 6, 2), 2), ((2, 5, 3), 1)])
+def test_channel_shuffle_matches_torch(shape, groups):
+    import torch
+
+    x = np.random.default_rng(0).standard_normal(shape)
+    g = np.random.default_rng(1).standard_normal(shape)
+    fx, tx = fabric.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    fy, ty = fabric.nn.ChannelShuffle(groups)(fx), torch.nn.ChannelShuffle(groups)(tx)
+    np.testing.assert_array_equal(fy.detach().numpy(), ty.detach().numpy())
+    assert fy.is_contiguous()
+    fy.backward(fabric.tensor(g))
+    if x.size:  # torch's ChannelShuffleBackward0 calls channel_shuffle(grad, 0) on empty inputs and raises
+        ty.backward(torch.tensor(g))
+        np.testing.assert_array_equal(fx.grad.numpy(), tx.grad.numpy())
+    else:
+        assert fx.grad.shape == fx.shape
+    xi = np.arange(int(np.prod(shape))).reshape(shape)
+    np.testing.assert_array_equal(fabric.nn.functional.channel_shuffle(fabric.tensor(xi), groups).numpy(),
+                                  torch.nn.functional.channel_shuffle(torch.tensor(xi), groups).numpy())
+
+
+def test_channel_shuffle_gradgrad_and_errors():
+    x = fabric.randn(2, 4, 3, dtype=fabric.float64, requires_grad=True)
+    assert fabric.autograd.gradgradcheck(lambda t: fabric.nn.functional.channel_shuffle(t, 2) ** 2, (x,))
+    assert repr(fabric.nn.ChannelShuffle(3)) == "ChannelShuffle(groups=3)"
+    F = fabric.nn.functional
+    with pytest.raises(RuntimeError, match=r"channel_shuffle expects input with > 2 dims, but got input with sizes \[1, 6\]"):
+        F.channel_shuffle(fabric.ones(1, 6), 2)
+    with pytest.raises(RuntimeError, match="Number of groups to divide channels in must be positive. Value of groups:0"):
+        F.channel_shuffle(fabric.ones(1, 6, 2), 0)
+    with pytest.raises(RuntimeError, match="Number of channels must be divisible by groups. Got 6 channels and 4 groups"):
+        F.channel_shuffle(fabric.ones(1, 6, 2), 4)
+    with pytest.raises(TypeError, match="must be int, not float"):
+        F.channel_shuffle(fabric.ones(1, 6, 2), 2.0)

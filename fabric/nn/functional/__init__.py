@@ -12,3 +12,4 @@ from ._conv import *  # noqa: F401,F403
 from ._pooling import *  # noqa: F401,F403
 from ._resample import *  # noqa: F401,F403
 from ._attention import *  # noqa: F401,F403
+from ._shuffle import *  # noqa: F401,F403

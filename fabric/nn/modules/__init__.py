@@ -22,3 +22,4 @@ from .fold import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
+from .channelshuffle import *  # noqa: F401,F403
