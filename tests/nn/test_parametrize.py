@@ -404,3 +404,50 @@ def test_torch_alias_resolves():
     assert fabric.nn.utils.parametrizations.weight_norm is not None
     assert callable(fabric.nn.utils.weight_norm) and callable(fabric.nn.utils.fuse_conv_bn_eval)
     assert fabric.nn.utils.stateless.functional_call is not None
+
+
+# --- parametrizations.orthogonal ---------------------------------------------------------
+@pytest.mark.torch
+@pytest.mark.parametrize("shape,orthogonal_map,triv", [
+    ((3, 3), None, True), ((3, 3), "cayley", True), ((3, 3), "householder", False),
+    ((5, 3), None, True), ((5, 3), "matrix_exp", True), ((3, 5), "householder", True),
+    ((3, 5), None, False), ((2, 4, 3), "cayley", True), ((2, 4, 3), "householder", False)])
+def test_orthogonal_matches_torch(shape, orthogonal_map, triv):
+    import torch
+    fabric.manual_seed(0)
+    torch.manual_seed(0)
+    w = np.random.RandomState(0).randn(*shape).astype(np.float32)
+    a, b = nn.Module(), torch.nn.Module()
+    a.weight, b.weight = nn.Parameter(fabric.tensor(w)), torch.nn.Parameter(torch.tensor(w))
+    nn.utils.parametrizations.orthogonal(a, orthogonal_map=orthogonal_map, use_trivialization=triv)
+    torch.nn.utils.parametrizations.orthogonal(b, orthogonal_map=orthogonal_map, use_trivialization=triv)
+    _assert_state_close(a, b, rtol=1e-5, atol=1e-6)
+    n, k = shape[-2:]
+    W = a.weight if n >= k else a.weight.mT
+    np.testing.assert_allclose(_np(W.mT @ W), np.broadcast_to(np.eye(min(n, k)), W.shape[:-2] + (min(n, k),) * 2),
+                               atol=1e-5)
+    opt_a = fabric.optim.SGD(a.parameters(), lr=0.1)
+    opt_b = torch.optim.SGD(b.parameters(), lr=0.1)
+    for _ in range(2):
+        (a.weight ** 3).sum().backward()
+        (b.weight ** 3).sum().backward()
+        opt_a.step()
+        opt_b.step()
+        opt_a.zero_grad()
+        opt_b.zero_grad()
+    _assert_state_close(a, b, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(_np(a.weight), b.weight.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_orthogonal_assignment_and_errors():
+    m = nn.utils.parametrizations.orthogonal(nn.Linear(3, 3))
+    Q = fabric.linalg.qr(fabric.randn(3, 3))[0]
+    m.weight = Q
+    np.testing.assert_allclose(_np(m.weight), _np(Q), atol=1e-5)
+    with pytest.raises(ValueError, match="orthogonal_map has to be one of"):
+        nn.utils.parametrizations.orthogonal(nn.Linear(3, 3), orthogonal_map="qr")
+    with pytest.raises(ValueError, match="Expected a matrix"):
+        nn.utils.parametrizations.orthogonal(nn.Linear(3, 3), "bias")
+    m = nn.utils.parametrizations.orthogonal(nn.Linear(3, 3), use_trivialization=False)
+    with pytest.raises(NotImplementedError, match="use_trivialization=False"):
+        m.weight = Q

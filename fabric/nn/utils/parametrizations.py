@@ -11,13 +11,179 @@ Example::
 """
 from __future__ import annotations
 
+from enum import Enum, auto
+
+import numpy as np
+
 from ..._tensor import Tensor
 from ...autograd import no_grad
 from .. import functional as F
 from ..modules.module import Module
 from . import parametrize
 
-__all__ = ["weight_norm", "spectral_norm"]
+__all__ = ["orthogonal", "spectral_norm", "weight_norm"]
+
+
+def _householder_product(V: Tensor, tau: Tensor) -> Tensor:
+    """torch.linalg.householder_product written with differentiable Tensor
+    ops: the first ``k`` columns of ``H_1 ... H_k``, ``H_i = I - tau_i v_i
+    v_i^H``, ``v_i`` the ``i``-th column of ``V`` below the diagonal with a
+    unit diagonal.  One rank-1 update per reflector, O(n k^2)."""
+    from ... import _creation
+    n, k = V.size(-2), tau.size(-1)
+    eye = _creation.eye(n, k, dtype=V.dtype, device=V.device)
+    Vl = V[..., :k].tril(-1) + eye
+    Q = eye.expand(*V.shape[:-2], n, k)
+    for i in reversed(range(k)):
+        v = Vl[..., :, i:i + 1]
+        Q = Q - tau[..., i:i + 1].unsqueeze(-1) * (v @ (v.mH @ Q))
+    return Q
+
+
+def _geqrf(A: Tensor):
+    """torch.geqrf (LAPACK's compact QR: reflectors below the diagonal, R on
+    and above it, and tau) via NumPy's ``qr(mode='raw')``, on the host; only
+    used once, without gradients, by ``orthogonal``'s right_inverse."""
+    from ... import _creation
+    h, tau = np.linalg.qr(A.detach().cpu().numpy(), mode="raw")
+    return (_creation.tensor(np.ascontiguousarray(np.swapaxes(h, -1, -2)), device=A.device),
+            _creation.tensor(tau, device=A.device))
+
+
+def _is_orthogonal(Q, eps=None):
+    from ... import _creation
+    from ..._dtype import finfo
+    from ...ops import allclose
+    n, k = Q.size(-2), Q.size(-1)
+    Id = _creation.eye(k, dtype=Q.dtype, device=Q.device)
+    eps = 10.0 * n * finfo(Q.dtype).eps
+    return allclose(Q.mH @ Q, Id, atol=eps)
+
+
+def _make_orthogonal(A):
+    """The Q of the QR decomposition of ``A`` with its columns' signs fixed
+    so that diag(R) > 0 (PyTorch: geqrf + householder_product; LAPACK's
+    geqrf is what linalg.qr runs, so Q and R are the same)."""
+    from ... import linalg
+    Q, R = linalg.qr(A)
+    return Q * R.diagonal(dim1=-2, dim2=-1).sgn().unsqueeze(-2)
+
+
+class _OrthMaps(Enum):
+    matrix_exp = auto()
+    cayley = auto()
+    householder = auto()
+
+
+class _Orthogonal(Module):
+    def __init__(self, weight, orthogonal_map: _OrthMaps, *, use_trivialization=True) -> None:
+        super().__init__()
+        if weight.is_complex() and orthogonal_map == _OrthMaps.householder:
+            raise ValueError("The householder parametrization does not support complex tensors.")
+        self.shape = weight.shape
+        self.orthogonal_map = orthogonal_map
+        if use_trivialization:
+            self.register_buffer("base", None)
+
+    def forward(self, X: Tensor) -> Tensor:
+        from ... import _creation, linalg
+        from ...ops import add, cat
+        n, k = X.size(-2), X.size(-1)
+        transposed = n < k
+        if transposed:
+            X = X.mT
+            n, k = k, n
+        if self.orthogonal_map in (_OrthMaps.matrix_exp, _OrthMaps.cayley):
+            X = X.tril()
+            if n != k:
+                X = cat([X, X.new_zeros(n, n - k).expand(*X.shape[:-2], -1, -1)], dim=-1)
+            A = X - X.mH
+            if self.orthogonal_map == _OrthMaps.matrix_exp:
+                Q = linalg.matrix_exp(A)
+            else:
+                Id = _creation.eye(n, dtype=A.dtype, device=A.device)
+                Q = linalg.solve(add(Id, A, alpha=-0.5), add(Id, A, alpha=0.5))
+            if n != k:
+                Q = Q[..., :k]
+        else:
+            A = X.tril(diagonal=-1)
+            tau = 2.0 / (1.0 + (A * A).sum(dim=-2))
+            Q = _householder_product(A, tau)
+            Q = Q * X.diagonal(dim1=-2, dim2=-1).int().unsqueeze(-2)
+        if hasattr(self, "base"):
+            Q = self.base @ Q
+        if transposed:
+            Q = Q.mT
+        return Q
+
+    def right_inverse(self, Q: Tensor) -> Tensor:
+        from ... import _creation, randn
+        from ...ops import cat
+        if Q.shape != self.shape:
+            raise ValueError(f"Expected a matrix or batch of matrices of shape {self.shape}. "
+                             f"Got a tensor of shape {Q.shape}.")
+        with no_grad():
+            Q_init = Q
+            n, k = Q.size(-2), Q.size(-1)
+            transpose = n < k
+            if transpose:
+                Q = Q.mT
+                n, k = k, n
+            if not hasattr(self, "base"):
+                if self.orthogonal_map in (_OrthMaps.cayley, _OrthMaps.matrix_exp):
+                    raise NotImplementedError("It is not possible to assign to the matrix exponential or the Cayley "
+                                              "parametrizations when use_trivialization=False.")
+                A, tau = _geqrf(Q)
+                d = A.diagonal(dim1=-2, dim2=-1)
+                sign = d.sign()
+                # a zero tau means the reflector is the identity: flip, as PyTorch
+                sign = sign * (1 - 2 * (tau == 0.0).to(sign.dtype))
+                d.copy_(sign)
+                return A.mT if transpose else A
+            if n == k:
+                Q = _make_orthogonal(Q) if not _is_orthogonal(Q) else Q.clone()
+            else:
+                # Same draw as PyTorch: completes Q to a square orthogonal base.
+                N = randn(*(Q.size()[:-2] + (n, n - k)), dtype=Q.dtype, device=Q.device)
+                Q = _make_orthogonal(cat([Q, N], dim=-1))
+            self.base = Q
+            neg_Id = _creation.zeros_like(Q_init)
+            neg_Id.diagonal(dim1=-2, dim2=-1).fill_(-1.0)
+            return neg_Id
+
+
+def orthogonal(module: Module, name: str = "weight", orthogonal_map: str | None = None, *,
+               use_trivialization: bool = True) -> Module:
+    """Constrain the matrix (or batch of matrices) ``module.<name>`` to be
+    orthogonal (unitary), through ``orthogonal_map``: ``"matrix_exp"``
+    (default for square or complex weights), ``"cayley"`` or
+    ``"householder"`` (default otherwise).  With ``use_trivialization``
+    (default) a buffer ``base`` holds the current orthogonal matrix and the
+    original starts at ``-I``, as in PyTorch.
+
+    Example::
+
+        >>> import fabric
+        >>> from fabric import nn
+        >>> m = nn.utils.parametrizations.orthogonal(nn.Linear(3, 3))
+        >>> bool(fabric.allclose(m.weight @ m.weight.T, fabric.eye(3), atol=1e-5))
+        True
+    """
+    weight = getattr(module, name, None)
+    if not isinstance(weight, Tensor):
+        raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
+    if weight.ndim < 2:
+        raise ValueError(f"Expected a matrix or batch of matrices. Got a tensor of {weight.ndim} dimensions.")
+    if orthogonal_map is None:
+        orthogonal_map = ("matrix_exp" if weight.size(-2) == weight.size(-1) or weight.is_complex()
+                          else "householder")
+    orth_enum = getattr(_OrthMaps, orthogonal_map, None)
+    if orth_enum is None:
+        raise ValueError('orthogonal_map has to be one of "matrix_exp", "cayley", "householder". '
+                         f"Got: {orthogonal_map}")
+    orth = _Orthogonal(weight, orth_enum, use_trivialization=use_trivialization)
+    parametrize.register_parametrization(module, name, orth, unsafe=True)
+    return module
 
 
 def _norm_except_dim(v: Tensor, pow: float, dim: int) -> Tensor:
