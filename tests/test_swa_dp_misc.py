@@ -12,7 +12,7 @@ import fabric
 from fabric.optim import swa_utils
 
 DOC_MODULES = ["fabric.optim.swa_utils", "fabric.autograd.variable", "fabric.nn.functional._shuffle",
-               "fabric.nn.modules.channelshuffle"]
+               "fabric.nn.modules.channelshuffle", "fabric.nn.parallel.data_parallel"]
 
 
 @pytest.mark.parametrize("module", DOC_MODULES)
@@ -243,3 +243,69 @@ def test_channel_shuffle_gradgrad_and_errors():
         F.channel_shuffle(fabric.ones(1, 6, 2), 4)
     with pytest.raises(TypeError, match="must be int, not float"):
         F.channel_shuffle(fabric.ones(1, 6, 2), 2.0)
+
+
+# --- DataParallel -------------------------------------------------------------------------------------------------------
+
+def _no_cuda(monkeypatch):
+    monkeypatch.setattr(fabric.cuda, "is_available", lambda: False)
+
+
+@pytest.mark.torch
+def test_data_parallel_without_gpu_matches_torch(monkeypatch):
+    import torch
+
+    _no_cuda(monkeypatch)
+    f, t = _twin_models(torch)
+    fdp, tdp = fabric.nn.DataParallel(f), torch.nn.DataParallel(t)
+    assert fdp.module is f and fdp.device_ids == tdp.device_ids == []
+    assert isinstance(fdp, fabric.nn.Module) and isinstance(fdp, fabric.nn.parallel.DataParallel)
+    assert repr(fdp) == repr(tdp)
+    _assert_state_equal(fdp.state_dict(), tdp.state_dict())
+    x = np.random.default_rng(3).standard_normal((5, 3)).astype("float32")
+    fdp.eval()
+    tdp.eval()
+    np.testing.assert_allclose(fdp(fabric.tensor(x)).detach().numpy(), tdp(torch.tensor(x)).detach().numpy(),
+                               rtol=1e-5, atol=1e-6)
+    # a checkpoint saved from the wrapper loads back into it, and `.module` gives the unprefixed keys
+    fdp2 = fabric.nn.DataParallel(fabric.nn.Sequential(fabric.nn.Linear(3, 4), fabric.nn.BatchNorm1d(4),
+                                                       fabric.nn.Linear(4, 2)))
+    fdp2.load_state_dict(tdp.state_dict())
+    _assert_state_equal(fdp2.module.state_dict(), t.state_dict())
+
+
+def test_data_parallel_forward_kwargs_and_training(monkeypatch):
+    _no_cuda(monkeypatch)
+
+    class Two(fabric.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = fabric.nn.Linear(2, 1)
+
+        def forward(self, x, *, scale=1.0):
+            return self.lin(x) * scale
+
+    dp = fabric.nn.DataParallel(Two(), device_ids=[0], output_device=0, dim=0)
+    x = fabric.ones(4, 2)
+    np.testing.assert_allclose(dp(x, scale=2.0).detach().numpy(), (dp.module(x) * 2).detach().numpy())
+    opt = fabric.optim.SGD(dp.parameters(), lr=0.1)
+    dp(x).sum().backward()
+    assert dp.module.lin.weight.grad is not None
+    opt.step()
+
+
+def test_data_parallel_several_gpus_not_implemented(monkeypatch):
+    monkeypatch.setattr(fabric.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(fabric.cuda, "device_count", lambda: 2)
+    with pytest.raises(NotImplementedError, match="single-process multi-GPU replication"):
+        fabric.nn.DataParallel(fabric.nn.Linear(2, 1))
+    with pytest.raises(NotImplementedError, match=r"device_ids=\[0, 1\]"):
+        fabric.nn.DataParallel(fabric.nn.Linear(2, 1), device_ids=[0, "cuda:1"])
+
+
+@pytest.mark.cuda
+def test_data_parallel_one_gpu():
+    dp = fabric.nn.DataParallel(fabric.nn.Linear(2, 1), device_ids=[0])
+    assert dp.module.weight.device == fabric.device("cuda", 0)
+    y = dp(fabric.ones(3, 2))
+    assert y.device == fabric.device("cuda", 0) and y.shape == (3, 1)

@@ -13,3 +13,4 @@ from .parameter import Parameter, Buffer, UninitializedParameter  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from . import functional, init, utils  # noqa: F401
 from . import parallel  # noqa: F401,E402
+from .parallel import DataParallel  # noqa: F401,E402

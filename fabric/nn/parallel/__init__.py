@@ -17,5 +17,7 @@ from __future__ import annotations
 
 from . import distributed  # noqa: F401
 from .distributed import DistributedDataParallel
+from . import data_parallel  # noqa: F401
+from .data_parallel import DataParallel
 
-__all__ = ["DistributedDataParallel"]
+__all__ = ["DistributedDataParallel", "DataParallel"]
