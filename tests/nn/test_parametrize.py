@@ -451,3 +451,15 @@ def test_orthogonal_assignment_and_errors():
     m = nn.utils.parametrizations.orthogonal(nn.Linear(3, 3), use_trivialization=False)
     with pytest.raises(NotImplementedError, match="use_trivialization=False"):
         m.weight = Q
+
+
+@pytest.mark.parametrize("module", ["fabric.nn.utils.parametrize", "fabric.nn.utils.parametrizations",
+                                    "fabric.nn.utils.weight_norm", "fabric.nn.utils.spectral_norm",
+                                    "fabric.nn.utils.fusion", "fabric.nn.utils.stateless", "fabric.func"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+    import sys
+    importlib.import_module(module)
+    res = doctest.testmod(sys.modules[module], optionflags=doctest.ELLIPSIS)
+    assert res.failed == 0
