@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import fabric
-from fabric import nn
 import fabric.nn.utils.parametrize as P
+from fabric import nn
 
 
 def _np(t):
@@ -239,10 +239,9 @@ def test_legacy_weight_norm_matches_torch(kind, dim):
     ya, yb = _train_both(a, b, kind)
     np.testing.assert_allclose(_np(ya), yb.detach().numpy(), rtol=1e-4, atol=1e-5)
     _assert_state_close(a, b)
-    with pytest.raises(RuntimeError, match="two weight_norm hooks"):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)
-            nn.utils.weight_norm(a)
+    with pytest.raises(RuntimeError, match="two weight_norm hooks"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        nn.utils.weight_norm(a)
     nn.utils.remove_weight_norm(a)
     torch.nn.utils.remove_weight_norm(b)
     _assert_state_close(a, b)

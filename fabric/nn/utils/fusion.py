@@ -25,8 +25,15 @@ from ...random import fork_rng
 from ..modules.module import Module
 from ..parameter import Parameter
 
-__all__ = ["fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights",
-           "skip_init", "convert_conv2d_weight_memory_format", "convert_conv3d_weight_memory_format"]
+__all__ = [
+    "convert_conv2d_weight_memory_format",
+    "convert_conv3d_weight_memory_format",
+    "fuse_conv_bn_eval",
+    "fuse_conv_bn_weights",
+    "fuse_linear_bn_eval",
+    "fuse_linear_bn_weights",
+    "skip_init",
+]
 
 
 def fuse_conv_bn_eval(conv, bn, transpose: bool = False):

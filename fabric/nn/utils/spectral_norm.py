@@ -19,8 +19,13 @@ from .. import functional as F
 from ..modules.module import Module
 from ..parameter import Parameter, UninitializedParameter
 
-__all__ = ["SpectralNorm", "SpectralNormLoadStateDictPreHook", "SpectralNormStateDictHook", "spectral_norm",
-           "remove_spectral_norm"]
+__all__ = [
+    "SpectralNorm",
+    "SpectralNormLoadStateDictPreHook",
+    "SpectralNormStateDictHook",
+    "remove_spectral_norm",
+    "spectral_norm",
+]
 
 
 class SpectralNorm:
@@ -80,7 +85,7 @@ class SpectralNorm:
         return v.mul_(target_sigma / u.dot(weight_mat.mv(v)))
 
     @staticmethod
-    def apply(module: Module, name: str, n_power_iterations: int, dim: int, eps: float) -> "SpectralNorm":
+    def apply(module: Module, name: str, n_power_iterations: int, dim: int, eps: float) -> SpectralNorm:
         for hook in module._forward_pre_hooks.values():
             if isinstance(hook, SpectralNorm) and hook.name == name:
                 raise RuntimeError(f"Cannot register two spectral_norm hooks on the same parameter {name}")

@@ -24,7 +24,7 @@ from ..modules.module import Module
 from ..parameter import Parameter, UninitializedParameter
 from .parametrizations import _norm_except_dim, _weight_norm
 
-__all__ = ["WeightNorm", "weight_norm", "remove_weight_norm"]
+__all__ = ["WeightNorm", "remove_weight_norm", "weight_norm"]
 
 
 class WeightNorm:
@@ -43,7 +43,7 @@ class WeightNorm:
         return _weight_norm(v, g, self.dim)
 
     @staticmethod
-    def apply(module, name: str, dim: int) -> "WeightNorm":
+    def apply(module, name: str, dim: int) -> WeightNorm:
         warnings.warn("`torch.nn.utils.weight_norm` is deprecated in favor of "
                       "`torch.nn.utils.parametrizations.weight_norm`.", FutureWarning, stacklevel=3)
         for hook in module._forward_pre_hooks.values():
