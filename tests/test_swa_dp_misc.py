@@ -12,7 +12,8 @@ import fabric
 from fabric.optim import swa_utils
 
 DOC_MODULES = ["fabric.optim.swa_utils", "fabric.autograd.variable", "fabric.nn.functional._shuffle",
-               "fabric.nn.modules.channelshuffle", "fabric.nn.parallel.data_parallel"]
+               "fabric.nn.modules.channelshuffle", "fabric.nn.parallel.data_parallel",
+               "fabric.nn.modules.syncbatchnorm"]
 
 
 @pytest.mark.parametrize("module", DOC_MODULES)
@@ -309,3 +310,120 @@ def test_data_parallel_one_gpu():
     assert dp.module.weight.device == fabric.device("cuda", 0)
     y = dp(fabric.ones(3, 2))
     assert y.device == fabric.device("cuda", 0) and y.shape == (3, 1)
+
+
+# --- SyncBatchNorm ------------------------------------------------------------------------------------------------------
+
+@pytest.mark.torch
+@pytest.mark.parametrize("momentum", [0.1, None])
+def test_sync_batchnorm_without_process_group_matches_torch(momentum):
+    import torch
+
+    x = np.random.default_rng(4).standard_normal((6, 3, 4)).astype("float32")
+    g = np.random.default_rng(5).standard_normal((6, 3, 4)).astype("float32")
+    fb, tb = fabric.nn.SyncBatchNorm(3, momentum=momentum), torch.nn.SyncBatchNorm(3, momentum=momentum)
+    assert repr(fb) == repr(tb)
+    for train in (True, True, False):
+        fb.train(train)
+        tb.train(train)
+        fx, tx = fabric.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        fy, ty = fb(fx), tb(tx)
+        np.testing.assert_allclose(fy.detach().numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-5)
+        fy.backward(fabric.tensor(g))
+        ty.backward(torch.tensor(g))
+        np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-5)
+        _assert_state_equal(fb.state_dict(), tb.state_dict(), exact=False)
+
+
+@pytest.mark.torch
+def test_convert_sync_batchnorm_matches_torch():
+    import torch
+
+    def build(lib):
+        m = lib.nn.Sequential(lib.nn.Conv2d(1, 2, 1), lib.nn.BatchNorm2d(2, momentum=None),
+                              lib.nn.Sequential(lib.nn.BatchNorm1d(2, affine=False), lib.nn.ReLU()))
+        m[2].eval()
+        return m
+
+    fm, tm = build(fabric), build(torch)
+    bn_f = fm[1]
+    fc = fabric.nn.SyncBatchNorm.convert_sync_batchnorm(fm, process_group="pg")
+    tc = torch.nn.SyncBatchNorm.convert_sync_batchnorm(tm, process_group="pg")
+    assert repr(fc) == repr(tc)
+    assert fc is fm and type(fc[1]) is fabric.nn.SyncBatchNorm and fc[1] is not bn_f
+    assert fc[1].weight is bn_f.weight and fc[1].running_var is bn_f.running_var
+    assert fc[1].num_batches_tracked is bn_f.num_batches_tracked and fc[1].process_group == "pg"
+    assert not fc[2][0].training and fc[2][0].weight is None
+    assert list(fc.state_dict()) == list(tc.state_dict())
+    single = fabric.nn.SyncBatchNorm.convert_sync_batchnorm(fabric.nn.BatchNorm3d(4))
+    assert type(single) is fabric.nn.SyncBatchNorm and single.num_features == 4
+
+
+def test_sync_batchnorm_errors_and_world_of_one():
+    import fabric.distributed as dist
+
+    bn = fabric.nn.SyncBatchNorm(3)
+    with pytest.raises(ValueError, match=r"expected at least 2D input \(got 1D input\)"):
+        bn(fabric.ones(3))
+    with pytest.raises(ValueError, match="SyncBatchNorm number of input channels should be non-zero"):
+        fabric.nn.SyncBatchNorm(0)(fabric.ones(2, 0))
+    x = fabric.randn(5, 3, 2)
+    ref = fabric.nn.BatchNorm1d(3)
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        y = bn(x)
+    finally:
+        dist.destroy_process_group()
+    np.testing.assert_array_equal(y.detach().numpy(), ref(x).detach().numpy())
+    _assert_state_equal(bn.state_dict(), ref.state_dict())
+
+
+def _sync_bn_worker(rank, port, world, momentum):
+    import fabric.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    try:
+        rng = np.random.default_rng(7)
+        x = rng.standard_normal((6, 3, 4)) * 3 + 1
+        g = rng.standard_normal((6, 3, 4))
+        ref = fabric.nn.BatchNorm1d(3, momentum=momentum).double()
+        sync = fabric.nn.SyncBatchNorm(3, momentum=momentum).double()
+        with fabric.no_grad():
+            for m in (ref, sync):
+                m.weight.copy_(fabric.tensor([0.5, -1.0, 2.0]))
+                m.bias.copy_(fabric.tensor([0.1, 0.2, -0.3]))
+        rows = slice(rank * 3, rank * 3 + 3)  # each rank holds half of the batch
+        for step in range(2):
+            fx = fabric.tensor(x, requires_grad=True)
+            ry = ref(fx)
+            ry.backward(fabric.tensor(g))
+            lx = fabric.tensor(x[rows], requires_grad=True)
+            ly = sync(lx)
+            ly.backward(fabric.tensor(g[rows]))
+            np.testing.assert_allclose(ly.detach().numpy(), ry.detach().numpy()[rows], rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(lx.grad.numpy(), fx.grad.numpy()[rows], rtol=1e-9, atol=1e-12)
+            # weight and bias gradients are local: their sum over ranks is the full-batch gradient
+            for p_sync, p_ref in ((sync.weight, ref.weight), (sync.bias, ref.bias)):
+                total = p_sync.grad.clone()
+                dist.all_reduce(total)
+                np.testing.assert_allclose(total.numpy(), p_ref.grad.numpy(), rtol=1e-9, atol=1e-12)
+            for k in ("running_mean", "running_var", "num_batches_tracked"):
+                np.testing.assert_allclose(sync.state_dict()[k].numpy(), ref.state_dict()[k].numpy(), rtol=1e-10)
+        sync.eval()
+        ref.eval()
+        np.testing.assert_allclose(sync(fabric.tensor(x[rows])).detach().numpy(),
+                                   ref(fabric.tensor(x)).detach().numpy()[rows], rtol=1e-10)
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("momentum", [0.1, None])
+def test_sync_batchnorm_two_ranks_equal_full_batch(momentum):
+    import socket
+
+    import fabric.multiprocessing as mp
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    mp.spawn(_sync_bn_worker, args=(port, 2, momentum), nprocs=2, join=True)

@@ -23,3 +23,4 @@ from .rnn import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
 from .channelshuffle import *  # noqa: F401,F403
+from .syncbatchnorm import *  # noqa: F401,F403
