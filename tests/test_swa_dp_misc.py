@@ -427,3 +427,30 @@ def test_sync_batchnorm_two_ranks_equal_full_batch(momentum):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     mp.spawn(_sync_bn_worker, args=(port, 2, momentum), nprocs=2, join=True)
+
+
+def test_sync_batchnorm_function_in_one_process():
+    """The synchronised kernel itself (a world of one makes its all_reduce the identity): values and gradients
+    equal BatchNorm's; its backward is once-differentiable."""
+    import fabric.distributed as dist
+    from fabric.nn.modules import syncbatchnorm as sbn
+
+    x = fabric.randn(5, 3, 2, dtype=fabric.float64, requires_grad=True)
+    w = fabric.tensor([0.5, 2.0, -1.0], dtype=fabric.float64, requires_grad=True)
+    b = fabric.tensor([0.1, 0.0, 0.3], dtype=fabric.float64, requires_grad=True)
+    g = fabric.randn(5, 3, 2, dtype=fabric.float64)
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        group = dist.group.WORLD
+        mean, var, n = sbn._global_stats(x._data, group)
+        invstd = 1.0 / np.sqrt(var + 1e-5)
+        y = sbn._SyncBatchNormFn.apply(x, w, b, mean, invstd, n, group)
+        gx, gw, gb = fabric.autograd.grad(y, (x, w, b), g, create_graph=True)
+        with pytest.raises(RuntimeError):
+            fabric.autograd.grad(gx.sum(), x)
+    finally:
+        dist.destroy_process_group()
+    ref = fabric.nn.functional.batch_norm(x, None, None, w, b, True, 0.1, 1e-5)
+    rx, rw, rb = fabric.autograd.grad(ref, (x, w, b), g)
+    for mine, theirs in ((y, ref), (gx, rx), (gw, rw), (gb, rb)):
+        np.testing.assert_allclose(mine.detach().numpy(), theirs.detach().numpy(), rtol=1e-10, atol=1e-12)

@@ -34,8 +34,8 @@ from ..nn.modules.batchnorm import _BatchNorm
 from ..nn.modules.module import Module
 from .lr_scheduler import LRScheduler, _per_group
 
-__all__ = ["AveragedModel", "update_bn", "SWALR", "get_ema_multi_avg_fn", "get_swa_multi_avg_fn", "get_ema_avg_fn",
-           "get_swa_avg_fn"]
+__all__ = ["SWALR", "AveragedModel", "get_ema_avg_fn", "get_ema_multi_avg_fn", "get_swa_avg_fn",
+           "get_swa_multi_avg_fn", "update_bn"]
 
 
 def _is_float_or_complex(t):
@@ -250,8 +250,8 @@ def update_bn(loader, model, device=None) -> None:
         if device is not None:
             input = input.to(device)
         model(input)
-    for bn_module in momenta:
-        bn_module.momentum = momenta[bn_module]
+    for bn_module, momentum in momenta.items():
+        bn_module.momentum = momentum
     model.train(was_training)
 
 

@@ -37,7 +37,6 @@ from ..._tensor import Tensor
 from ...autograd.function import Function, once_differentiable
 from ...autograd.grad_mode import no_grad
 from ...ops._util import xp_of
-from .. import functional as F
 from .batchnorm import _BatchNorm
 
 __all__ = ["SyncBatchNorm"]
