@@ -26,6 +26,13 @@ __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "from_dlpack", "zeros
            "scalar_tensor", "empty_strided", "frombuffer", "tril_indices", "triu_indices"]
 
 
+def _require_grad(t):
+    """``requires_grad=True`` of a factory function (PyTorch's message differs from requires_grad_'s)."""
+    if t._data.dtype.kind != "f":
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+    return t.requires_grad_(True)
+
+
 def _finish(arr, device, requires_grad):
     """Place a NumPy array on ``device`` and wrap it."""
     if device is not None:
@@ -34,7 +41,7 @@ def _finish(arr, device, requires_grad):
             arr = backend_for(dev).from_numpy(arr, dev.index or 0)
     t = Tensor._make(arr, False)
     if requires_grad:
-        t.requires_grad_(True)
+        _require_grad(t)
     return t
 
 
@@ -79,11 +86,11 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         if device is None:
             device = src.device
         out = src.to(dtype=D.to_dtype(dtype) if dtype is not None else None, device=device, copy=True)
-        return out.requires_grad_(requires_grad) if requires_grad else out
+        return _require_grad(out) if requires_grad else out
     if hasattr(data, "__cuda_array_interface__"):  # a CuPy (or other CUDA) array: copied on the device
         out = _from_cuda_array(data).to(device=as_device(device) if device is not None else None,
                                         dtype=D.to_dtype(dtype) if dtype is not None else None, copy=True)
-        return out.requires_grad_(requires_grad) if requires_grad else out
+        return _require_grad(out) if requires_grad else out
     try:
         arr, inferred = _infer_np_dtype(data)
     except ValueError as e:
@@ -122,7 +129,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False) -> 
         t = tensor(obj, dtype=dtype, device=device)
     else:
         t = as_tensor(obj, dtype=dtype, device=device)
-    return t.requires_grad_(requires_grad) if requires_grad else t
+    return _require_grad(t) if requires_grad else t
 
 
 def from_numpy(ndarray) -> Tensor:
@@ -175,7 +182,7 @@ def _filled(shape, value, dtype, device, requires_grad):
             arr = be.xp.full(shape, value, dtype) if value is not None else be.xp.empty(shape, dtype)
     t = Tensor._make(arr, False)
     if requires_grad:
-        t.requires_grad_(True)
+        _require_grad(t)
     return t
 
 

@@ -61,3 +61,14 @@ def test_matches_torch_for_the_same_seed(fn):
     a, b = run(fabric), run(torch)
     np.testing.assert_array_equal(a.numpy(), b.numpy())
     assert str(a.dtype).split(".")[-1] == str(b.dtype).split(".")[-1]
+
+
+def test_requires_grad_on_integer_tensors_raises_pytorchs_messages():
+    import fabric
+
+    with pytest.raises(RuntimeError, match="^Only Tensors of floating point and complex dtype can require"):
+        fabric.zeros(2, dtype=fabric.int64, requires_grad=True)
+    with pytest.raises(RuntimeError, match="^Only Tensors of floating point and complex dtype can require"):
+        fabric.tensor([1, 2], requires_grad=True)
+    with pytest.raises(RuntimeError, match="^only Tensors of floating point dtype can require gradients"):
+        fabric.ones(2, dtype=fabric.int64).requires_grad_()
