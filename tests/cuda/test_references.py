@@ -247,12 +247,16 @@ def test_float64_activations_accurate():
     mpmath = pytest.importorskip("mpmath")
     mpmath.mp.dps = 30
     x = np.concatenate([np.linspace(-30, 30, 301), [-1e-8, 1e-8, -37.5]])
-    gelu = [float(v * mpmath.ncdf(v)) for v in map(mpmath.mpf, x)]
-    dgelu = [float(mpmath.ncdf(v) + v * mpmath.npdf(v)) for v in map(mpmath.mpf, x)]
+    gelu = np.array([float(v * mpmath.ncdf(v)) for v in map(mpmath.mpf, x)])
+    dgelu = np.array([float(mpmath.ncdf(v) + v * mpmath.npdf(v)) for v in map(mpmath.mpf, x)])
+    # the size of the terms each result is summed from: Phi + x phi cancels near x = -0.75
+    dgelu_terms = np.array([float(mpmath.ncdf(v) + abs(v) * mpmath.npdf(v)) for v in map(mpmath.mpf, x)])
     # erfc(-x / sqrt(2)) inherits the rounding of its argument: ~x**2 eps relative in the tail
+    # (with SciPy's erfc or fabric's own NumPy erfc, whichever is installed)
     bound = 4e-16 * (1 + x * x / 2)
-    for got, want in ((fused.gelu(np, x), gelu), (fused.gelu_backward(np, x, np.ones_like(x)), dgelu)):
-        assert (np.abs(got - want) <= bound * np.abs(want) + 1e-300).all()
+    for got, want, scale in ((fused.gelu(np, x), gelu, np.abs(gelu)),
+                             (fused.gelu_backward(np, x, np.ones_like(x)), dgelu, dgelu_terms)):
+        assert (np.abs(got - want) <= bound * scale + 1e-300).all()
 
 
 @pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64])
