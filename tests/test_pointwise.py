@@ -981,3 +981,21 @@ def test_add_sub_alpha_with_a_python_number_other():
     assert fabric.rsub(x, 1, alpha=2).tolist() == [1.0, -1.0, -3.0]
     assert x.clone().add_(1, alpha=2).tolist() == [2.0, 3.0, 4.0]
     assert x.clone().sub_(1, alpha=2).tolist() == [-2.0, -1.0, 0.0]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_lerp_is_bit_identical_to_torch(dtype):
+    """PyTorch's CPU lerp is a fused multiply-add (float16 via float32); fabric reproduces its rounding."""
+    import torch
+
+    import fabric
+
+    rng = np.random.default_rng(1)
+    a, b, wt = (rng.standard_normal(4000).astype(dtype) for _ in range(3))
+    for w in (0.1, 0.5, 0.9, -0.3, 1.7):
+        got = fabric.lerp(fabric.tensor(a), fabric.tensor(b), w).numpy()
+        want = torch.lerp(torch.tensor(a), torch.tensor(b), w).numpy()
+        assert got.tobytes() == want.tobytes()
+    got = fabric.lerp(fabric.tensor(a), fabric.tensor(b), fabric.tensor(wt)).numpy()
+    assert got.tobytes() == torch.lerp(torch.tensor(a), torch.tensor(b), torch.tensor(wt)).numpy().tobytes()

@@ -2121,9 +2121,41 @@ def clamp_max_(self, max):
 
 
 def _lerp_forward(xp, a, b, w):
+    """PyTorch's CPU kernel: ``fma(c, b - a, base)`` with ``(c, base) = (w, a)`` for ``|w| < 0.5``
+    and ``(w - 1, b)`` otherwise (exact at w = 0 and w = 1).  For float16/float32 the fused
+    multiply-add is reproduced in float64 (the product of two float32 numbers is exact there), so
+    results match PyTorch's bit for bit; float64 rounds the product and the sum separately."""
+    if a.dtype == np.float16:  # computed in float32 (PyTorch's opmath type), rounded once at the end
+        f32 = np.dtype(np.float32)
+        w = w.astype(f32) if hasattr(w, "astype") else w
+        return _lerp_forward(xp, a.astype(f32), b.astype(f32), w).astype(a.dtype)
     d = b - a
-    # PyTorch's two-sided formula: exact at w = 0 and w = 1
-    return xp.asarray(xp.where(xp.abs(w) < 0.5, a + w * d, b - d * (1 - w))).astype(a.dtype, copy=False)
+    small = xp.abs(w) < 0.5
+    if a.dtype == np.float32:
+        w = xp.asarray(w, a.dtype)
+        c = xp.where(small, w, w - xp.asarray(1, a.dtype)).astype(np.float64)
+        base = xp.where(small, a, b).astype(np.float64)
+        return xp.asarray(c * d.astype(np.float64) + base).astype(a.dtype, copy=False)
+    c = xp.where(small, w, w - 1.0)
+    return xp.asarray(_fma64(xp, xp.asarray(c, a.dtype), d, xp.where(small, a, b))).astype(a.dtype, copy=False)
+
+
+def _fma64(xp, x, y, z):
+    """``x * y + z`` in float64 with the rounding of a fused multiply-add (NumPy has none):
+    Dekker's exact product plus an error-free sum.  Agrees with a true fma except in rare
+    double-rounding ties; non-finite results fall back to the plain expression."""
+    p = x * y
+    t = 134217729.0 * x  # 2**27 + 1: split each factor into two 26-bit halves
+    xh = t - (t - x)
+    xl = x - xh
+    t = 134217729.0 * y
+    yh = t - (t - y)
+    yl = y - yh
+    e = ((xh * yh - p) + xh * yl + xl * yh) + xl * yl
+    s = p + z
+    bv = s - p
+    r = s + (((p - (s - bv)) + (z - bv)) + e)
+    return xp.where(xp.isfinite(r), r, s)
 
 
 class LerpScalar(Function):
