@@ -28,7 +28,7 @@ from collections import deque
 
 import numpy as np
 
-from .store import DistBackendError
+from .store import DistBackendError, _recv_exact as _recv_store_bytes
 
 _HEADER = struct.Struct("<Qq")
 _HANDSHAKE = struct.Struct("<8sq")
@@ -260,15 +260,10 @@ class Mesh:
 
 
 def _recv_exact(sock, n):
-    buf = bytearray(n)
-    view = memoryview(buf)
-    got = 0
-    while got < n:
-        k = sock.recv_into(view[got:])
-        if k == 0:
-            raise DistBackendError("connection closed during the gloo handshake")
-        got += k
-    return bytes(buf)
+    try:
+        return _recv_store_bytes(sock, n)
+    except ConnectionError as e:
+        raise DistBackendError(f"connection closed during the gloo handshake ({e})") from None
 
 
 # --- reduction ops on arrays -----------------------------------------------------------------------
