@@ -36,7 +36,23 @@ def _one_of(probs, logits):
         raise ValueError("Either `probs` or `logits` must be specified, but not both.")
 
 
-class Bernoulli(ExponentialFamily):
+class _BinaryParam:
+    """``probs``/``logits`` of a two-outcome distribution, each derived lazily from the one given."""
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @property
+    def param_shape(self):
+        return self._param.size()
+
+
+class Bernoulli(_BinaryParam, ExponentialFamily):
     """0/1 outcomes, 1 with probability ``probs`` (or ``sigmoid(logits)``)."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}  # noqa: RUF012
@@ -67,18 +83,6 @@ class Bernoulli(ExponentialFamily):
         super(Bernoulli, new).__init__(batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     @property
     def mean(self):
@@ -317,7 +321,7 @@ def _clamp_by_zero(x):
     return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
 
 
-class Binomial(Distribution):
+class Binomial(_BinaryParam, Distribution):
     """Number of successes in ``total_count`` trials with success ``probs`` (or ``logits``).
 
     ``sample`` uses NumPy's binomial sampler seeded from fabric's stream
@@ -355,18 +359,6 @@ class Binomial(Distribution):
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
         return constraints.integer_interval(0, self.total_count)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     @property
     def mean(self):
