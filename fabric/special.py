@@ -45,6 +45,7 @@ from .ops.pointwise import (
     where,
     xlogy,
 )
+from .ops.more import I0, I1, _bessel_i
 from .ops.reduce import logsumexp
 
 __all__ = [
@@ -169,65 +170,13 @@ def _entr(xp, x):
     return xp.where(x > 0, v, xp.where(x == 0, 0.0, xp.where(x < 0, -math.inf, x)))
 
 
-# Modified Bessel functions I0, I1: the power series (all terms positive)
-# for |x| <= 20, the asymptotic expansion of exp(-x) I_nu(x) above (its
-# smallest term is about exp(-2x) < 1e-17 there).
-_BESSEL_SPLIT = 20.0
-_SERIES_TERMS = 50
-
-
-def _asym_coeffs(nu, n):
-    """(-1)**k a_k(nu) with a_k = prod_j (4 nu**2 - (2j - 1)**2) / (k! 8**k),
-    for k = 0..n-1, highest first (a polynomial in 1 / x)."""
-    out, a = [], 1.0
-    for k in range(n):
-        out.append((-1) ** k * a)
-        a *= (4 * nu * nu - (2 * k + 1) ** 2) / ((k + 1) * 8.0)
-    return out[::-1]
-
-
-_I0_ASYM = _asym_coeffs(0, 30)
-_I1_ASYM = _asym_coeffs(1, 30)
-
-
-def _bessel_i(xp, x, nu, scaled):
-    """I_nu(x) (``scaled``: exp(-|x|) I_nu(x)) for nu in {0, 1}."""
-    a = xp.abs(x)
-    small = a <= _BESSEL_SPLIT
-    s = xp.where(small, a, 0.0)
-    z = 0.25 * s * s
-    term = xp.ones_like(s) if nu == 0 else 0.5 * s
-    acc = term
-    for k in range(1, _SERIES_TERMS):
-        term = term * z / (k * (k + nu))
-        acc = acc + term
-    if scaled:
-        acc = acc * xp.exp(-s)
-    big = xp.where(small, 2.0 * _BESSEL_SPLIT, a)
-    asym = _horner(1.0 / big, _I1_ASYM if nu else _I0_ASYM) / xp.sqrt(2.0 * math.pi * big)
-    with _quiet():
-        if not scaled:
-            asym = asym * xp.exp(big)  # inf * 0 = nan at +-inf, as PyTorch
-    y = xp.where(small, acc, asym)
-    if nu == 1:
-        y = xp.where(x < 0, -y, y)
-    return y
-
-
-def _i0(xp, x):
-    return _bessel_i(xp, x, 0, False)
-
-
+# Modified Bessel functions I0, I1 and their scaled forms: fabric.ops.more's kernel.
 def _i0e(xp, x):
-    return _bessel_i(xp, x, 0, True)
-
-
-def _i1(xp, x):
-    return _bessel_i(xp, x, 1, False)
+    return _bessel_i(x, 0, scaled=True)
 
 
 def _i1e(xp, x):
-    return _bessel_i(xp, x, 1, True)
+    return _bessel_i(x, 1, scaled=True)
 
 
 # Bessel functions J0, J1: power series for |x| <= 5, Miller's backward
@@ -313,11 +262,6 @@ def _make(name, kernel, saves, df, node):
     return F
 
 
-def _i1_grad(gy, x, y):
-    safe = where(x == 0, 1.0, x)  # no 0/0 in the branch where() discards
-    return gy * where(x == 0, 0.5, i0(x) - y / safe)
-
-
 def _i1e_grad(gy, x, y):
     safe = where(x == 0, 1.0, x)
     return gy * where(x == 0, 0.5, i0e(x) - y * (sign(x) + 1 / safe))
@@ -328,9 +272,7 @@ Ndtri = _make("Ndtri", _ndtri, "y", lambda gy, x, y: gy * _SQRT_2PI * exp(y * y 
 LogNdtr = _make("LogNdtr", _log_ndtr, "xy", lambda gy, x, y: gy * exp(-x * x / 2 - y) / _SQRT_2PI,
                 "SpecialLogNdtrBackward0")
 Entr = _make("Entr", _entr, "x", lambda gy, x, y: gy * -(1 + log(x)), "SpecialEntrBackward0")
-I0 = _make("I0", _i0, "x", lambda gy, x, y: gy * i1(x), "I0Backward0")
 I0e = _make("I0e", _i0e, "xy", lambda gy, x, y: gy * (i1e(x) - sign(x) * y), "SpecialI0EBackward0")
-I1 = _make("I1", _i1, "xy", _i1_grad, "SpecialI1Backward0")
 I1e = _make("I1e", _i1e, "xy", _i1e_grad, "SpecialI1EBackward0")
 
 

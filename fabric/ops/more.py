@@ -711,8 +711,9 @@ def _asymptotic_coeffs(nu):
 _ASYM = {0: _asymptotic_coeffs(0), 1: _asymptotic_coeffs(1)}
 
 
-def _bessel_i(x, nu):
-    """I_0 or I_1 of a float array, evaluated in float64."""
+def _bessel_i(x, nu, scaled=False):
+    """I_0 or I_1 of a float array, evaluated in float64 (``scaled``: ``exp(-|x|) I_nu(x)``,
+    finite for every finite x; fabric.special.i0e/i1e)."""
     xp = xp_of(x)
     dt = x.dtype
     with _quiet():
@@ -725,6 +726,8 @@ def _bessel_i(x, nu):
             term *= q
             term /= k * (k + nu)
             s += term
+        if scaled:
+            s *= xp.exp(-2.0 * xs)
         big = a > _SERIES_MAX
         if a.size and builtins.bool(big.any()):
             xl = xp.maximum(a, _SERIES_MAX)
@@ -734,7 +737,8 @@ def _bessel_i(x, nu):
             for ck in c[1:]:
                 acc *= z
                 acc += ck
-            s = xp.where(big, xp.exp(xl) / xp.sqrt(2.0 * math.pi * xl) * acc, s)
+            scale = 1.0 if scaled else xp.exp(xl)
+            s = xp.where(big, scale / xp.sqrt(2.0 * math.pi * xl) * acc, s)
         s = xp.where(xp.isnan(a), a, s)
         if nu:
             s = xp.copysign(s, x)
