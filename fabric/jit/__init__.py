@@ -1,0 +1,29 @@
+"""``fabric.jit``: TorchScript's API on fabric's one graph IR (``fabric.fx``).
+
+- markers for scripting: ``ignore``, ``unused``, ``export``, ``is_scripting``,
+  ``is_tracing``, ``Final``, ``Attribute``, ``annotate``;
+- ``fork`` / ``wait`` with :class:`Future`;
+- ``script`` (a typed Python subset with real control flow), ``trace`` /
+  ``trace_module`` (concrete tracing), ``ScriptModule`` / ``ScriptFunction``,
+  ``freeze``, ``optimize_for_inference``;
+- ``save`` / ``load``: a zip of the graph as JSON plus tensors, loadable
+  without the model's Python class.
+
+Example::
+
+    >>> import fabric
+    >>> fabric.jit.is_scripting(), fabric.jit.is_tracing()
+    (False, False)
+"""
+from __future__ import annotations
+
+from ._modifiers import (  # noqa: F401
+    Attribute, Final, FunctionModifiers, annotate, export, ignore, is_scripting, unused,
+)
+from ._futures import Future, fork, wait  # noqa: F401
+from ._state import is_tracing  # noqa: F401
+from ._errors import Error, TracerWarning, TracingCheckError  # noqa: F401
+from . import frontend  # noqa: F401
+
+__all__ = ["Attribute", "Error", "Final", "Future", "annotate", "export", "fork", "ignore", "is_scripting",
+           "is_tracing", "unused", "wait", "TracerWarning", "TracingCheckError"]
