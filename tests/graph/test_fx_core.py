@@ -1,0 +1,104 @@
+"""The graph IR: Graph / Node / GraphModule / Proxy, and symbolic tracing against eager and torch.fx."""
+import operator
+
+import numpy as np
+import pytest
+
+import fabric
+import fabric.nn.functional as F
+from fabric import fx, nn
+
+
+class Small(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 4)
+        self.p = nn.Parameter(fabric.ones(4))
+
+    def forward(self, x, y=2):
+        a = self.lin(x) + self.p
+        b = fabric.relu(a).sum(dim=-1)
+        c = F.gelu(a) * y
+        return a.view(a.size(0), -1)[:, 1], (b, {"c": c})
+
+
+def test_graph_by_hand_builds_users_and_code():
+    g = fx.Graph()
+    x = g.placeholder("x")
+    one = g.call_function(operator.add, (x, 1))
+    r = g.call_method("relu", (one,))
+    s = g.call_function(fabric.sum, (r,), {"dim": 0})
+    g.output((s, r))
+    assert list(x.users) == [one] and set(r.users) == {s, list(g.nodes)[-1]}
+    assert [n.op for n in g.nodes] == ["placeholder", "call_function", "call_method", "call_function", "output"]
+    gm = fx.GraphModule(nn.Module(), g)
+    out = gm(fabric.tensor([[-3.0, 1.0], [2.0, 0.5]]))
+    np.testing.assert_allclose(out[0].detach().numpy(), [3.0, 3.5])
+    assert "add = x + 1;  x = None" in gm.code
+    assert "fabric.sum(relu, dim = 0)" in gm.code
+    g.lint()
+
+
+def test_replace_all_uses_with_and_erase():
+    g = fx.Graph()
+    x = g.placeholder("x")
+    a = g.call_function(fabric.relu, (x,))
+    b = g.call_function(fabric.neg, (a,))
+    g.output(b)
+    with g.inserting_after(a):
+        t = g.call_function(fabric.tanh, (x,))
+    changed = a.replace_all_uses_with(t)
+    assert changed == [b] and b.args == (t,) and not a.users
+    g.erase_node(a)
+    assert [n.name for n in g.nodes] == ["x", "tanh", "neg", "output"]
+    with pytest.raises(RuntimeError, match="still had 1 users"):
+        g.erase_node(t)
+    gm = fx.GraphModule({}, g)
+    x0 = fabric.tensor([0.5, -1.0])
+    np.testing.assert_allclose(gm(x0).detach().numpy(), (-fabric.tanh(x0)).detach().numpy())
+
+
+def test_map_arg_and_aggregate():
+    g = fx.Graph()
+    x = g.placeholder("x")
+    assert fx.map_arg((x, [1, {"k": x}], slice(x, None)), lambda n: n.name) == ("x", [1, {"k": "x"}],
+                                                                                 slice("x", None, None))
+
+
+def test_symbolic_trace_matches_eager_and_keeps_state():
+    fabric.manual_seed(0)
+    m = Small()
+    gm = fx.symbolic_trace(m)
+    x = fabric.randn(2, 3)
+    got, want = gm(x, 3), m(x, 3)
+    np.testing.assert_array_equal(got[0].detach().numpy(), want[0].detach().numpy())
+    np.testing.assert_array_equal(got[1][1]["c"].detach().numpy(), want[1][1]["c"].detach().numpy())
+    assert list(gm.state_dict()) == list(m.state_dict())
+    assert [n for n, _ in gm.named_modules()] == ["", "lin"]
+    ops = [(n.op, n.target if isinstance(n.target, str) else n.target.__name__) for n in gm.graph.nodes]
+    assert ops == [("placeholder", "x"), ("placeholder", "y"), ("call_module", "lin"), ("get_attr", "p"),
+                   ("call_function", "add"), ("call_function", "relu"), ("call_method", "sum"),
+                   ("call_function", "gelu"), ("call_function", "mul"), ("call_method", "size"),
+                   ("call_method", "view"), ("call_function", "getitem"), ("output", "output")]
+    assert gm.code.strip().startswith("def forward(self, x, y = 2):\n    lin = self.lin(x);  x = None")
+
+
+def test_gradients_flow_through_graph_module():
+    fabric.manual_seed(1)
+    m = Small()
+    gm = fx.symbolic_trace(m)
+    x = fabric.randn(2, 3)
+    gm(x)[0].sum().backward()
+    m2 = Small()
+    m2.load_state_dict(m.state_dict())
+    m2(x)[0].sum().backward()
+    np.testing.assert_allclose(gm.lin.weight.grad.detach().numpy(), m2.lin.weight.grad.detach().numpy())
+
+
+def test_proxy_control_flow_raises():
+    def f(x):
+        if x.sum() > 0:
+            return x
+        return -x
+    with pytest.raises(fx.TraceError, match="control flow"):
+        fx.symbolic_trace(f)
