@@ -24,6 +24,7 @@ from ._futures import Future, fork, wait  # noqa: F401
 from ._state import is_tracing  # noqa: F401
 from ._errors import Error, TracerWarning, TracingCheckError  # noqa: F401
 from . import frontend  # noqa: F401
+from ._script import RecursiveScriptModule, ScriptFunction, ScriptModule, script  # noqa: F401
 
 __all__ = ["Attribute", "Error", "Final", "Future", "annotate", "export", "fork", "ignore", "is_scripting",
-           "is_tracing", "unused", "wait", "TracerWarning", "TracingCheckError"]
+           "is_tracing", "unused", "wait", "TracerWarning", "TracingCheckError", "ScriptModule", "ScriptFunction", "script"]
