@@ -20,7 +20,8 @@ from ._symbolic_trace import Tracer, symbolic_trace, wrap, PH  # noqa: F401
 from .interpreter import Interpreter, Transformer  # noqa: F401
 from . import control_flow  # noqa: F401
 
-__all__ = ["Graph", "GraphModule", "Interpreter", "Node", "Proxy", "Tracer", "Transformer", "map_arg", "replace_pattern",
+__all__ = ["Graph", "GraphModule", "Interpreter", "Node", "Proxy", "Tracer", "Transformer", "map_arg",
+           "replace_pattern",
            "symbolic_trace", "wrap"]
 
 

@@ -198,11 +198,15 @@ class Tracer(TracerBase):
             patcher.patch_wrapped(_wrapped_fns_to_patch)
             for f in self._autowrap_functions:
                 patcher.patch_wrapped([(getattr(f, "__globals__", fn_globals), f.__name__)])
-            result = fn(*args)
+            result = self._finish(fn(*args))
             self.create_node("output", "output", (self.create_arg(result),), {}, type_expr=None)
         self._patcher = None
         self.submodule_paths = None
         return self.graph
+
+    def _finish(self, result):
+        """Hook on the value ``forward`` returned, before the output node is made."""
+        return result
 
     def _create_args_for_root(self, fn, is_module: bool, concrete_args: dict | None) -> list:
         sig = inspect.signature(fn)

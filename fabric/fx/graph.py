@@ -314,6 +314,8 @@ class _CodeGen:
         self.globals: dict = {"fabric": fabric, "inf": math.inf, "nan": math.nan, "device": fabric.device,
                               "operator": operator, "builtins": builtins}
         self._global_names: dict[int, str] = {}
+        self._taken = {n.name for n in graph.nodes} | {n.target.lstrip("*") for n in graph.nodes
+                                                       if n.op == "placeholder"}
 
     def add_global(self, hint: str, obj) -> str:
         key = id(obj)
@@ -321,7 +323,7 @@ class _CodeGen:
             return self._global_names[key]
         base = re.sub(r"[^0-9a-zA-Z_]", "_", hint) or "_g"
         name, i = base, 0
-        while name in self.globals and self.globals[name] is not obj:
+        while (name in self.globals and self.globals[name] is not obj) or name in self._taken:
             i += 1
             name = f"{base}_{i}"
         self.globals[name] = obj

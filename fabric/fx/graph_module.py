@@ -7,7 +7,8 @@ Example::
     >>> gm = fx.symbolic_trace(nn.Sequential(nn.Linear(2, 3), nn.ReLU()))
     >>> print(gm.code.strip())
     def forward(self, input):
-        _0 = getattr(self, "0")(input);  input = None
+        input_1 = input
+        _0 = getattr(self, "0")(input_1);  input_1 = None
         _1 = getattr(self, "1")(_0);  _0 = None
         return _1
     >>> gm(fabric.ones(4, 2)).shape
