@@ -26,7 +26,8 @@ from ._errors import Error, TracerWarning, TracingCheckError  # noqa: F401
 from . import frontend  # noqa: F401
 from ._script import RecursiveScriptModule, ScriptFunction, ScriptModule, script  # noqa: F401
 from ._trace import trace, trace_module  # noqa: F401
+from ._serialization import load, save  # noqa: F401
 
 __all__ = ["Attribute", "Error", "Final", "Future", "annotate", "export", "fork", "ignore", "is_scripting",
            "is_tracing", "unused", "wait", "TracerWarning", "TracingCheckError", "ScriptModule", "ScriptFunction", "script",
-           "trace", "trace_module"]
+           "trace", "trace_module", "save", "load"]

@@ -75,7 +75,33 @@ def _as_tuple(example_inputs) -> tuple:
     return (example_inputs,)
 
 
+def _type_name(v) -> str:
+    if isinstance(v, Tensor):
+        return "Tensor"
+    if isinstance(v, tuple):
+        return "Tuple[" + ", ".join(_type_name(e) for e in v) + "]"
+    if isinstance(v, list):
+        return "List[" + (_type_name(v[0]) if v else "Tensor") + "]"
+    if isinstance(v, dict):
+        return "Dict[str, " + (_type_name(next(iter(v.values()))) if v else "Tensor") + "]"
+    return type(v).__name__
+
+
+def _only_tensors(v) -> bool:
+    if isinstance(v, Tensor):
+        return True
+    if isinstance(v, (tuple, list)):
+        return all(_only_tensors(e) for e in v)
+    if isinstance(v, dict):
+        return all(_only_tensors(e) for e in v.values())
+    return False
+
+
 def _run_tracer(fn, inputs: tuple, kwarg_inputs):
+    for v in (inputs, tuple((kwarg_inputs or {}).values())):
+        if not _only_tensors(v):
+            raise RuntimeError(f"Type '{_type_name(v)}' cannot be traced. Only Tensors and (possibly nested) Lists, "
+                               "Dicts, and Tuples of Tensors can be traced")
     tracer = _WarningTracer()
     with _state.set_flag("tracing"):
         graph = tracer.trace(fn, inputs, kwarg_inputs)
