@@ -27,7 +27,9 @@ from . import frontend  # noqa: F401
 from ._script import RecursiveScriptModule, ScriptFunction, ScriptModule, script  # noqa: F401
 from ._trace import trace, trace_module  # noqa: F401
 from ._serialization import load, save  # noqa: F401
+from ._freeze import freeze, optimize_for_inference, run_frozen_optimizations  # noqa: F401
 
 __all__ = ["Attribute", "Error", "Final", "Future", "annotate", "export", "fork", "ignore", "is_scripting",
            "is_tracing", "unused", "wait", "TracerWarning", "TracingCheckError", "ScriptModule", "ScriptFunction", "script",
-           "trace", "trace_module", "save", "load"]
+           "trace", "trace_module", "save", "load",
+           "freeze", "optimize_for_inference", "run_frozen_optimizations"]

@@ -398,23 +398,34 @@ class Compiler:
             ret = _RAISED if r.args[1] else r.args[0]
         return sub, benv, ret
 
-    def _finish_pair(self, b, subs, outputs, kind_names, ctx, node):
-        """Give the sub-builders the same inputs, close them with ``outputs`` and wrap them as GraphModules;
-        returns (get_attr nodes, operands)."""
-        operands = []
+    def _close(self, b, subs, outs_list, kinds, ctx, node, passthrough: bool, single=()):
+        """Finish sub-graphs that run as one control-flow op: every sub-graph takes its own leading inputs
+        (loop index, carried values) then the same extra inputs (values from outside, in one order), and
+        loop bodies return the extras unchanged.  Returns (get_attr nodes, extra operands)."""
+        out_args = [[self._as_arg(sub, o, ctx, node) for o in outs] for sub, outs in zip(subs, outs_list)]
+        extras = []
         for sub in subs:
             for outer in sub.lifted_order:
-                if outer not in operands:
-                    operands.append(outer)
+                if outer not in extras:
+                    extras.append(outer)
         attrs = []
-        for sub, outs, kind in zip(subs, outputs, kind_names):
-            for outer in operands:
-                sub.use(outer)                      # adds unused inputs at the end, same order everywhere
-            sub.graph.output(tuple(self._as_arg(sub, o, ctx, node) for o in outs))
+        for k, (sub, outs, kind) in enumerate(zip(subs, out_args, kinds)):
+            for outer in extras:
+                sub.use(outer)
+            lifted = [sub.lifted[o] for o in extras]
+            if k in single:
+                out = sub.graph.output(outs[0])
+            else:
+                out = sub.graph.output(tuple(outs) + (tuple(lifted) if passthrough else ()))
+            lifted_set = set(lifted)
+            fixed = [n for n in sub.graph.nodes if n.op == "placeholder" and n not in lifted_set]
+            first = next(n for n in sub.graph.nodes if n.op != "placeholder")
+            for ph in fixed + lifted:
+                first.prepend(ph)
+            del out
             gm = fx.GraphModule(sub.submodules, sub.graph, class_name=kind)
-            name = b.add_submodule(kind, gm)
-            attrs.append(b.graph.get_attr(name))
-        return attrs, tuple(b.use(o) for o in operands)
+            attrs.append(b.graph.get_attr(b.add_submodule(kind, gm)))
+        return attrs, tuple(b.use(o) for o in extras)
 
     def _if(self, s, env, b, scope):
         ctx = scope.ctx
@@ -468,8 +479,8 @@ class Compiler:
         (t_sub, f_sub), (t_vals, f_vals) = subs, vals
         t_vals = [_none_if_raised(v) for v in t_vals]
         f_vals = [_none_if_raised(v) for v in f_vals]
-        (t_attr, f_attr), operands = self._finish_pair(b, [t_sub, f_sub], [t_vals, f_vals],
-                                                       ["true_graph", "false_graph"], ctx, s)
+        (t_attr, f_attr), operands = self._close(b, [t_sub, f_sub], [t_vals, f_vals], ["true_graph", "false_graph"],
+                                                 ctx, s, passthrough=False)
         return b.graph.call_function(fx.control_flow.cond, (pred, t_attr, f_attr, operands))
 
     def _cond_expr(self, b, pred, true_thunk, false_thunk, ctx, node):
@@ -524,24 +535,6 @@ class Compiler:
                 raise NotSupportedError(scope.ctx, s, f"'{name}' is not defined on every path of the loop body")
         return sub, benv
 
-    def _close_loop(self, b, subs, carried_out, ctx, node, kinds):
-        """Pass values from outside as extra carried values (returned unchanged); returns attrs and extras."""
-        extras = []
-        for sub in subs:
-            for outer in sub.lifted_order:
-                if outer not in extras:
-                    extras.append(outer)
-        attrs = []
-        for sub, outs, kind in zip(subs, carried_out, kinds):
-            for outer in extras:
-                sub.use(outer)
-            if outs is not None:
-                passthrough = [sub.lifted[o] for o in extras]
-                sub.graph.output(tuple(self._as_arg(sub, o, ctx, node) for o in outs) + tuple(passthrough))
-            gm = fx.GraphModule(sub.submodules, sub.graph, class_name=kind)
-            attrs.append(b.graph.get_attr(b.add_submodule(kind, gm)))
-        return attrs, tuple(b.use(o) for o in extras)
-
     def _for(self, s, env, b, scope):
         ctx = scope.ctx
         if s.orelse:
@@ -593,7 +586,8 @@ class Compiler:
         ctx = scope.ctx
         names = self._carried(s.body, env, ctx, s)
         sub, benv = self._loop_body(b, s, env, scope, names, index_name=s.target, item_of=seq)
-        (body_attr,), extras = self._close_loop(b, [sub], [[benv[n] for n in names]], ctx, s, ["body_graph"])
+        (body_attr,), extras = self._close(b, [sub], [[benv[n] for n in names]], ["body_graph"], ctx, s,
+                                           passthrough=True)
         carried = tuple(self._as_arg(b, env[n], ctx, s) for n in names) + extras
         bounds = tuple(self._as_arg(b, v, ctx, s) for v in (start, stop, step))
         out = b.graph.call_function(fx.control_flow.range_loop, bounds + (body_attr, carried))
@@ -620,29 +614,13 @@ class Compiler:
                                     "which fabric.jit.script does not support yet")
         # both graphs take (carried..., extras...) in one order: the body starts from the condition's extras
         body_sub, benv = self._loop_body(b, s, env, scope, names, seed=list(cond_sub.lifted_order))
-        ((cond_attr, body_attr), extras) = self._close_loop_while(b, cond_sub, body_sub, pred,
-                                                                  [benv[n] for n in names], ctx, s)
+        (cond_attr, body_attr), extras = self._close(b, [cond_sub, body_sub], [[pred], [benv[n] for n in names]],
+                                                     ["cond_graph", "body_graph"], ctx, s, passthrough=True,
+                                                     single=(0,))
         carried = tuple(self._as_arg(b, env[n], ctx, s) for n in names) + extras
         out = b.graph.call_function(fx.control_flow.while_loop, (cond_attr, body_attr, carried))
         for i, name in enumerate(names):
             env[name] = self._emit(b, operator.getitem, (out, i), jt=self._type_of(benv[name]))
-
-    def _close_loop_while(self, b, cond_sub, body_sub, pred, body_outs, ctx, s):
-        extras = list(cond_sub.lifted_order)
-        for outer in body_sub.lifted_order:
-            if outer not in extras:
-                extras.append(outer)
-        for outer in extras:
-            cond_sub.use(outer)
-            body_sub.use(outer)
-        cond_sub.graph.output(pred)
-        body_sub.graph.output(tuple(self._as_arg(body_sub, o, ctx, s) for o in body_outs)
-                              + tuple(body_sub.lifted[o] for o in extras))
-        attrs = []
-        for sub, kind in ((cond_sub, "cond_graph"), (body_sub, "body_graph")):
-            gm = fx.GraphModule(sub.submodules, sub.graph, class_name=kind)
-            attrs.append(b.graph.get_attr(b.add_submodule(kind, gm)))
-        return attrs, tuple(b.use(o) for o in extras)
 
     # ------------------------------------------------------------------ expressions
     def _expr(self, e, env, b, scope):
@@ -702,7 +680,30 @@ class Compiler:
             return self._index(e, env, b, scope)
         if isinstance(e, ast.Starred):
             raise NotSupportedError(ctx, e, "starred expressions (*x) are not supported")
+        if isinstance(e, ast.JoinedStr):
+            return self._fstring(e, env, b, scope)
         raise UnsupportedNodeError(ctx, e)
+
+    def _fstring(self, e, env, b, scope):
+        template, values = [], []
+        for part in e.values:
+            if isinstance(part, ast.Constant):
+                template.append(str(part.value).replace("{", "{{").replace("}", "}}"))
+                continue
+            conv = "" if part.conversion == -1 else "!" + chr(part.conversion)
+            spec = ""
+            if part.format_spec is not None:
+                spec_v = self._expr(part.format_spec, env, b, scope)
+                if not isinstance(spec_v, str):
+                    raise NotSupportedError(scope.ctx, part, "f-string format specs must be constants")
+                spec = ":" + spec_v
+            template.append("{" + conv + spec + "}")
+            values.append(self._expr(part.value, env, b, scope))
+        text = "".join(template)
+        if not any(isinstance(v, fx.Node) or _contains_node(v) for v in values):
+            return text.format(*values)
+        return self._emit(b, _ops.format_string, (text,) + tuple(self._as_arg(b, v, scope.ctx, e) for v in values),
+                          jt=StrType)
 
     def _listcomp(self, e, env, b, scope):
         ctx = scope.ctx
@@ -957,6 +958,8 @@ class Compiler:
             return list(fn(*seqs, **kwargs))
         if fn is isinstance:
             return self._isinstance(args, ctx, e)
+        if fn is type and len(args) == 1 and not isinstance(args[0], fx.Node):
+            return type(args[0].module) if isinstance(args[0], _ModuleRef) else type(args[0])
         if fn is getattr:
             if len(args) < 2 or not isinstance(args[1], str):
                 raise NotSupportedError(ctx, e, "getattr() needs a constant attribute name")

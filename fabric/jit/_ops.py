@@ -47,3 +47,8 @@ def is_none(x) -> bool:
 
 def is_not_none(x) -> bool:
     return x is not None
+
+
+def format_string(template: str, *values) -> str:
+    """A scripted f-string: ``template.format(*values)``."""
+    return template.format(*values)

@@ -283,25 +283,39 @@ def trace_module(mod, inputs, optimize=None, check_trace: bool = True, check_inp
             tracer, graph = _run_tracer(_MethodRoot(mod, method_name), args, kwargs)
         _check_output(tracer.trace_result, strict)
         _warn_shapes(tracer)
-        results[method_name] = (fn, graph, args, kwargs)
+        results[method_name] = (fn, graph, args, kwargs, tracer.root)
     fwd = results.get("forward")
     graph = fwd[1] if fwd is not None else _identity_graph()
-    sm = ScriptModule(_mirror(mod, {}), graph, type(mod).__name__,
+    tree = _mirror(mod, {})
+    for _, g, _, _, source in results.values():
+        _attach_constants(tree, g, source)
+    sm = ScriptModule(tree, graph, type(mod).__name__,
                       None if fwd is None else _trace_signature(graph, "forward"))
     methods = {}
-    for method_name, (fn, g, args, kwargs) in results.items():
+    for method_name, (fn, g, args, kwargs, _) in results.items():
         if method_name == "forward":
             continue
-        gm = fx.GraphModule(_mirror(mod, {}), g, class_name=f"{type(mod).__name__}_{method_name}")
+        gm = fx.GraphModule(tree, g, class_name=f"{type(mod).__name__}_{method_name}")
         methods[method_name] = _ScriptMethod(sm, gm, _trace_signature(g, method_name), method_name)
     object.__setattr__(sm, "_methods", methods)
     if check_trace:
-        for method_name, (fn, g, args, kwargs) in results.items():
+        for method_name, (fn, g, args, kwargs, _) in results.items():
             target = sm if method_name == "forward" else methods[method_name]
             root = mod if method_name == "forward" else _MethodRoot(mod, method_name)
             checks = check_inputs if check_inputs else [args]
             _check(root, target, g, checks, kwargs, check_tolerance, method_name)
     return sm
+
+
+def _attach_constants(tree: Module, graph, source: Module) -> None:
+    """Tensor constants the tracer stored on its root (``_tensor_constant0`` ...) join the module tree as
+    non-persistent buffers (they are not part of the state_dict)."""
+    for node in graph.nodes:
+        if node.op != "get_attr" or "." in node.target or hasattr(tree, node.target):
+            continue
+        value = getattr(source, node.target, None)
+        if isinstance(value, Tensor):
+            tree.register_buffer(node.target, value, persistent=False)
 
 
 class _MethodRoot(Module):

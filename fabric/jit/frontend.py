@@ -123,7 +123,7 @@ _STMTS = (ast.Return, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.If, ast.For,
 _EXPRS = (ast.Name, ast.Constant, ast.Attribute, ast.Call, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare,
           ast.Subscript, ast.Slice, ast.Tuple, ast.List, ast.Dict, ast.IfExp, ast.ListComp, ast.comprehension,
           ast.keyword, ast.operator, ast.unaryop, ast.boolop, ast.cmpop, ast.expr_context, ast.arguments,
-          ast.arg, ast.Starred)
+          ast.arg, ast.Starred, ast.JoinedStr, ast.FormattedValue)
 
 
 def _check_subset(ctx: SourceContext, fdef: ast.FunctionDef) -> None:
