@@ -1,0 +1,1050 @@
+"""Lowering the fx graph IR to ONNX: one rule per ``call_function`` target, ``call_method`` name and
+``call_module`` class.
+
+Shapes are never baked in where a dimension may be dynamic: ``x.size(0)``
+becomes ``Shape``/``Gather``, ``view(b, -1)`` a ``Reshape`` by a tensor built
+with ``Concat``.  Parameters are initializers named by their ``state_dict``
+keys; layout changes (a linear layer's transpose, LSTM gate order) are ONNX
+nodes over them, so that tied weights stay one initializer (constant folding,
+on by default, evaluates them at export time).
+"""
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+
+import numpy as np
+
+from .. import nn
+from ..nn import functional as F
+from ._builder import Builder, ShapeV, V
+
+
+class UnsupportedOperatorError(RuntimeError):
+    """An op of the captured graph has no ONNX lowering."""
+
+
+FUNCTIONS: dict = {}
+METHODS: dict = {}
+MODULES: dict = {}
+
+
+def _reg_fn(*targets):
+    def deco(fn):
+        for t in targets:
+            FUNCTIONS[t] = fn
+        return fn
+    return deco
+
+
+def _reg_method(*names):
+    def deco(fn):
+        for n in names:
+            METHODS[n] = fn
+        return fn
+    return deco
+
+
+def _reg_module(*classes):
+    def deco(fn):
+        for c in classes:
+            MODULES[c] = fn
+        return fn
+    return deco
+
+
+class Lowering:
+    """State while lowering one graph: the builder, the value of each fx node, the module."""
+
+    def __init__(self, gm, builder: Builder):
+        self.gm = gm
+        self.b = builder
+        self.env: dict = {}
+        self.node = None
+
+    # meta of the node being lowered
+    def out_dtype(self, default=np.float32):
+        tm = self.node.meta.get("tensor_meta")
+        if tm is not None and hasattr(tm, "dtype"):
+            return np.dtype(tm.dtype.to_numpy())
+        return np.dtype(default)
+
+    def out_rank(self):
+        tm = self.node.meta.get("tensor_meta")
+        if tm is not None and hasattr(tm, "shape"):
+            return len(tm.shape)
+        return None
+
+    def param(self, qualname: str) -> V:
+        obj = self.gm
+        for atom in qualname.split("."):
+            obj = getattr(obj, atom)
+        return self.b.param(obj, qualname)
+
+    def lower_node(self, node):
+        self.node = node
+        args = _load(self.env, node.args)
+        kwargs = _load(self.env, node.kwargs)
+        if node.op == "get_attr":
+            obj = self.gm
+            for atom in node.target.split("."):
+                obj = getattr(obj, atom)
+            from .._tensor import Tensor
+            if isinstance(obj, Tensor):
+                return self.b.param(obj, node.target)
+            return obj
+        if node.op == "call_function":
+            fn = FUNCTIONS.get(node.target)
+            if fn is None:
+                raise UnsupportedOperatorError(_unsupported(_name_of(node.target), self.b.opset))
+            return fn(self, *args, **kwargs)
+        if node.op == "call_method":
+            fn = METHODS.get(node.target)
+            if fn is None:
+                raise UnsupportedOperatorError(_unsupported(f"Tensor.{node.target}", self.b.opset))
+            return fn(self, *args, **kwargs)
+        if node.op == "call_module":
+            mod = self.gm.get_submodule(node.target)
+            fn = MODULES.get(type(mod))
+            if fn is None:
+                raise UnsupportedOperatorError(_unsupported(f"{type(mod).__module__}.{type(mod).__name__}",
+                                                            self.b.opset))
+            return fn(self, mod, node.target, *args, **kwargs)
+        raise AssertionError(node.op)
+
+
+def _unsupported(name: str, opset: int) -> str:
+    return (f"Exporting the operator '{name}' to ONNX opset version {opset} is not supported by fabric.onnx "
+            "(no lowering is registered for it)")
+
+
+def _name_of(fn) -> str:
+    from ..fx.node import _qualified_name
+    return _qualified_name(fn)
+
+
+def _load(env, a):
+    from ..fx.node import map_arg
+    return map_arg(a, lambda n: env[n])
+
+
+# --- small emission helpers ------------------------------------------------------------------------
+
+def _is_v(x) -> bool:
+    return isinstance(x, V)
+
+
+def tensor(L: Lowering, x, like: V | None = None, dtype=None) -> V:
+    """``x`` as an ONNX value: Python numbers become constants of ``like``'s dtype."""
+    if isinstance(x, V):
+        return x
+    if isinstance(x, (list, tuple)) and any(isinstance(e, V) for e in x):
+        return shape_tensor(L, x)
+    if dtype is None:
+        if like is not None:
+            dtype = like.dtype
+        elif isinstance(x, bool):
+            dtype = np.bool_
+        elif isinstance(x, int):
+            dtype = np.int64
+        else:
+            dtype = np.float32
+    return L.b.const(np.asarray(x, dtype=dtype))
+
+
+def shape_tensor(L: Lowering, items) -> V:
+    """A 1-D int64 value from a mix of Python ints and scalar/1-D int64 values."""
+    if isinstance(items, V):
+        return items
+    items = list(items)
+    if all(not isinstance(i, V) for i in items):
+        return L.b.i64([int(i) for i in items])
+    parts = []
+    for i in items:
+        if isinstance(i, V):
+            i = cast(L, i, np.int64)
+            parts.append(unsqueeze(L, i, [0]) if i.rank == 0 else i)
+        else:
+            parts.append(L.b.i64([int(i)]))
+    return L.b.op("Concat", parts, np.int64, 1, axis=0)
+
+
+def cast(L: Lowering, x: V, dtype) -> V:
+    dtype = np.dtype(dtype)
+    if x.dtype == dtype:
+        return x
+    return L.b.op("Cast", [x], dtype, x.rank, to=_onnx_type(dtype))
+
+
+def _onnx_type(dtype) -> int:
+    from onnx import helper
+    return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+
+
+def unsqueeze(L, x: V, axes) -> V:
+    r = None if x.rank is None else x.rank + len(axes)
+    return L.b.op("Unsqueeze", [x, L.b.i64(list(axes))], x.dtype, r)
+
+
+def squeeze(L, x: V, axes) -> V:
+    r = None if x.rank is None else x.rank - len(axes)
+    return L.b.op("Squeeze", [x, L.b.i64(list(axes))], x.dtype, r)
+
+
+def transpose(L, x: V, perm) -> V:
+    return L.b.op("Transpose", [x], x.dtype, len(perm), perm=list(perm))
+
+
+def reduce(L, op: str, x: V, axes, keepdims: bool) -> V:
+    rank = None if x.rank is None else (x.rank if keepdims else x.rank - len(axes))
+    if op == "ReduceSum" or L.b.opset >= 18:
+        return L.b.op(op, [x, L.b.i64(list(axes))], x.dtype, rank, keepdims=int(keepdims))
+    return L.b.op(op, [x], x.dtype, rank, axes=list(axes), keepdims=int(keepdims))
+
+
+def shape_of(L, x: V) -> ShapeV:
+    s = L.b.op("Shape", [x], np.int64, 1)
+    return ShapeV(s.name, np.int64, 1)
+
+
+def size_at(L, x: V, dim: int) -> V:
+    return L.b.op("Gather", [shape_of(L, x), L.b.i64(dim)], np.int64, 0, axis=0)
+
+
+def _rank(x: V) -> int:
+    if x.rank is None:
+        raise UnsupportedOperatorError(f"fabric.onnx needs the rank of {x.name}, which shape propagation did not "
+                                       "record")
+    return x.rank
+
+
+def _dim(d: int, rank: int) -> int:
+    return d + rank if d < 0 else d
+
+
+def matmul_t(L, x: V, w: V) -> V:
+    """``x @ w.T`` (a linear layer's weight)."""
+    wt = transpose(L, w, [1, 0])
+    r = x.rank
+    return L.b.op("MatMul", [x, wt], x.dtype, r)
+
+
+def linear(L, x: V, w: V, b) -> V:
+    y = matmul_t(L, x, w)
+    if b is not None:
+        y = L.b.op("Add", [y, b], y.dtype, y.rank)
+    return y
+
+
+def gelu(L, x: V, approximate: str = "none") -> V:
+    b = L.b
+    if approximate == "tanh":
+        c = b.const(np.asarray(math.sqrt(2.0 / math.pi), x.dtype))
+        x3 = b.op("Mul", [b.op("Mul", [x, x]), x])
+        inner = b.op("Mul", [c, b.op("Add", [x, b.op("Mul", [b.const(np.asarray(0.044715, x.dtype)), x3])])])
+        t = b.op("Tanh", [inner])
+    else:
+        t = b.op("Erf", [b.op("Div", [x, b.const(np.asarray(math.sqrt(2.0), x.dtype))])])
+    one = b.const(np.asarray(1.0, x.dtype))
+    half = b.const(np.asarray(0.5, x.dtype))
+    return b.op("Mul", [b.op("Mul", [half, x]), b.op("Add", [one, t])], x.dtype, x.rank)
+
+
+def layer_norm(L, x: V, normalized_shape, w, bias, eps: float) -> V:
+    n = len(normalized_shape) if isinstance(normalized_shape, (tuple, list)) else 1
+    if w is None:
+        w = L.b.const(np.ones(tuple(normalized_shape), x.dtype))
+    inputs = [x, w] + ([bias] if bias is not None else [])
+    return L.b.op("LayerNormalization", inputs, x.dtype, x.rank, axis=-n, epsilon=float(eps))
+
+
+# --- elementwise --------------------------------------------------------------------------------------
+
+def _binary(onnx_op: str, pyop, compare: bool = False):
+    def rule(L, a, b, **kw):
+        alpha = kw.get("alpha", 1)
+        if alpha != 1:
+            b = b * alpha if not _is_v(b) else L.b.op("Mul", [b, tensor(L, alpha, like=b)], b.dtype, b.rank)
+        if not _is_v(a) and not _is_v(b):
+            return pyop(a, b)
+        like = a if _is_v(a) else b
+        if compare:
+            dt = like.dtype
+            if _is_v(a) and _is_v(b) and a.dtype != b.dtype:
+                dt = np.result_type(a.dtype, b.dtype)
+        else:
+            dt = L.out_dtype(like.dtype)
+        va = cast(L, tensor(L, a, dtype=dt), dt)
+        vb = cast(L, tensor(L, b, dtype=dt), dt)
+        ranks = [v.rank for v in (va, vb)]
+        rank = None if None in ranks else max(ranks)
+        return L.b.op(onnx_op, [va, vb], np.bool_ if compare else dt, rank)
+    return rule
+
+
+for _op, _onnx, _cmp, _meths in [
+        (operator.add, "Add", False, ("add", "__add__")), (operator.sub, "Sub", False, ("sub", "__sub__")),
+        (operator.mul, "Mul", False, ("mul", "__mul__")), (operator.truediv, "Div", False, ("div", "__truediv__")),
+        (operator.pow, "Pow", False, ("pow",)), (operator.eq, "Equal", True, ("eq",)),
+        (operator.lt, "Less", True, ("lt",)), (operator.gt, "Greater", True, ("gt",)),
+        (operator.le, "LessOrEqual", True, ("le",)), (operator.ge, "GreaterOrEqual", True, ("ge",))]:
+    _rule = _binary(_onnx, _op, _cmp)
+    FUNCTIONS[_op] = _rule
+    for _m in _meths:
+        METHODS[_m] = _rule
+
+_fabric_names = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
+                 "pow": operator.pow, "eq": operator.eq, "lt": operator.lt, "gt": operator.gt}
+
+
+def _register_fabric_binaries():
+    import fabric
+    for name, op in _fabric_names.items():
+        f = getattr(fabric, name, None)
+        if f is not None:
+            FUNCTIONS[f] = FUNCTIONS[op]
+
+
+_register_fabric_binaries()
+
+
+@_reg_fn(operator.floordiv)
+def _floordiv(L, a, b):
+    if not _is_v(a) and not _is_v(b):
+        return a // b
+    like = a if _is_v(a) else b
+    if np.issubdtype(like.dtype, np.integer):
+        return L.b.op("Div", [tensor(L, a, like=like), tensor(L, b, like=like)], like.dtype, like.rank)
+    q = L.b.op("Div", [tensor(L, a, like=like), tensor(L, b, like=like)])
+    return L.b.op("Floor", [q], like.dtype, like.rank)
+
+
+@_reg_fn(operator.matmul)
+@_reg_method("matmul", "__matmul__")
+def _matmul(L, a, b):
+    rank = max(a.rank or 2, b.rank or 2)
+    return L.b.op("MatMul", [a, b], a.dtype, rank)
+
+
+@_reg_fn(operator.neg)
+@_reg_method("neg", "__neg__")
+def _neg(L, x):
+    return -x if not _is_v(x) else L.b.op("Neg", [x], x.dtype, x.rank)
+
+
+def _unary(onnx_op):
+    def rule(L, x, *args, **kwargs):
+        if kwargs.get("inplace"):
+            pass  # in-place on a traced value is the same value in a graph
+        return L.b.op(onnx_op, [x], x.dtype, x.rank)
+    return rule
+
+
+def _register_unaries():
+    import fabric
+    for name, onnx_op in [("relu", "Relu"), ("sigmoid", "Sigmoid"), ("tanh", "Tanh"), ("exp", "Exp"),
+                          ("log", "Log"), ("sqrt", "Sqrt"), ("abs", "Abs"), ("sin", "Sin"), ("cos", "Cos"),
+                          ("erf", "Erf"), ("floor", "Floor"), ("ceil", "Ceil"), ("reciprocal", "Reciprocal")]:
+        rule = _unary(onnx_op)
+        for ns in (fabric, F):
+            f = getattr(ns, name, None)
+            if f is not None:
+                FUNCTIONS[f] = rule
+        METHODS[name] = rule
+
+
+_register_unaries()
+
+
+@_reg_method("rsqrt")
+def _rsqrt(L, x):
+    return L.b.op("Reciprocal", [L.b.op("Sqrt", [x])], x.dtype, x.rank)
+
+
+@_reg_fn(F.gelu)
+def _gelu(L, x, approximate="none"):
+    return gelu(L, x, approximate)
+
+
+@_reg_fn(F.silu)
+def _silu(L, x, inplace=False):
+    return L.b.op("Mul", [x, L.b.op("Sigmoid", [x])], x.dtype, x.rank)
+
+
+def _softmax_rule(onnx_op):
+    def rule(L, x, dim=None, _stacklevel=3, dtype=None):
+        if dim is None:
+            raise UnsupportedOperatorError("softmax without dim cannot be exported; pass dim=")
+        if dtype is not None:
+            x = cast(L, x, dtype.to_numpy())
+        return L.b.op(onnx_op, [x], x.dtype, x.rank, axis=int(dim))
+    return rule
+
+
+def _register_softmax():
+    import fabric
+    for f in (F.softmax, fabric.softmax):
+        FUNCTIONS[f] = _softmax_rule("Softmax")
+    for f in (F.log_softmax, fabric.log_softmax):
+        FUNCTIONS[f] = _softmax_rule("LogSoftmax")
+    METHODS["softmax"] = _softmax_rule("Softmax")
+    METHODS["log_softmax"] = _softmax_rule("LogSoftmax")
+
+
+_register_softmax()
+
+
+@_reg_fn(F.dropout)
+def _dropout(L, x, p=0.5, training=True, inplace=False):
+    if training and p > 0:
+        raise UnsupportedOperatorError("fabric.onnx exports inference graphs: F.dropout(training=True) cannot be "
+                                       "exported (call model.eval() or pass training=False)")
+    return x
+
+
+@_reg_fn(F.linear)
+def _linear(L, x, weight, bias=None):
+    return linear(L, x, weight, bias)
+
+
+@_reg_fn(F.layer_norm)
+def _layer_norm(L, x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    return layer_norm(L, x, normalized_shape, weight, bias, eps)
+
+
+@_reg_fn(F.embedding)
+def _embedding(L, idx, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+               sparse=False):
+    if max_norm is not None:
+        raise UnsupportedOperatorError(_unsupported("embedding(max_norm=...)", L.b.opset))
+    return L.b.op("Gather", [weight, idx], weight.dtype, (idx.rank or 0) + 1, axis=0)
+
+
+# --- shapes, views, indexing --------------------------------------------------------------------------------
+
+@_reg_fn(builtins.getattr)
+def _getattr(L, x, name):
+    if not _is_v(x):
+        return getattr(x, name)
+    if name == "shape":
+        return shape_of(L, x)
+    if name == "T" or name == "mT":
+        r = _rank(x)
+        perm = list(range(r))[::-1] if name == "T" else list(range(r - 2)) + [r - 1, r - 2]
+        return transpose(L, x, perm)
+    if name == "ndim":
+        return _rank(x)
+    arg_meta = L.node.args[0].meta.get("tensor_meta")
+    if name == "dtype" and arg_meta is not None:
+        return arg_meta.dtype
+    if name == "device":
+        import fabric
+        return fabric.device("cpu")
+    raise UnsupportedOperatorError(_unsupported(f"Tensor.{name} (attribute)", L.b.opset))
+
+
+@_reg_method("size")
+def _size(L, x, dim=None):
+    if dim is None:
+        return shape_of(L, x)
+    return size_at(L, x, _dim(dim, _rank(x)))
+
+
+@_reg_method("dim")
+def _dimm(L, x):
+    return _rank(x)
+
+
+@_reg_method("view", "reshape")
+def _view(L, x, *shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list, V)):
+        shape = shape[0]
+    rank = len(shape) if not isinstance(shape, V) else L.out_rank()
+    return L.b.op("Reshape", [x, shape_tensor(L, shape)], x.dtype, rank)
+
+
+def _register_reshape_fn():
+    import fabric
+    FUNCTIONS[fabric.reshape] = lambda L, x, shape: _view(L, x, shape)
+
+
+_register_reshape_fn()
+
+
+def flatten(L, x: V, start_dim: int = 0, end_dim: int = -1) -> V:
+    r = _rank(x)
+    s, e = _dim(start_dim, r), _dim(end_dim, r)
+    if s == e:
+        return x
+    if e == r - 1:
+        if s == 0:
+            return L.b.op("Reshape", [x, L.b.i64([-1])], x.dtype, 1)
+        shp = L.b.op("Slice", [shape_of(L, x), L.b.i64([0]), L.b.i64([s])], np.int64, 1)
+        return L.b.op("Reshape", [x, L.b.op("Concat", [shp, L.b.i64([-1])], np.int64, 1, axis=0)], x.dtype, s + 1)
+    full = shape_of(L, x)
+    head = L.b.op("Slice", [full, L.b.i64([0]), L.b.i64([s])], np.int64, 1)
+    tail = L.b.op("Slice", [full, L.b.i64([e + 1]), L.b.i64([r])], np.int64, 1)
+    target = L.b.op("Concat", [head, L.b.i64([-1]), tail], np.int64, 1, axis=0)
+    return L.b.op("Reshape", [x, target], x.dtype, r - (e - s))
+
+
+def _register_flatten():
+    import fabric
+    FUNCTIONS[fabric.flatten] = lambda L, x, start_dim=0, end_dim=-1: flatten(L, x, start_dim, end_dim)
+    METHODS["flatten"] = lambda L, x, start_dim=0, end_dim=-1: flatten(L, x, start_dim, end_dim)
+
+
+_register_flatten()
+
+
+@_reg_method("transpose")
+def _transpose(L, x, d0, d1):
+    r = _rank(x)
+    perm = list(range(r))
+    d0, d1 = _dim(d0, r), _dim(d1, r)
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return transpose(L, x, perm)
+
+
+@_reg_method("permute")
+def _permute(L, x, *dims):
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = dims[0]
+    r = _rank(x)
+    return transpose(L, x, [_dim(d, r) for d in dims])
+
+
+@_reg_method("t")
+def _t(L, x):
+    return x if _rank(x) < 2 else transpose(L, x, [1, 0])
+
+
+@_reg_method("contiguous", "detach", "clone")
+def _identity_method(L, x, *args, **kwargs):
+    return x
+
+
+@_reg_method("unsqueeze")
+def _unsqueeze(L, x, dim):
+    return unsqueeze(L, x, [_dim(dim, _rank(x) + 1)])
+
+
+@_reg_method("squeeze")
+def _squeeze(L, x, dim=None):
+    if dim is None:
+        raise UnsupportedOperatorError("Tensor.squeeze() without dim cannot be exported with dynamic shapes; "
+                                       "pass dim=")
+    return squeeze(L, x, [_dim(dim, _rank(x))])
+
+
+@_reg_method("float")
+def _float(L, x):
+    return cast(L, x, np.float32)
+
+
+@_reg_method("to", "type")
+def _to(L, x, *args, **kwargs):
+    import fabric
+    dt = kwargs.get("dtype")
+    for a in args:
+        if isinstance(a, fabric.dtype):
+            dt = a
+    return x if dt is None else cast(L, x, dt.to_numpy())
+
+
+@_reg_method("masked_fill")
+def _masked_fill(L, x, mask, value):
+    v = tensor(L, value, like=x) if not _is_v(value) else cast(L, value, x.dtype)
+    return L.b.op("Where", [cast(L, mask, np.bool_), v, x], x.dtype, x.rank)
+
+
+def _trilu(upper: bool):
+    def rule(L, x, diagonal=0):
+        return L.b.op("Trilu", [x, L.b.i64(int(diagonal)) if not _is_v(diagonal) else diagonal], x.dtype, x.rank,
+                      upper=int(upper))
+    return rule
+
+
+def _register_misc():
+    import fabric
+    FUNCTIONS[fabric.triu] = _trilu(True)
+    FUNCTIONS[fabric.tril] = _trilu(False)
+    METHODS["triu"] = _trilu(True)
+    METHODS["tril"] = _trilu(False)
+    FUNCTIONS[fabric.matmul] = _matmul
+    FUNCTIONS[fabric.bmm] = _matmul
+    FUNCTIONS[fabric.cat] = _cat
+    FUNCTIONS[fabric.stack] = _stack
+    FUNCTIONS[fabric.arange] = _arange
+    FUNCTIONS[fabric.full] = _full
+    FUNCTIONS[fabric.ones] = lambda L, *size, dtype=None, **kw: _full(L, size, 1.0, dtype=dtype)
+    FUNCTIONS[fabric.zeros] = lambda L, *size, dtype=None, **kw: _full(L, size, 0.0, dtype=dtype)
+    FUNCTIONS[fabric.masked_fill] = _masked_fill
+    FUNCTIONS[fabric.transpose] = _transpose
+    FUNCTIONS[fabric.permute] = _permute
+    FUNCTIONS[fabric.unsqueeze] = _unsqueeze
+    FUNCTIONS[fabric.mean] = _mean
+    FUNCTIONS[fabric.sum] = _sum
+    FUNCTIONS[fabric.where] = _where
+
+
+def _cat(L, tensors, dim=0):
+    r = _rank(tensors[0])
+    return L.b.op("Concat", list(tensors), tensors[0].dtype, r, axis=_dim(dim, r))
+
+
+def _stack(L, tensors, dim=0):
+    r = _rank(tensors[0]) + 1
+    d = _dim(dim, r)
+    return L.b.op("Concat", [unsqueeze(L, t, [d]) for t in tensors], tensors[0].dtype, r, axis=d)
+
+
+def _arange(L, start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, **kw):
+    if end is None:
+        start, end = 0, start
+    vals = (start, end, step)
+    is_int = all(isinstance(v, int) or (_is_v(v) and np.issubdtype(v.dtype, np.integer)) for v in vals)
+    dt = np.int64 if is_int else np.float32
+    parts = [cast(L, tensor(L, v, dtype=dt), dt) for v in vals]
+    out = L.b.op("Range", parts, dt, 1)
+    if dtype is not None:
+        out = cast(L, out, dtype.to_numpy())
+    return out
+
+
+def _full(L, size, fill_value, *, dtype=None, device=None, requires_grad=False, **kw):
+    if len(size) == 1 and isinstance(size[0], (tuple, list, V)):
+        size = size[0]
+    dt = L.out_dtype()
+    from onnx import numpy_helper
+    shape = shape_tensor(L, size)
+    value = numpy_helper.from_array(np.asarray([fill_value], dtype=dt), name="value")
+    rank = len(size) if not isinstance(size, V) else None
+    return L.b.op("ConstantOfShape", [shape], dt, rank, value=value)
+
+
+def _where(L, cond, x, y):
+    like = x if _is_v(x) else y
+    return L.b.op("Where", [cast(L, cond, np.bool_), tensor(L, x, like=like), tensor(L, y, like=like)],
+                  like.dtype, like.rank)
+
+
+@_reg_method("mean")
+def _mean(L, x, dim=None, keepdim=False, dtype=None):
+    r = _rank(x)
+    axes = list(range(r)) if dim is None else [_dim(d, r) for d in (dim if isinstance(dim, (tuple, list)) else [dim])]
+    return reduce(L, "ReduceMean", x, axes, keepdim)
+
+
+@_reg_method("sum")
+def _sum(L, x, dim=None, keepdim=False, dtype=None):
+    r = _rank(x)
+    axes = list(range(r)) if dim is None else [_dim(d, r) for d in (dim if isinstance(dim, (tuple, list)) else [dim])]
+    return reduce(L, "ReduceSum", x, axes, keepdim)
+
+
+@_reg_method("expand")
+def _expand(L, x, *sizes):
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = sizes[0]
+    r = len(sizes)
+    items = []
+    for i, s in enumerate(sizes):
+        items.append(size_at(L, x, i - (r - _rank(x))) if (not _is_v(s) and s == -1) else s)
+    return L.b.op("Expand", [x, shape_tensor(L, items)], x.dtype, r)
+
+
+@_reg_fn(operator.getitem)
+def _getitem(L, x, idx):
+    if not _is_v(x):
+        return x[idx]
+    if isinstance(x, ShapeV):
+        if isinstance(idx, int):
+            return L.b.op("Gather", [x, L.b.i64(idx)], np.int64, 0, axis=0)
+        if isinstance(idx, slice) and idx.step in (None, 1):
+            start = 0 if idx.start is None else idx.start
+            end = np.iinfo(np.int64).max if idx.stop is None else idx.stop
+            out = L.b.op("Slice", [x, L.b.i64([start]), L.b.i64([end])], np.int64, 1)
+            return ShapeV(out.name, np.int64, 1)
+        raise UnsupportedOperatorError(_unsupported(f"shape indexing with {idx!r}", L.b.opset))
+    return index_tensor(L, x, idx)
+
+
+def index_tensor(L, x: V, idx) -> V:
+    """``x[idx]`` for ints, slices (bounds may be values), None and Ellipsis."""
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    if any(isinstance(i, V) and i.rank != 0 for i in idx) or any(isinstance(i, (list, tuple)) for i in idx):
+        raise UnsupportedOperatorError(_unsupported("advanced (tensor) indexing", L.b.opset))
+    r = _rank(x)
+    n_real = sum(1 for i in idx if i is not None and i is not Ellipsis)
+    if Ellipsis in idx:
+        k = idx.index(Ellipsis)
+        idx = idx[:k] + (slice(None),) * (r - n_real) + idx[k + 1:]
+    starts, ends, axes, steps, squeeze_axes, none_pos = [], [], [], [], [], []
+    axis = 0
+    out_pos = 0
+    for i in idx:
+        if i is None:
+            none_pos.append(out_pos)
+            out_pos += 1
+            continue
+        if isinstance(i, slice):
+            if not (i.start is None and i.stop is None and i.step in (None, 1)):
+                starts.append(0 if i.start is None else i.start)
+                ends.append(np.iinfo(np.int64).max if i.stop is None else i.stop)
+                axes.append(axis)
+                steps.append(1 if i.step is None else i.step)
+            out_pos += 1
+        else:  # an int (or a 0-d value): take one element and drop the axis
+            starts.append(i)
+            ends.append(np.iinfo(np.int64).max if (not _is_v(i) and i == -1) else
+                        (i + 1 if not _is_v(i) else L.b.op("Add", [cast(L, i, np.int64), L.b.i64(1)], np.int64, 0)))
+            axes.append(axis)
+            steps.append(1)
+            squeeze_axes.append(axis)
+        axis += 1
+    y = x
+    if axes:
+        y = L.b.op("Slice", [x, shape_tensor(L, starts), shape_tensor(L, ends), L.b.i64(axes), L.b.i64(steps)],
+                   x.dtype, r)
+    if squeeze_axes:
+        y = squeeze(L, y, squeeze_axes)
+    if none_pos:
+        y = unsqueeze(L, y, none_pos)
+    return y
+
+
+# --- modules ------------------------------------------------------------------------------------------------
+
+def _p(L, path: str, name: str):
+    mod = L.gm.get_submodule(path)
+    if getattr(mod, name, None) is None:
+        return None
+    return L.param(f"{path}.{name}")
+
+
+@_reg_module(nn.Linear, nn.modules.linear.NonDynamicallyQuantizableLinear)
+def _m_linear(L, m, path, x):
+    return linear(L, x, _p(L, path, "weight"), _p(L, path, "bias"))
+
+
+@_reg_module(nn.Identity)
+def _m_identity(L, m, path, x, *args, **kwargs):
+    return x
+
+
+@_reg_module(nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.AlphaDropout)
+def _m_dropout(L, m, path, x):
+    return x
+
+
+def _act_module(fn):
+    def rule(L, m, path, x):
+        return fn(L, x)
+    return rule
+
+
+MODULES[nn.ReLU] = _act_module(lambda L, x: L.b.op("Relu", [x], x.dtype, x.rank))
+MODULES[nn.Tanh] = _act_module(lambda L, x: L.b.op("Tanh", [x], x.dtype, x.rank))
+MODULES[nn.Sigmoid] = _act_module(lambda L, x: L.b.op("Sigmoid", [x], x.dtype, x.rank))
+MODULES[nn.SiLU] = _act_module(lambda L, x: _silu(L, x))
+
+
+@_reg_module(nn.GELU)
+def _m_gelu(L, m, path, x):
+    return gelu(L, x, m.approximate)
+
+
+@_reg_module(nn.Softmax)
+def _m_softmax(L, m, path, x):
+    return L.b.op("Softmax", [x], x.dtype, x.rank, axis=int(m.dim if m.dim is not None else -1))
+
+
+@_reg_module(nn.LayerNorm)
+def _m_layer_norm(L, m, path, x):
+    return layer_norm(L, x, m.normalized_shape, _p(L, path, "weight"), _p(L, path, "bias"), m.eps)
+
+
+@_reg_module(nn.Flatten)
+def _m_flatten(L, m, path, x):
+    return flatten(L, x, m.start_dim, m.end_dim)
+
+
+@_reg_module(nn.Embedding)
+def _m_embedding(L, m, path, idx):
+    return _embedding(L, idx, _p(L, path, "weight"), max_norm=m.max_norm)
+
+
+def _tuple(v, n):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+
+
+@_reg_module(nn.Conv1d, nn.Conv2d, nn.Conv3d)
+def _m_conv(L, m, path, x):
+    n = len(m.kernel_size)
+    if m.padding_mode != "zeros":
+        raise UnsupportedOperatorError(_unsupported(f"Conv{n}d(padding_mode='{m.padding_mode}')", L.b.opset))
+    k, d = _tuple(m.kernel_size, n), _tuple(m.dilation, n)
+    if isinstance(m.padding, str):
+        if m.padding == "valid":
+            pads = [0] * (2 * n)
+        else:
+            total = [dd * (kk - 1) for kk, dd in zip(k, d)]
+            pads = [t // 2 for t in total] + [t - t // 2 for t in total]
+    else:
+        p = _tuple(m.padding, n)
+        pads = list(p) + list(p)
+    inputs = [x, _p(L, path, "weight")] + ([_p(L, path, "bias")] if m.bias is not None else [])
+    return L.b.op("Conv", inputs, x.dtype, x.rank, kernel_shape=list(k), strides=list(_tuple(m.stride, n)),
+                  pads=pads, dilations=list(d), group=int(m.groups))
+
+
+@_reg_module(nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
+def _m_batch_norm(L, m, path, x):
+    if m.training or not m.track_running_stats:
+        raise UnsupportedOperatorError("fabric.onnx exports BatchNorm in eval mode with running statistics "
+                                       f"({path} is in training mode or has track_running_stats=False)")
+    c = m.num_features
+    scale = _p(L, path, "weight") if m.affine else L.b.const(np.ones(c, x.dtype))
+    bias = _p(L, path, "bias") if m.affine else L.b.const(np.zeros(c, x.dtype))
+    return L.b.op("BatchNormalization", [x, scale, bias, _p(L, path, "running_mean"), _p(L, path, "running_var")],
+                  x.dtype, x.rank, epsilon=float(m.eps))
+
+
+@_reg_module(nn.MaxPool1d, nn.MaxPool2d, nn.MaxPool3d)
+def _m_max_pool(L, m, path, x):
+    n = _rank(x) - 2
+    if m.return_indices:
+        raise UnsupportedOperatorError(_unsupported("MaxPool(return_indices=True)", L.b.opset))
+    k = _tuple(m.kernel_size, n)
+    s = _tuple(m.stride if m.stride is not None else m.kernel_size, n)
+    p = _tuple(m.padding, n)
+    return L.b.op("MaxPool", [x], x.dtype, x.rank, kernel_shape=list(k), strides=list(s), pads=list(p) + list(p),
+                  dilations=list(_tuple(m.dilation, n)), ceil_mode=int(m.ceil_mode))
+
+
+@_reg_module(nn.AvgPool1d, nn.AvgPool2d, nn.AvgPool3d)
+def _m_avg_pool(L, m, path, x):
+    n = _rank(x) - 2
+    if getattr(m, "divisor_override", None):
+        raise UnsupportedOperatorError(_unsupported("AvgPool(divisor_override=...)", L.b.opset))
+    k = _tuple(m.kernel_size, n)
+    s = _tuple(m.stride if m.stride is not None else m.kernel_size, n)
+    p = _tuple(m.padding, n)
+    return L.b.op("AveragePool", [x], x.dtype, x.rank, kernel_shape=list(k), strides=list(s),
+                  pads=list(p) + list(p), ceil_mode=int(m.ceil_mode), count_include_pad=int(m.count_include_pad))
+
+
+@_reg_module(nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.AdaptiveAvgPool3d)
+def _m_adaptive_avg_pool(L, m, path, x):
+    n = _rank(x) - 2
+    out = _tuple(m.output_size, n)
+    if all(o == 1 for o in out):
+        return L.b.op("GlobalAveragePool", [x], x.dtype, x.rank)
+    tm = L.node.args[0].meta.get("tensor_meta")
+    spatial = tuple(tm.shape[2:]) if tm is not None else None
+    if spatial is None or any(o is None or s % o for s, o in zip(spatial, out)):
+        raise UnsupportedOperatorError(_unsupported(f"AdaptiveAvgPool{n}d to {out} from {spatial}", L.b.opset))
+    k = [s // o for s, o in zip(spatial, out)]
+    return L.b.op("AveragePool", [x], x.dtype, x.rank, kernel_shape=k, strides=k)
+
+
+# --- attention and transformers ---------------------------------------------------------------------------
+
+def attention(L, m, path, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+              average_attn_weights=True, is_causal=False):
+    """nn.MultiheadAttention (eval) as MatMul/Softmax; returns (output, weights or None)."""
+    b = L.b
+    if m.bias_k is not None or m.add_zero_attn:
+        raise UnsupportedOperatorError(_unsupported("MultiheadAttention(add_bias_kv / add_zero_attn)", b.opset))
+    if _rank(query) != 3:
+        raise UnsupportedOperatorError(_unsupported("MultiheadAttention on unbatched input", b.opset))
+    E, H = m.embed_dim, m.num_heads
+    D = E // H
+    if not m.batch_first:
+        query, key, value = (transpose(L, t, [1, 0, 2]) for t in (query, key, value))
+    if m._qkv_same_embed_dim:
+        W = _p(L, path, "in_proj_weight")
+        ws = [b.op("Slice", [W, b.i64([i * E]), b.i64([(i + 1) * E]), b.i64([0])], W.dtype, 2) for i in range(3)]
+    else:
+        ws = [_p(L, path, n) for n in ("q_proj_weight", "k_proj_weight", "v_proj_weight")]
+    bias = _p(L, path, "in_proj_bias")
+    bs = [None] * 3 if bias is None else [
+        b.op("Slice", [bias, b.i64([i * E]), b.i64([(i + 1) * E]), b.i64([0])], bias.dtype, 1) for i in range(3)]
+    q, k, v = (linear(L, t, w, bb) for t, w, bb in zip((query, key, value), ws, bs))
+    heads = b.i64([0, 0, H, D])
+    q = transpose(L, b.op("Reshape", [q, heads], q.dtype, 4), [0, 2, 1, 3])       # B H T D
+    kt = transpose(L, b.op("Reshape", [k, heads], k.dtype, 4), [0, 2, 3, 1])      # B H D S
+    v = transpose(L, b.op("Reshape", [v, heads], v.dtype, 4), [0, 2, 1, 3])       # B H S D
+    q = b.op("Mul", [q, b.const(np.asarray(1.0 / math.sqrt(D), q.dtype))], q.dtype, 4)
+    scores = b.op("MatMul", [q, kt], q.dtype, 4)
+    ninf = b.const(np.asarray(-np.inf, q.dtype))
+    zero = b.const(np.asarray(0.0, q.dtype))
+    if attn_mask is not None:
+        if _rank(attn_mask) != 2:
+            raise UnsupportedOperatorError(_unsupported("MultiheadAttention with a 3-D attn_mask", b.opset))
+        if attn_mask.dtype == np.bool_:
+            attn_mask = b.op("Where", [attn_mask, ninf, zero], q.dtype, 2)
+        scores = b.op("Add", [scores, cast(L, attn_mask, q.dtype)], q.dtype, 4)
+    elif is_causal:
+        t_len, s_len = size_at(L, scores, 2), size_at(L, scores, 3)
+        from onnx import numpy_helper
+        full = b.op("ConstantOfShape", [shape_tensor(L, [t_len, s_len])], q.dtype, 2,
+                    value=numpy_helper.from_array(np.asarray([-np.inf], q.dtype), name="value"))
+        scores = b.op("Add", [scores, b.op("Trilu", [full, b.i64(1)], q.dtype, 2, upper=1)], q.dtype, 4)
+    if key_padding_mask is not None:
+        kpm = key_padding_mask
+        if kpm.dtype == np.bool_:
+            kpm = b.op("Where", [kpm, ninf, zero], q.dtype, 2)
+        scores = b.op("Add", [scores, unsqueeze(L, cast(L, kpm, q.dtype), [1, 2])], q.dtype, 4)
+    attn = b.op("Softmax", [scores], q.dtype, 4, axis=-1)
+    out = b.op("MatMul", [attn, v], q.dtype, 4)
+    out = b.op("Reshape", [transpose(L, out, [0, 2, 1, 3]), b.i64([0, 0, E])], q.dtype, 3)
+    out = linear(L, out, _p(L, f"{path}.out_proj", "weight"), _p(L, f"{path}.out_proj", "bias"))
+    if not m.batch_first:
+        out = transpose(L, out, [1, 0, 2])
+    weights = None
+    if need_weights:
+        weights = reduce(L, "ReduceMean", attn, [1], False) if average_attn_weights else attn
+    return out, weights
+
+
+@_reg_module(nn.MultiheadAttention)
+def _m_mha(L, m, path, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+           average_attn_weights=True, is_causal=False):
+    return attention(L, m, path, query, key, value, key_padding_mask, need_weights, attn_mask, average_attn_weights,
+                     is_causal)
+
+
+def _activation(L, layer, x):
+    code = getattr(layer, "activation_relu_or_gelu", 0)
+    act = layer.activation
+    if code == 1:
+        return L.b.op("Relu", [x], x.dtype, x.rank)
+    if code == 2:
+        return gelu(L, x, getattr(act, "approximate", "none"))
+    rule = MODULES.get(type(act))
+    if rule is not None:
+        return rule(L, act, None, x)
+    fn = FUNCTIONS.get(act)
+    if fn is not None:
+        return fn(L, x)
+    raise UnsupportedOperatorError(_unsupported(f"TransformerEncoderLayer activation {act!r}", L.b.opset))
+
+
+def encoder_layer(L, m, path, x, src_mask=None, src_key_padding_mask=None, is_causal=False):
+    def sa(h):
+        return attention(L, m.self_attn, f"{path}.self_attn", h, h, h, src_key_padding_mask, False, src_mask,
+                         True, is_causal)[0]
+
+    def ff(h):
+        h = linear(L, h, _p(L, f"{path}.linear1", "weight"), _p(L, f"{path}.linear1", "bias"))
+        h = _activation(L, m, h)
+        return linear(L, h, _p(L, f"{path}.linear2", "weight"), _p(L, f"{path}.linear2", "bias"))
+
+    def norm(name, h):
+        mod = getattr(m, name)
+        return layer_norm(L, h, mod.normalized_shape, _p(L, f"{path}.{name}", "weight"),
+                          _p(L, f"{path}.{name}", "bias"), mod.eps)
+
+    add = L.b.op
+    if m.norm_first:
+        x = add("Add", [x, sa(norm("norm1", x))], x.dtype, x.rank)
+        x = add("Add", [x, ff(norm("norm2", x))], x.dtype, x.rank)
+    else:
+        x = norm("norm1", add("Add", [x, sa(x)], x.dtype, x.rank))
+        x = norm("norm2", add("Add", [x, ff(x)], x.dtype, x.rank))
+    return x
+
+
+@_reg_module(nn.TransformerEncoderLayer)
+def _m_encoder_layer(L, m, path, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+    return encoder_layer(L, m, path, src, src_mask, src_key_padding_mask, is_causal)
+
+
+@_reg_module(nn.TransformerEncoder)
+def _m_encoder(L, m, path, src, mask=None, src_key_padding_mask=None, is_causal=None):
+    x = src
+    for i, layer in enumerate(m.layers):
+        x = encoder_layer(L, layer, f"{path}.layers.{i}", x, mask, src_key_padding_mask, bool(is_causal))
+    if m.norm is not None:
+        x = layer_norm(L, x, m.norm.normalized_shape, _p(L, f"{path}.norm", "weight"), _p(L, f"{path}.norm", "bias"),
+                       m.norm.eps)
+    return x
+
+
+# --- recurrent layers -----------------------------------------------------------------------------------------
+
+_GATES = {"LSTM": (4, [0, 3, 1, 2]),   # torch i,f,g,o -> ONNX i,o,f,c
+          "GRU": (3, [1, 0, 2])}       # torch r,z,n   -> ONNX z,r,h
+
+
+def _reorder(L, w: V, hidden: int, order) -> V:
+    b = L.b
+    rows = [b.op("Slice", [w, b.i64([g * hidden]), b.i64([(g + 1) * hidden]), b.i64([0])], w.dtype, w.rank)
+            for g in order]
+    return b.op("Concat", rows, w.dtype, w.rank, axis=0)
+
+
+def rnn(L, m, path, x, hx=None):
+    b = L.b
+    mode = m.mode
+    if mode not in _GATES:
+        raise UnsupportedOperatorError(_unsupported(f"nn.RNN (mode {mode})", b.opset))
+    if m.proj_size:
+        raise UnsupportedOperatorError(_unsupported("LSTM(proj_size>0)", b.opset))
+    if _rank(x) != 3:
+        raise UnsupportedOperatorError(_unsupported(f"{mode} on unbatched input", b.opset))
+    n_gates, order = _GATES[mode]
+    H, dirs = m.hidden_size, 2 if m.bidirectional else 1
+    if m.batch_first:
+        x = transpose(L, x, [1, 0, 2])
+    h0 = c0 = None
+    if hx is not None:
+        h0, c0 = (hx if mode == "LSTM" else (hx, None))
+    hs, cs = [], []
+    for layer in range(m.num_layers):
+        Ws, Rs, Bs = [], [], []
+        for d in range(dirs):
+            sfx = f"_l{layer}" + ("_reverse" if d else "")
+            Ws.append(_reorder(L, _p(L, path, "weight_ih" + sfx), H, order))
+            Rs.append(_reorder(L, _p(L, path, "weight_hh" + sfx), H, order))
+            if m.bias:
+                Bs.append(b.op("Concat", [_reorder(L, _p(L, path, "bias_ih" + sfx), H, order),
+                                          _reorder(L, _p(L, path, "bias_hh" + sfx), H, order)], x.dtype, 1, axis=0))
+        W = b.op("Concat", [unsqueeze(L, w, [0]) for w in Ws], x.dtype, 3, axis=0)
+        R = b.op("Concat", [unsqueeze(L, r, [0]) for r in Rs], x.dtype, 3, axis=0)
+        B = b.op("Concat", [unsqueeze(L, bb, [0]) for bb in Bs], x.dtype, 2, axis=0) if Bs else None
+
+        def init(state):
+            if state is None:
+                return None
+            return b.op("Slice", [state, b.i64([layer * dirs]), b.i64([(layer + 1) * dirs]), b.i64([0])],
+                        state.dtype, 3)
+        inputs = [x, W, R, B, None, init(h0)]
+        attrs = {"hidden_size": H, "direction": "bidirectional" if dirs == 2 else "forward"}
+        if mode == "LSTM":
+            inputs.append(init(c0))
+            y, y_h, y_c = b.op("LSTM", inputs, x.dtype, 4, n_out=3, **attrs)
+            cs.append(y_c)
+        else:
+            y, y_h = b.op("GRU", inputs, x.dtype, 4, n_out=2, linear_before_reset=1, **attrs)
+        hs.append(y_h)
+        # Y: [T, dirs, B, H] -> [T, B, dirs * H]
+        x = b.op("Reshape", [transpose(L, y, [0, 2, 1, 3]), b.i64([0, 0, -1])], x.dtype, 3)
+    out = transpose(L, x, [1, 0, 2]) if m.batch_first else x
+    h_n = hs[0] if len(hs) == 1 else b.op("Concat", hs, x.dtype, 3, axis=0)
+    if mode == "LSTM":
+        c_n = cs[0] if len(cs) == 1 else b.op("Concat", cs, x.dtype, 3, axis=0)
+        return out, (h_n, c_n)
+    return out, h_n
+
+
+@_reg_module(nn.LSTM, nn.GRU)
+def _m_rnn(L, m, path, x, hx=None):
+    return rnn(L, m, path, x, hx)
+
+
+_register_misc()
