@@ -149,8 +149,14 @@ class _Builder:
         self.last_placeholder = None
         self.submodules: dict = {}      # control-flow GraphModules owned by this graph
         self.attr_nodes: dict = {}      # get_attr target -> node (root builder only)
+        self.names: set = set()         # placeholder names used so far
 
     def placeholder(self, name: str):
+        base, k = name, 1
+        while name in self.names:
+            name = f"{base}_{k}"
+            k += 1
+        self.names.add(name)
         if self.last_placeholder is None:
             ctx = self.graph.inserting_before(None)
         else:

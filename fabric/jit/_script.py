@@ -187,9 +187,9 @@ class _ScriptMethod:
 def _mirror(module: Module, extra: dict) -> Module:
     """A plain ``Module`` tree holding ``module``'s parameters, buffers and children (the same objects),
     plus the control-flow sub-GraphModules in ``extra`` at the top."""
-    from ..nn import Module as _M
+    from ..nn import Module as _M, ModuleDict, ModuleList, Sequential
 
-    tree = _M()
+    tree = type(module)() if type(module) in (ModuleList, Sequential, ModuleDict) else _M()
     tree.training = module.training
     for name, p in module._parameters.items():
         tree._parameters[name] = p

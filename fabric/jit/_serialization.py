@@ -201,7 +201,11 @@ class _Encoder:
         return {"nodes": nodes, "subgraphs": subgraphs}
 
     def tree(self, m: Module) -> dict:
+        from ..nn import ModuleDict, ModuleList, Sequential
+
         out = {"training": bool(m.training), "params": {}, "buffers": {}, "children": {}}
+        if type(m) in (ModuleList, Sequential, ModuleDict):
+            out["container"] = type(m).__name__
         for name, p in m._parameters.items():
             out["params"][name] = None if p is None else [self.tensor(p), bool(p.requires_grad)]
         non_persistent = getattr(m, "_non_persistent_buffers_set", set())
@@ -432,7 +436,13 @@ def _pair(p):
 def _build_tree(doc: dict, dec: _Decoder) -> Module:
     if not isinstance(doc, dict):
         raise _FormatError("bad module tree")
-    m = Module()
+    from ..nn import ModuleDict, ModuleList, Sequential
+
+    kinds = {"ModuleList": ModuleList, "Sequential": Sequential, "ModuleDict": ModuleDict}
+    container = doc.get("container")
+    if container is not None and container not in kinds:
+        raise _FormatError(f"unknown container {container!r}")
+    m = kinds[container]() if container is not None else Module()
     m.training = bool(doc.get("training", True))
     for name, spec in doc.get("params", {}).items():
         _check_name(name)
