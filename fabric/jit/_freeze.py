@@ -237,8 +237,10 @@ def freeze(mod, preserved_attrs=None, optimize_numerics: bool = True):
     owner: dict = {}
     fr.run(graph, mod, owner, is_root=True)
     tree = Module()
+    used = {n.target for n in graph.nodes if n.op == "get_attr"}
     for name, t in fr.constants.items():
-        tree.register_buffer(name, t, persistent=False)
+        if name in used:
+            tree.register_buffer(name, t, persistent=False)
     for name, obj in owner.items():
         if isinstance(obj, fx.GraphModule):
             tree._modules[name] = obj

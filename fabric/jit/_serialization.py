@@ -288,7 +288,7 @@ def save(m, f, _extra_files=None) -> None:
             z.writestr(_PREFIX + "model.json", payload)
             for i, arr in enumerate(arrays):
                 buf = io.BytesIO()
-                np.save(buf, np.ascontiguousarray(arr), allow_pickle=False)
+                np.save(buf, arr if arr.flags.c_contiguous else arr.copy(order="C"), allow_pickle=False)
                 z.writestr(f"{_PREFIX}tensors/{i}.npy", buf.getvalue())
             for name, data in (_extra_files or {}).items():
                 z.writestr(_PREFIX + "extra/" + name, data if isinstance(data, bytes) else str(data).encode())
