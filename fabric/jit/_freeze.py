@@ -285,6 +285,30 @@ def _const(frozen, v):
     return v if v is None else None
 
 
+_META_METHODS = {"dim", "size", "ndimension", "numel", "nelement"}
+_META_ATTRS = {"shape", "ndim", "dtype", "device"}
+
+
+def _reads_metadata_only(owner, user, value) -> bool:
+    """Whether ``user`` reads only ``value``'s shape/dtype (so a value of equal shape may replace it)."""
+    if user.op == "call_method" and user.target in _META_METHODS and user.args[0] is value:
+        return True
+    if user.op == "call_function" and user.target is getattr and user.args[1] in _META_ATTRS:
+        return True
+    if user.op == "call_function" and user.target is fx.control_flow.cond:
+        _, t_attr, f_attr, operands = user.args
+        if value not in operands:
+            return False
+        i = list(operands).index(value)
+        for attr in (t_attr, f_attr):
+            gm = _fetch(owner, attr.target)
+            ph = [n for n in gm.graph.nodes if n.op == "placeholder"][i]
+            if not all(_reads_metadata_only(gm, u, ph) for u in ph.users):
+                return False
+        return True
+    return False
+
+
 def run_frozen_optimizations(mod, optimize_numerics: bool = True, preserved_methods=None) -> None:
     """Drop eval-mode dropout and fold batch norm into a preceding convolution, in place."""
     import fabric
@@ -306,7 +330,9 @@ def run_frozen_optimizations(mod, optimize_numerics: bool = True, preserved_meth
         x, mean, var, weight, bias, training, _momentum, eps = args[:8]
         training = node.kwargs.get("training", training)
         eps = node.kwargs.get("eps", eps)
-        if training is not False or not isinstance(x, fx.Node) or len(x.users) != 1:
+        if training is not False or not isinstance(x, fx.Node):
+            continue
+        if any(u is not node and not _reads_metadata_only(mod, u, x) for u in x.users):
             continue
         if _name(x) not in ("conv1d", "conv2d", "conv3d"):
             continue
