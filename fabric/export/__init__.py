@@ -116,20 +116,20 @@ class ExportGraphSignature:
     output_specs: list
 
     @property
-    def parameters(self) -> list[str]:
-        return [s.target for s in self.input_specs if s.kind is InputKind.PARAMETER]
+    def parameters(self) -> tuple:
+        return tuple(s.target for s in self.input_specs if s.kind is InputKind.PARAMETER)
 
     @property
-    def buffers(self) -> list[str]:
-        return [s.target for s in self.input_specs if s.kind is InputKind.BUFFER]
+    def buffers(self) -> tuple:
+        return tuple(s.target for s in self.input_specs if s.kind is InputKind.BUFFER)
 
     @property
-    def user_inputs(self) -> list[str]:
-        return [s.arg.name for s in self.input_specs if s.kind is InputKind.USER_INPUT]
+    def user_inputs(self) -> tuple:
+        return tuple(s.arg.name for s in self.input_specs if s.kind is InputKind.USER_INPUT)
 
     @property
-    def user_outputs(self) -> list[str]:
-        return [s.arg.name for s in self.output_specs if s.kind is OutputKind.USER_OUTPUT]
+    def user_outputs(self) -> tuple:
+        return tuple(s.arg.name for s in self.output_specs if s.kind is OutputKind.USER_OUTPUT)
 
 
 class ExportedProgram:
@@ -287,7 +287,7 @@ def export(mod: Module, args: tuple, kwargs: dict | None = None, *, dynamic_shap
                                      (name in persist) if kind is InputKind.BUFFER else None))
     for node in gm.graph.nodes:
         if node.op == "placeholder":
-            input_specs.append(InputSpec(InputKind.USER_INPUT, TensorArgument(node.name), None))
+            input_specs.append(InputSpec(InputKind.USER_INPUT, TensorArgument(node.target), None))
     out_node = next(n for n in gm.graph.nodes if n.op == "output")
     outs = out_node.args[0] if isinstance(out_node.args[0], (tuple, list)) else (out_node.args[0],)
     output_specs = [OutputSpec(OutputKind.USER_OUTPUT, TensorArgument(getattr(o, "name", repr(o))), None)

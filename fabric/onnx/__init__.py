@@ -107,11 +107,8 @@ def export(model, args, f=None, *, kwargs=None, export_params: bool = True, verb
     ``dynamic_shapes`` (``{forward_arg: {dim: Dim(...)}}``) make dimensions symbolic.
     """
     onnx = _require_onnx()
-    from .. import export as _export_mod
     from ..nn.modules.module import Module
     from .._tensor import Tensor
-    from ._builder import Builder, V
-    from ._lower import Lowering, UnsupportedOperatorError
 
     if unsupported:
         raise TypeError(f"export() got unexpected keyword arguments {sorted(unsupported)}")
@@ -128,13 +125,38 @@ def export(model, args, f=None, *, kwargs=None, export_params: bool = True, verb
     if args and isinstance(args[-1], dict):
         raise NotImplementedError("fabric.onnx.export: a trailing dict of keyword inputs is not supported yet")
 
-    global _in_export
     with _eval_mode(model, training):
-        _in_export = True
-        try:
-            ep = _export_mod.export(model, args)
-        finally:
-            _in_export = False
+        return _export(onnx, model, args, f, export_params, input_names, output_names, opset, dynamic_axes,
+                       keep_initializers_as_inputs, dynamic_shapes, do_constant_folding)
+
+
+def _export(onnx, model, args, f, export_params, input_names, output_names, opset, dynamic_axes,
+            keep_initializers_as_inputs, dynamic_shapes, do_constant_folding):
+    from .. import export as _export_mod
+    from ..nn.modules.module import Module
+    from .._tensor import Tensor
+    from ..fx import Tracer
+    from ._builder import Builder, V
+    from ._lower import Lowering, UnsupportedOperatorError
+
+    global _in_export
+    prefix = ""
+    traced = model
+    if Tracer().is_leaf_module(model, ""):
+        import inspect
+        params = [p for p in inspect.signature(type(model).forward).parameters][1:len(args) + 1]
+        src = f"def forward(self, {', '.join(params)}):\n    return self.root({', '.join(params)})\n"
+        ns: dict = {}
+        exec(src, ns)
+        traced = type("Root", (Module,), {"forward": ns["forward"]})()
+        traced.root = model
+        traced.train(model.training)
+        prefix = "root."
+    _in_export = True
+    try:
+        ep = _export_mod.export(traced, args)
+    finally:
+        _in_export = False
     gm = ep.graph_module
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     names = list(input_names or [])
@@ -144,7 +166,7 @@ def export(model, args, f=None, *, kwargs=None, export_params: bool = True, verb
     axes = _normalize_axes(dynamic_axes) if dynamic_axes else {}
     axes.update(_dynamic_axes_from_shapes(dynamic_shapes, [p.target for p in placeholders]))
 
-    b = Builder(onnx, opset)
+    b = Builder(onnx, opset, strip_prefix=prefix)
     for n in names:
         b.reserve(n)
     L = Lowering(gm, b)
@@ -191,6 +213,8 @@ def export(model, args, f=None, *, kwargs=None, export_params: bool = True, verb
         if tm is not None and hasattr(tm, "shape"):
             spec = axes.get(name, {})
             shape = [spec.get(d, None if any_dynamic else int(s)) for d, s in enumerate(tm.shape)]
+        elif v.rank is not None:
+            shape = [axes.get(name, {}).get(d, None) for d in range(v.rank)]
         graph_outputs.append(onnx.helper.make_tensor_value_info(name, _elem(onnx, v.dtype), shape))
 
     nodes, inits = _prune(b.nodes, b.initializers, out_names)

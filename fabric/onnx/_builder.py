@@ -31,8 +31,9 @@ class ShapeV(V):
 class Builder:
     """Collects ONNX nodes and initializers; ``onnx`` is imported by the caller."""
 
-    def __init__(self, onnx, opset: int):
+    def __init__(self, onnx, opset: int, strip_prefix: str = ""):
         self.onnx = onnx
+        self.strip_prefix = strip_prefix
         self.opset = opset
         self.nodes: list = []
         self.initializers: dict[str, np.ndarray] = {}
@@ -95,6 +96,8 @@ class Builder:
         existing = self._param_names.get(key)
         arr = tensor.detach().cpu().numpy() if hasattr(tensor, "detach") else np.asarray(tensor)
         if existing is None:
+            if self.strip_prefix and name.startswith(self.strip_prefix):
+                name = name[len(self.strip_prefix):]
             existing = self.fresh(name)
             self.initializers[existing] = np.array(arr, copy=True)
             self._param_names[key] = existing

@@ -1028,9 +1028,11 @@ def rnn(L, m, path, x, hx=None):
         if mode == "LSTM":
             inputs.append(init(c0))
             y, y_h, y_c = b.op("LSTM", inputs, x.dtype, 4, n_out=3, **attrs)
+            y_c.rank = 3
             cs.append(y_c)
         else:
             y, y_h = b.op("GRU", inputs, x.dtype, 4, n_out=2, linear_before_reset=1, **attrs)
+        y_h.rank = 3
         hs.append(y_h)
         # Y: [T, dirs, B, H] -> [T, B, dirs * H]
         x = b.op("Reshape", [transpose(L, y, [0, 2, 1, 3]), b.i64([0, 0, -1])], x.dtype, 3)

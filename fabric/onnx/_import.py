@@ -1,0 +1,518 @@
+"""``fabric.onnx.load_model``: an ONNX file -> a trainable :class:`fabric.fx.GraphModule`.
+
+Each ONNX node becomes a ``call_function`` node of the graph IR whose target is
+the op written with fabric ops (so it is differentiable); initializers become
+parameters (floating point, at least 1-D) or buffers, under their ONNX names
+(``0.weight`` -> submodule ``0``, parameter ``weight``, so a file exported by
+fabric loads with the original ``state_dict`` keys).
+
+Example::
+
+    >>> import fabric, fabric.onnx, io
+    >>> m = fabric.nn.Linear(3, 2)
+    >>> f = io.BytesIO()
+    >>> _ = fabric.onnx.export(m, (fabric.ones(1, 3),), f, do_constant_folding=False)  # doctest: +SKIP
+    >>> loaded = fabric.onnx.load_model(io.BytesIO(f.getvalue()))                    # doctest: +SKIP
+    >>> sorted(loaded.state_dict())                                                  # doctest: +SKIP
+    ['bias', 'weight']
+"""
+from __future__ import annotations
+
+import operator
+import os
+import re
+
+import numpy as np
+
+import fabric
+from .. import nn
+from ..nn import functional as F
+from ..fx import Graph, GraphModule
+from ..nn.parameter import Parameter
+
+OPS: dict = {}
+
+
+def _op(name):
+    def deco(fn):
+        fn.__name__ = f"onnx_{name}"
+        fn.__qualname__ = fn.__name__
+        fn.__module__ = __name__
+        OPS[name] = fn
+        return fn
+    return deco
+
+
+def _ints(t) -> list[int]:
+    return [int(v) for v in (t.tolist() if hasattr(t, "tolist") else t)]
+
+
+def _fdtype(np_dtype):
+    return {np.dtype(np.float32): fabric.float32, np.dtype(np.float64): fabric.float64,
+            np.dtype(np.float16): fabric.float16, np.dtype(np.int64): fabric.int64, np.dtype(np.int32): fabric.int32,
+            np.dtype(np.int8): fabric.int8, np.dtype(np.uint8): fabric.uint8, np.dtype(np.bool_): fabric.bool,
+            np.dtype(np.int16): fabric.int16}[np.dtype(np_dtype)]
+
+
+def _onnx_to_np(elem_type: int):
+    from onnx import helper
+    return helper.tensor_dtype_to_np_dtype(elem_type)
+
+
+# --- elementwise ------------------------------------------------------------------------------------------
+
+for _name, _fn in [("Add", operator.add), ("Sub", operator.sub), ("Mul", operator.mul), ("Pow", operator.pow),
+                   ("Equal", fabric.eq), ("Less", fabric.lt), ("Greater", fabric.gt), ("LessOrEqual", fabric.le),
+                   ("GreaterOrEqual", fabric.ge), ("MatMul", fabric.matmul)]:
+    def _mk(fn):
+        def impl(a, b):
+            return fn(a, b)
+        return impl
+    _op(_name)(_mk(_fn))
+
+for _name, _fn in [("Relu", fabric.relu), ("Sigmoid", fabric.sigmoid), ("Tanh", fabric.tanh), ("Exp", fabric.exp),
+                   ("Log", fabric.log), ("Sqrt", fabric.sqrt), ("Abs", fabric.abs), ("Sin", fabric.sin),
+                   ("Cos", fabric.cos), ("Erf", fabric.erf), ("Floor", fabric.floor), ("Ceil", fabric.ceil),
+                   ("Reciprocal", fabric.reciprocal), ("Neg", fabric.neg), ("Not", fabric.logical_not)]:
+    def _mk1(fn):
+        def impl(x):
+            return fn(x)
+        return impl
+    _op(_name)(_mk1(_fn))
+
+
+@_op("Div")
+def _div(a, b):
+    if not a.is_floating_point() and not b.is_floating_point():
+        return fabric.div(a, b, rounding_mode="trunc")
+    return a / b
+
+
+@_op("Identity")
+def _identity(x):
+    return x
+
+
+@_op("Dropout")
+def _dropout(x, ratio=None, training_mode=None, seed=None):
+    return x
+
+
+@_op("Softmax")
+def _softmax(x, axis=-1):
+    return fabric.softmax(x, axis)
+
+
+@_op("LogSoftmax")
+def _log_softmax(x, axis=-1):
+    return fabric.log_softmax(x, axis)
+
+
+@_op("Gelu")
+def _gelu(x, approximate="none"):
+    return F.gelu(x, approximate=approximate)
+
+
+@_op("Gemm")
+def _gemm(a, b, c=None, alpha=1.0, beta=1.0, transA=0, transB=0):
+    y = fabric.matmul(a.t() if transA else a, b.t() if transB else b)
+    if alpha != 1.0:
+        y = y * alpha
+    if c is not None:
+        y = y + (c * beta if beta != 1.0 else c)
+    return y
+
+
+@_op("LayerNormalization")
+def _layer_norm(x, scale, bias=None, axis=-1, epsilon=1e-5, stash_type=1):
+    axis = axis + x.dim() if axis < 0 else axis
+    return F.layer_norm(x, tuple(x.shape[axis:]), scale, bias, epsilon)
+
+
+@_op("BatchNormalization")
+def _batch_norm(x, scale, bias, mean, var, epsilon=1e-5, momentum=0.9, training_mode=0):
+    return F.batch_norm(x, mean, var, scale, bias, False, 0.0, epsilon)
+
+
+def _sym_pads(pads, n):
+    begin, end = pads[:n], pads[n:]
+    return list(begin) if list(begin) == list(end) else None
+
+
+@_op("Conv")
+def _conv(x, w, b=None, kernel_shape=None, strides=None, pads=None, dilations=None, group=1, auto_pad="NOTSET"):
+    n = w.dim() - 2
+    if auto_pad not in ("NOTSET", "VALID"):
+        raise NotImplementedError(f"fabric.onnx.load_model: Conv auto_pad={auto_pad}")
+    pads = pads or [0] * (2 * n)
+    p = _sym_pads(pads, n)
+    if p is None:
+        x = F.pad(x, [v for i in reversed(range(n)) for v in (pads[i], pads[i + n])])
+        p = [0] * n
+    conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[n]
+    return conv(x, w, b, tuple(strides or [1] * n), tuple(p), tuple(dilations or [1] * n), group)
+
+
+@_op("MaxPool")
+def _max_pool(x, kernel_shape, strides=None, pads=None, dilations=None, ceil_mode=0, auto_pad="NOTSET",
+              storage_order=0):
+    n = len(kernel_shape)
+    p = _sym_pads(pads or [0] * (2 * n), n)
+    if p is None:
+        raise NotImplementedError("fabric.onnx.load_model: MaxPool with asymmetric pads")
+    pool = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[n]
+    return pool(x, tuple(kernel_shape), tuple(strides or kernel_shape), tuple(p), tuple(dilations or [1] * n),
+                bool(ceil_mode))
+
+
+@_op("AveragePool")
+def _avg_pool(x, kernel_shape, strides=None, pads=None, ceil_mode=0, count_include_pad=0, auto_pad="NOTSET",
+              dilations=None):
+    n = len(kernel_shape)
+    p = _sym_pads(pads or [0] * (2 * n), n)
+    if p is None:
+        raise NotImplementedError("fabric.onnx.load_model: AveragePool with asymmetric pads")
+    pool = {1: F.avg_pool1d, 2: F.avg_pool2d, 3: F.avg_pool3d}[n]
+    return pool(x, tuple(kernel_shape), tuple(strides or kernel_shape), tuple(p), bool(ceil_mode),
+                bool(count_include_pad))
+
+
+@_op("GlobalAveragePool")
+def _gap(x):
+    return x.mean(dim=tuple(range(2, x.dim())), keepdim=True)
+
+
+@_op("Flatten")
+def _flatten(x, axis=1):
+    axis = axis + x.dim() if axis < 0 else axis
+    lead = 1
+    for s in x.shape[:axis]:
+        lead *= s
+    return x.reshape(lead, -1)
+
+
+# --- shapes and indexing ------------------------------------------------------------------------------------
+
+@_op("Shape")
+def _shape(x, start=0, end=None):
+    return fabric.tensor(list(x.shape)[start:end], dtype=fabric.int64)
+
+
+@_op("Reshape")
+def _reshape(x, shape, allowzero=0):
+    dims = _ints(shape)
+    if not allowzero:
+        dims = [x.shape[i] if d == 0 else d for i, d in enumerate(dims)]
+    return x.reshape(dims)
+
+
+@_op("Transpose")
+def _transpose(x, perm=None):
+    return x.permute(*(perm if perm is not None else reversed(range(x.dim()))))
+
+
+@_op("Unsqueeze")
+def _unsqueeze(x, axes):
+    r = x.dim() + len(_ints(axes))
+    for a in sorted(a + r if a < 0 else a for a in _ints(axes)):
+        x = x.unsqueeze(a)
+    return x
+
+
+@_op("Squeeze")
+def _squeeze(x, axes=None):
+    if axes is None:
+        return x.squeeze()
+    for a in sorted((a + x.dim() if a < 0 else a for a in _ints(axes)), reverse=True):
+        x = x.squeeze(a)
+    return x
+
+
+@_op("Concat")
+def _concat(*xs, axis=0):
+    return fabric.cat(list(xs), axis)
+
+
+@_op("Slice")
+def _slice(x, starts, ends, axes=None, steps=None):
+    starts, ends = _ints(starts), _ints(ends)
+    axes = _ints(axes) if axes is not None else list(range(len(starts)))
+    steps = _ints(steps) if steps is not None else [1] * len(starts)
+    idx = [slice(None)] * x.dim()
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        if st < 0:
+            raise NotImplementedError("fabric.onnx.load_model: Slice with negative steps")
+        idx[a + x.dim() if a < 0 else a] = slice(s, e, st)
+    return x[tuple(idx)]
+
+
+@_op("Gather")
+def _gather(data, indices, axis=0):
+    axis = axis + data.dim() if axis < 0 else axis
+    if indices.dim() == 0:
+        return data.select(axis, int(indices.item()))
+    flat = fabric.index_select(data, axis, indices.reshape(-1))
+    shape = list(data.shape[:axis]) + list(indices.shape) + list(data.shape[axis + 1:])
+    return flat.reshape(shape)
+
+
+@_op("Cast")
+def _cast(x, to):
+    return x.to(_fdtype(_onnx_to_np(to)))
+
+
+@_op("Where")
+def _where(c, x, y):
+    return fabric.where(c, x, y)
+
+
+@_op("Range")
+def _range(start, limit, delta):
+    return fabric.arange(start.item(), limit.item(), delta.item(), dtype=start.dtype)
+
+
+@_op("ConstantOfShape")
+def _constant_of_shape(shape, value=0.0, value_dtype="float32"):
+    return fabric.full(_ints(shape), value, dtype=_fdtype(np.dtype(value_dtype)))
+
+
+@_op("Trilu")
+def _trilu(x, k=None, upper=1):
+    k = 0 if k is None else int(k.item())
+    return fabric.triu(x, k) if upper else fabric.tril(x, k)
+
+
+@_op("Expand")
+def _expand(x, shape):
+    target = np.broadcast_shapes(tuple(x.shape), tuple(_ints(shape)))
+    return x.expand(*target)
+
+
+def _reduce(fn):
+    def impl(x, axes=None, keepdims=1, noop_with_empty_axes=0):
+        dims = tuple(range(x.dim())) if axes is None or len(_ints(axes)) == 0 else tuple(_ints(axes))
+        return fn(x, dims, bool(keepdims))
+    return impl
+
+
+OPS["ReduceMean"] = _op("ReduceMean")(_reduce(lambda x, d, k: x.mean(dim=d, keepdim=k)))
+OPS["ReduceSum"] = _op("ReduceSum")(_reduce(lambda x, d, k: x.sum(dim=d, keepdim=k)))
+
+
+@_op("Split")
+def _split(x, split=None, axis=0, num_outputs=None):
+    if split is not None:
+        return tuple(fabric.split(x, _ints(split), axis))
+    n = num_outputs
+    size = -(-x.shape[axis] // n)
+    return tuple(fabric.split(x, size, axis))
+
+
+# --- recurrent ----------------------------------------------------------------------------------------------
+
+def _run_direction(x_seq, W, R, Wb, Rb, h, c, step, reverse):
+    T = x_seq.shape[0]
+    order = range(T - 1, -1, -1) if reverse else range(T)
+    ys = [None] * T
+    xw = fabric.matmul(x_seq, W.t())
+    if Wb is not None:
+        xw = xw + Wb
+    for t in order:
+        h, c = step(xw[t], h, c, R, Rb)
+        ys[t] = h
+    return fabric.stack(ys, 0), h, c
+
+
+def _lstm_step(H):
+    def step(xw, h, c, R, Rb):
+        g = xw + fabric.matmul(h, R.t())
+        if Rb is not None:
+            g = g + Rb
+        i, o, f, cc = (g[:, k * H:(k + 1) * H] for k in range(4))
+        c = fabric.sigmoid(f) * c + fabric.sigmoid(i) * fabric.tanh(cc)
+        return fabric.sigmoid(o) * fabric.tanh(c), c
+    return step
+
+
+def _gru_step(H, linear_before_reset):
+    def step(xw, h, c, R, Rb):
+        hr = fabric.matmul(h, R.t())
+        if Rb is not None:
+            hr = hr + Rb
+        z = fabric.sigmoid(xw[:, :H] + hr[:, :H])
+        r = fabric.sigmoid(xw[:, H:2 * H] + hr[:, H:2 * H])
+        if linear_before_reset:
+            n = fabric.tanh(xw[:, 2 * H:] + r * hr[:, 2 * H:])
+        else:
+            rh = fabric.matmul(r * h, R[2 * H:].t())
+            if Rb is not None:
+                rh = rh + Rb[2 * H:]
+            n = fabric.tanh(xw[:, 2 * H:] + rh)
+        return (1 - z) * n + z * h, None
+    return step
+
+
+def _recurrent(kind, X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, hidden_size=None,
+               direction="forward", linear_before_reset=0, layout=0, **unsupported):
+    if unsupported.get("activations") or unsupported.get("clip") or unsupported.get("input_forget"):
+        raise NotImplementedError(f"fabric.onnx.load_model: {kind} with {sorted(unsupported)}")
+    if sequence_lens is not None:
+        raise NotImplementedError(f"fabric.onnx.load_model: {kind} with sequence_lens")
+    if layout:
+        X = X.transpose(0, 1)
+    H = hidden_size
+    n_gates = 4 if kind == "LSTM" else 3
+    dirs = 2 if direction == "bidirectional" else 1
+    batch = X.shape[1]
+    ys, hs, cs = [], [], []
+    for d in range(dirs):
+        Wb = Rb = None
+        if B is not None:
+            Wb, Rb = B[d, :n_gates * H], B[d, n_gates * H:]
+        h = initial_h[d] if initial_h is not None else fabric.zeros(batch, H, dtype=X.dtype)
+        c = initial_c[d] if initial_c is not None else fabric.zeros(batch, H, dtype=X.dtype)
+        step = _lstm_step(H) if kind == "LSTM" else _gru_step(H, linear_before_reset)
+        y, h, c = _run_direction(X, W[d], R[d], Wb, Rb, h, c, step, direction == "reverse" or d == 1)
+        ys.append(y)
+        hs.append(h)
+        cs.append(c)
+    Y = fabric.stack(ys, 1)
+    Y_h = fabric.stack(hs, 0)
+    if layout:
+        Y, Y_h = Y.permute(2, 0, 1, 3), Y_h.transpose(0, 1)
+    if kind == "LSTM":
+        Y_c = fabric.stack(cs, 0)
+        return Y, Y_h, (Y_c.transpose(0, 1) if layout else Y_c)
+    return Y, Y_h
+
+
+@_op("LSTM")
+def _lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None, **attrs):
+    if P is not None:
+        raise NotImplementedError("fabric.onnx.load_model: LSTM with peepholes (P)")
+    return _recurrent("LSTM", X, W, R, B, sequence_lens, initial_h, initial_c, **attrs)
+
+
+@_op("GRU")
+def _gru(X, W, R, B=None, sequence_lens=None, initial_h=None, **attrs):
+    return _recurrent("GRU", X, W, R, B, sequence_lens, initial_h, None, **attrs)
+
+
+_N_OUTPUTS = {"LSTM": 3, "GRU": 2, "Split": None}
+
+
+# --- building the module ------------------------------------------------------------------------------------
+
+def _ident(name: str) -> str:
+    s = re.sub(r"[^0-9a-zA-Z_]", "_", name)
+    return s if s and not s[0].isdigit() else f"v_{s}"
+
+
+def _attr_name(name: str) -> str:
+    """An initializer name as a dotted attribute path (each part a valid attribute name)."""
+    parts = [re.sub(r"[^0-9a-zA-Z_]", "_", p) or "_" for p in name.split(".")]
+    return ".".join(parts)
+
+
+def _register(root: nn.Module, path: str, value, as_param: bool) -> None:
+    *prefix, field = path.split(".")
+    mod = root
+    for p in prefix:
+        sub = mod._modules.get(p)
+        if sub is None:
+            sub = nn.Module()
+            mod.add_module(p, sub)
+        mod = sub
+    if as_param:
+        mod.register_parameter(field, Parameter(value))
+    else:
+        mod.register_buffer(field, value)
+
+
+def _attrs(onnx, node) -> dict:
+    from onnx import numpy_helper
+    out = {}
+    for a in node.attribute:
+        v = onnx.helper.get_attribute_value(a)
+        if isinstance(v, bytes):
+            v = v.decode()
+        elif isinstance(v, list) and v and isinstance(v[0], bytes):
+            v = [e.decode() for e in v]
+        elif a.type == onnx.AttributeProto.TENSOR:
+            arr = numpy_helper.to_array(v)
+            if node.op_type == "ConstantOfShape":
+                out["value_dtype"] = str(arr.dtype)
+                v = arr.reshape(-1)[0].item()
+            else:
+                v = arr
+        elif a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+            raise NotImplementedError(f"fabric.onnx.load_model: {node.op_type} with a subgraph attribute")
+        out[a.name] = v
+    return out
+
+
+def load_model(f) -> GraphModule:
+    from . import _require_onnx
+    onnx = _require_onnx()
+    from onnx import numpy_helper
+    if isinstance(f, onnx.ModelProto):
+        model = f
+    elif isinstance(f, (str, os.PathLike)):
+        model = onnx.load(str(f))
+    else:
+        model = onnx.load_model_from_string(f.read())
+    opsets = {o.domain: o.version for o in model.opset_import}
+    if opsets.get("", 0) < 13:
+        raise NotImplementedError(f"fabric.onnx.load_model reads opset 13 or newer, the file uses {opsets.get('')}")
+    g = model.graph
+    root = nn.Module()
+    graph = Graph()
+    env: dict = {}
+    inits = {i.name: numpy_helper.to_array(i) for i in g.initializer}
+    for i in g.input:
+        if i.name in inits:
+            continue
+        env[i.name] = graph.placeholder(_ident(i.name))
+    used_paths: set = set()
+
+    def constant(name: str, arr: np.ndarray):
+        path = _attr_name(name)
+        while path in used_paths:
+            path += "_"
+        used_paths.add(path)
+        t = fabric.tensor(np.array(arr, copy=True))
+        as_param = np.issubdtype(arr.dtype, np.floating) and arr.ndim > 0
+        _register(root, path, t, as_param)
+        return graph.get_attr(path)
+
+    def value(name: str):
+        if name == "":
+            return None
+        if name not in env:
+            if name not in inits:
+                raise ValueError(f"fabric.onnx.load_model: value '{name}' is used before it is defined")
+            env[name] = constant(name, inits[name])
+        return env[name]
+
+    for node in g.node:
+        if node.domain not in ("", "ai.onnx"):
+            raise NotImplementedError(f"fabric.onnx.load_model: operator domain '{node.domain}' ({node.op_type})")
+        attrs = _attrs(onnx, node)
+        if node.op_type == "Constant":
+            env[node.output[0]] = constant(node.output[0], attrs["value"])
+            continue
+        fn = OPS.get(node.op_type)
+        if fn is None:
+            raise NotImplementedError(f"fabric.onnx.load_model: no fabric implementation of ONNX operator "
+                                      f"'{node.op_type}'")
+        args = [value(i) for i in node.input]
+        call = graph.call_function(fn, tuple(args), attrs)
+        if len(node.output) == 1:
+            env[node.output[0]] = call
+        else:
+            for k, out in enumerate(node.output):
+                if out:
+                    env[out] = graph.call_function(operator.getitem, (call, k))
+    outs = [env[o.name] if o.name in env else value(o.name) for o in g.output]
+    graph.output(outs[0] if len(outs) == 1 else tuple(outs))
+    return GraphModule(root, graph, _ident(g.name or "OnnxModel"))
