@@ -127,8 +127,8 @@ _C_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "
 
 def overflows(value, np_dtype):
     """PyTorch's ``c10::overflows``: would converting Python number ``value``
-    to ``np_dtype`` overflow?  Unsigned types accept negatives down to -max
-    (they wrap, as two's complement arithmetic does); floating types accept
+    to ``np_dtype`` overflow?  Unsigned types accept negative integers down
+    to -max (they wrap, as two's complement arithmetic does); floating types accept
     inf and nan; bool accepts anything."""
     kind = np_dtype.kind
     if kind == "b":
@@ -137,7 +137,7 @@ def overflows(value, np_dtype):
         if isinstance(value, builtins.float) and value != value:
             return True
         info = np.iinfo(np_dtype)
-        lo = -builtins.int(info.max) if kind == "u" else builtins.int(info.min)
+        lo = builtins.int(info.min) if kind == "i" or isinstance(value, builtins.float) else -builtins.int(info.max)
         return not lo <= value <= builtins.int(info.max)
     if kind == "f":
         if isinstance(value, builtins.complex):
