@@ -18,7 +18,7 @@ import numpy as np
 from . import _dtype as D
 from ._device import as_device
 from ._tensor import Tensor, _to_array
-from .backends import backend_for, backend_of
+from .backends import backend_for
 from .ops._util import shape_args
 
 __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "from_dlpack", "zeros", "ones", "full", "empty",
@@ -49,7 +49,7 @@ def _infer_np_dtype(data):
     """PyTorch's dtype inference for Python data: float → default dtype,
     int → int64, bool → bool; NumPy arrays keep their dtype."""
     arr = _to_array(data)
-    if isinstance(data, (np.ndarray, np.generic)) or isinstance(data, Tensor):
+    if isinstance(data, (np.ndarray, np.generic, Tensor)):
         if arr.dtype.kind not in "fiub":
             raise TypeError(f"can't convert np.ndarray of type numpy.{arr.dtype}. The only supported types are: "
                             "float64, float32, float16, int64, int32, int16, int8, uint8, and bool.")

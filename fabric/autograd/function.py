@@ -32,10 +32,12 @@ import functools
 import itertools
 import traceback
 import weakref
+from typing import Any
 
 import numpy as np
 
-from .grad_mode import any_thread as _any_thread, state as _state
+from .grad_mode import any_thread as _any_thread
+from .grad_mode import state as _state
 
 __all__ = ["Function", "Node", "FunctionCtx", "once_differentiable", "InplaceFunction"]
 
@@ -46,7 +48,7 @@ _FREED = object()
 # Kinds of saved values.
 _SAVED_INPUT, _SAVED_OUTPUT, _SAVED_CONST, _SAVED_RAW = 0, 1, 2, 3
 
-Tensor = None  # set by fabric._tensor (import cycle: Tensor calls ops, ops record nodes)
+Tensor: Any = None  # set by fabric._tensor (import cycle: Tensor calls ops, ops record nodes)
 
 
 def _set_tensor_class(cls):
@@ -112,7 +114,7 @@ class Node:
         self._to_save = values
 
     @property
-    def saved_tensors(self):
+    def saved_tensors(self) -> tuple[Any, ...]:
         saved = self._saved
         if saved is None:
             return ()
@@ -354,7 +356,7 @@ class Function(metaclass=FunctionMeta):
     vjp = backward
 
     @classmethod
-    def apply(cls, *args, **kwargs):
+    def apply(cls, *args, **kwargs) -> Any:
         if cls._array_forward:
             arrays = [a._data if isinstance(a, Tensor) else a for a in args]
             return _apply(cls, args, arrays)
@@ -374,7 +376,7 @@ def _normalize(out):
     return out
 
 
-def _apply(cls, args, arrays):
+def _apply(cls, args, arrays) -> Any:
     """Run a built-in op: ``args`` are the original arguments (Tensors make
     graph edges), ``arrays`` what ``forward`` receives (already promoted)."""
     if _state.enabled and cls._differentiable_outputs:
@@ -397,7 +399,7 @@ def _apply(cls, args, arrays):
     return Tensor._make(out, False)
 
 
-def _apply_recording(cls, args, arrays):
+def _apply_recording(cls, args, arrays) -> Any:
     """``_apply`` when a graph node must be recorded."""
     node = _new_object(cls._Node)  # Node.__init__ inlined: this is the hottest path of training
     node._saved = node._to_save = None
@@ -463,7 +465,7 @@ _NONES = tuple((None,) * k for k in range(9))
 _NEEDS_FIRST_OF = tuple((True,) + (False,) * k for k in range(9))
 
 
-def _apply1(cls, a, arrays, exact=False):
+def _apply1(cls, a, arrays, exact=False) -> Any:
     """``_apply`` for an op whose only Tensor argument is its first, ``a``
     (``arrays[0]`` is ``a``'s array, the rest plain parameters): reductions,
     views, indexing, unary ops with options."""
@@ -482,7 +484,7 @@ def _apply1(cls, a, arrays, exact=False):
     return Tensor._make(out, False)
 
 
-def _record1(cls, a, arrays, exact=False):
+def _record1(cls, a, arrays, exact=False) -> Any:
     """``_apply_recording`` for :func:`_apply1`.  ``exact``: backward returns
     the gradient in the input's shape and dtype (views, whole sums), so the
     node needs no input metadata."""
@@ -563,7 +565,7 @@ class _NoSaveCtx:
 NO_SAVE_CTX = _NoSaveCtx()
 
 
-def _apply_elementwise(cls, a, x):
+def _apply_elementwise(cls, a, x) -> Any:
     """Run unary elementwise op ``cls`` on Tensor ``a`` given its floating
     array ``x`` (forward only calls ``save_for_backward``; the gradient has
     the input's shape and dtype)."""
@@ -592,7 +594,7 @@ _NEEDS_FIRST = (True, False)
 _NEEDS_ONE = (True,)
 
 
-def _record_elementwise(cls, a, b, x, y, exact=False):
+def _record_elementwise(cls, a, b, x, y, exact=False) -> Any:
     """``_apply_recording`` specialised for an elementwise op on ``a`` and
     ``b`` of one dtype (``b`` a Tensor or a Python number; ``b is None`` for
     a unary op) whose one float output is not a view.  Inputs of the
@@ -888,7 +890,7 @@ def _view_of_base_node(view, idx):
     view._output_nr = 0
 
 
-def _apply_user(cls, args, kwargs):
+def _apply_user(cls, args, kwargs) -> Any:
     """Run a user-defined Function: forward sees Tensors, under no_grad."""
     tensor_args = [a for a in args if isinstance(a, Tensor)]
     needs = _state.enabled and any(a._requires_grad for a in tensor_args)
@@ -960,7 +962,7 @@ def _apply_user(cls, args, kwargs):
     return new_outs[0] if single else tuple(new_outs)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _own_attrs(cls):
     names = set()
     for k in cls.__mro__:

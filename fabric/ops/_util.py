@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import builtins
 import numbers
+from typing import Any
 
 import numpy as np
 
@@ -114,7 +115,8 @@ def float_array(x):
     return x.astype(D.get_default_dtype().np)
 
 
-def xp_of(array):
+def xp_of(array) -> Any:
+    """The array module (NumPy or CuPy) that owns ``array``."""
     return np if array.__class__ is _ndarray else backend_of(array).xp
 
 

@@ -20,10 +20,11 @@ import math
 
 import numpy as np
 
-from ...autograd.function import Function, _apply
-from ...autograd.grad_mode import no_grad, state as _grad_state
 from ..._tensor import Tensor
 from ...amp import _policy as _amp
+from ...autograd.function import Function, _apply
+from ...autograd.grad_mode import no_grad
+from ...autograd.grad_mode import state as _grad_state
 from ...backends import backend_of
 from ...backends.fused import acc_dtype
 from ...ops._util import xp_of

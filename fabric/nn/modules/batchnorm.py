@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from ... import _creation
 from ... import _dtype as D
+from .. import functional as F
+from .. import init
 from ..parameter import Parameter, UninitializedBuffer, UninitializedParameter
-from .. import functional as F, init
 from .linear import LazyModuleMixin
 from .module import Module
 

@@ -18,7 +18,8 @@ import math
 
 from ... import _creation
 from ...autograd.grad_mode import no_grad
-from .. import functional as F, init
+from .. import functional as F
+from .. import init
 from ..parameter import Parameter, UninitializedParameter, is_lazy
 from .module import Module
 

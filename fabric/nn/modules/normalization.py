@@ -14,7 +14,8 @@ from __future__ import annotations
 import numbers
 
 from ... import _creation
-from .. import functional as F, init
+from .. import functional as F
+from .. import init
 from ..parameter import Parameter
 from .module import Module
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from ... import _creation
 from ...autograd.grad_mode import no_grad
-from .. import functional as F, init
+from .. import functional as F
+from .. import init
 from ..parameter import Parameter
 from .module import Module
 
