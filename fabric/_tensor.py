@@ -59,6 +59,10 @@ class _Meta:
     """Rarely used per-tensor state, allocated on first use."""
 
     __slots__ = ("hooks", "post_hooks", "retains_grad", "acc", "edge", "name")
+    hooks: Any
+    post_hooks: Any
+    acc: Any
+    edge: Any
 
     def __init__(self):
         self.hooks = None
@@ -83,7 +87,6 @@ class Tensor:
         # (ops/_methods.py, the end of this file); tell the type checker they exist.
         def __getattr__(self, name: str) -> Any: ...
         def __getitem__(self, index: Any) -> Any: ...
-        def __setitem__(self, index: Any, value: Any) -> None: ...
 
     # --- construction ------------------------------------------------------
     def __new__(cls, *args, **kwargs):

@@ -102,8 +102,8 @@ class Node:
     materialize_grads = True
 
     def __init__(self):
-        self._saved = None
-        self._to_save = None
+        self._saved: Any = None
+        self._to_save: Any = None
         self._seq = next(_seq)
         if _any_thread.anomaly and _state.anomaly:
             self._trace = traceback.format_stack()[:-2]
@@ -658,7 +658,7 @@ def _record_elementwise(cls, a, b, x, y, exact=False) -> Any:
     if ts is not None:
         node._to_save = None
         packed = []  # _pack_arrays inlined for what these ops save: inputs, the output, numbers
-        for v in ts:
+        for v in ts:  # pyright: ignore[reportGeneralTypeIssues] (forward() set it after the reset above)
             if v is None:
                 packed.append(None)
             elif v is x:

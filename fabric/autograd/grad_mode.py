@@ -91,7 +91,7 @@ class _DecoratorContextManager:
                 return func(*args, **kwargs)
         return wrapper
 
-    def clone(self):
+    def clone(self) -> Any:  # an instance of the subclass, which defines __enter__/__exit__
         return self.__class__()
 
 

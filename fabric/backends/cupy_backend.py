@@ -47,6 +47,8 @@ class KernelOps:
     base class's reference implementation (``super()``) where no kernel applies.
     """
 
+    xp: Any
+
     kernels: Any = None   # provider: .get(kernel, dtype) -> launchable, .limits, .pointer_tables(...)
 
     # --- helpers -----------------------------------------------------------

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import builtins
 import numbers
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -15,7 +15,7 @@ _ndarray = np.ndarray
 _SCALARS = (builtins.float, builtins.int, builtins.bool)
 
 
-def device_mismatch(a, b):
+def device_mismatch(a, b) -> NoReturn:
     raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
                        f"{a.device} and {b.device}!")
 

@@ -55,7 +55,7 @@ def _shape_list(s):
 def _normalized_shape(normalized_shape, fn):
     if isinstance(normalized_shape, (builtins.int, np.integer)) and not isinstance(normalized_shape, bool):
         raise TypeError(f"{fn}(): argument 'normalized_shape' (position 2) must be tuple of ints, not int")
-    return tuple(builtins.int(s) for s in normalized_shape)
+    return tuple(builtins.int(s) for s in normalized_shape)  # pyright: ignore[reportGeneralTypeIssues] (bool: as torch)
 
 
 def _check_last_dims(input, shape, weight, bias, fn):
