@@ -17,9 +17,9 @@ import numpy as np
 
 from . import _dtype as D
 from ._device import as_device
-from ._tensor import Tensor, _to_array
-from .backends import backend_for, backend_of
 from ._errors import out_of_memory
+from ._tensor import Tensor, _to_array
+from .backends import backend_for
 from .ops._util import checked_scalar, overflows, scalar_value, shape_args
 
 __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "from_dlpack", "zeros", "ones", "full", "empty",
@@ -53,7 +53,7 @@ def _infer_np_dtype(data):
         arr = _to_array(data)
     except ValueError as e:
         raise ValueError(f"expected sequence of equal-length lists: {e}") from None
-    if isinstance(data, (np.ndarray, np.generic)) or isinstance(data, Tensor):
+    if isinstance(data, (np.ndarray, np.generic, Tensor)):
         if arr.dtype.kind not in "fiub":
             raise TypeError(f"can't convert np.ndarray of type numpy.{arr.dtype}. The only supported types are: "
                             "float64, float32, float16, int64, int32, int16, int8, uint8, and bool.")
@@ -112,7 +112,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         return _require_grad(out) if requires_grad else out
     arr, inferred = _infer_np_dtype(data)
     np_dtype = D.to_dtype(dtype).to_numpy() if dtype is not None else inferred
-    if np_dtype.kind in "iu" and arr.size and arr.dtype.kind in "fiu" and not isinstance(data, (np.ndarray, np.generic)):
+    from_python = not isinstance(data, (np.ndarray, np.generic))
+    if np_dtype.kind in "iu" and arr.size and arr.dtype.kind in "fiu" and from_python:
         _check_fits(arr, np_dtype)
     arr = np.array(arr, dtype=np_dtype, copy=True)
     return _finish(arr, device, requires_grad)

@@ -32,11 +32,13 @@ import functools
 import itertools
 import traceback
 import weakref
+from typing import Any
 
 import numpy as np
 
 from .._errors import out_of_memory
-from .grad_mode import any_thread as _any_thread, state as _state
+from .grad_mode import any_thread as _any_thread
+from .grad_mode import state as _state
 
 __all__ = ["Function", "Node", "FunctionCtx", "once_differentiable", "InplaceFunction"]
 
@@ -47,7 +49,7 @@ _FREED = object()
 # Kinds of saved values.
 _SAVED_INPUT, _SAVED_OUTPUT, _SAVED_CONST, _SAVED_RAW = 0, 1, 2, 3
 
-Tensor = None  # set by fabric._tensor (import cycle: Tensor calls ops, ops record nodes)
+Tensor: Any = None  # set by fabric._tensor (import cycle: Tensor calls ops, ops record nodes)
 
 
 def _set_tensor_class(cls):
@@ -101,8 +103,8 @@ class Node:
     materialize_grads = True
 
     def __init__(self):
-        self._saved = None
-        self._to_save = None
+        self._saved: Any = None
+        self._to_save: Any = None
         self._seq = next(_seq)
         if _any_thread.anomaly and _state.anomaly:
             self._trace = traceback.format_stack()[:-2]
@@ -113,7 +115,7 @@ class Node:
         self._to_save = values
 
     @property
-    def saved_tensors(self):
+    def saved_tensors(self) -> tuple[Any, ...]:
         saved = self._saved
         if saved is None:
             return ()
@@ -356,7 +358,7 @@ class Function(metaclass=FunctionMeta):
     vjp = backward
 
     @classmethod
-    def apply(cls, *args, **kwargs):
+    def apply(cls, *args, **kwargs) -> Any:
         if cls._array_forward:
             arrays = [a._data if isinstance(a, Tensor) else a for a in args]
             return _apply(cls, args, arrays)
@@ -407,7 +409,7 @@ def _check_write_overlap(arrays):
             raise RuntimeError(_OVERLAP.format("some elements of the input tensor and the written-to tensor refer"))
 
 
-def _apply(cls, args, arrays):
+def _apply(cls, args, arrays) -> Any:
     """Run a built-in op: ``args`` are the original arguments (Tensors make
     graph edges), ``arrays`` what ``forward`` receives (already promoted)."""
     if cls._is_inplace and cls._checks_overlap:
@@ -435,7 +437,7 @@ def _apply(cls, args, arrays):
     return Tensor._make(out, False)
 
 
-def _apply_recording(cls, args, arrays):
+def _apply_recording(cls, args, arrays) -> Any:
     """``_apply`` when a graph node must be recorded."""
     node = _new_object(cls._Node)  # Node.__init__ inlined: this is the hottest path of training
     node._saved = node._to_save = None
@@ -504,7 +506,7 @@ _NONES = tuple((None,) * k for k in range(9))
 _NEEDS_FIRST_OF = tuple((True,) + (False,) * k for k in range(9))
 
 
-def _apply1(cls, a, arrays, exact=False):
+def _apply1(cls, a, arrays, exact=False) -> Any:
     """``_apply`` for an op whose only Tensor argument is its first, ``a``
     (``arrays[0]`` is ``a``'s array, the rest plain parameters): reductions,
     views, indexing, unary ops with options."""
@@ -526,7 +528,7 @@ def _apply1(cls, a, arrays, exact=False):
     return Tensor._make(out, False)
 
 
-def _record1(cls, a, arrays, exact=False):
+def _record1(cls, a, arrays, exact=False) -> Any:
     """``_apply_recording`` for :func:`_apply1`.  ``exact``: backward returns
     the gradient in the input's shape and dtype (views, whole sums), so the
     node needs no input metadata."""
@@ -607,7 +609,7 @@ class _NoSaveCtx:
 NO_SAVE_CTX = _NoSaveCtx()
 
 
-def _apply_elementwise(cls, a, x):
+def _apply_elementwise(cls, a, x) -> Any:
     """Run unary elementwise op ``cls`` on Tensor ``a`` given its floating
     array ``x`` (forward only calls ``save_for_backward``; the gradient has
     the input's shape and dtype)."""
@@ -636,7 +638,7 @@ _NEEDS_FIRST = (True, False)
 _NEEDS_ONE = (True,)
 
 
-def _record_elementwise(cls, a, b, x, y, exact=False):
+def _record_elementwise(cls, a, b, x, y, exact=False) -> Any:
     """``_apply_recording`` specialised for an elementwise op on ``a`` and
     ``b`` of one dtype (``b`` a Tensor or a Python number; ``b is None`` for
     a unary op) whose one float output is not a view.  Inputs of the
@@ -700,7 +702,7 @@ def _record_elementwise(cls, a, b, x, y, exact=False):
     if ts is not None:
         node._to_save = None
         packed = []  # _pack_arrays inlined for what these ops save: inputs, the output, numbers
-        for v in ts:
+        for v in ts:  # pyright: ignore[reportGeneralTypeIssues] (forward() set it after the reset above)
             if v is None:
                 packed.append(None)
             elif v is x:
@@ -932,7 +934,7 @@ def _view_of_base_node(view, idx):
     view._output_nr = 0
 
 
-def _apply_user(cls, args, kwargs):
+def _apply_user(cls, args, kwargs) -> Any:
     """Run a user-defined Function: forward sees Tensors, under no_grad."""
     tensor_args = [a for a in args if isinstance(a, Tensor)]
     needs = _state.enabled and any(a._requires_grad for a in tensor_args)
@@ -1004,7 +1006,7 @@ def _apply_user(cls, args, kwargs):
     return new_outs[0] if single else tuple(new_outs)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _own_attrs(cls):
     names = set()
     for k in cls.__mro__:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import builtins
 import numbers
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -14,7 +15,7 @@ _ndarray = np.ndarray
 _SCALARS = (builtins.float, builtins.int, builtins.bool)
 
 
-def device_mismatch(a, b):
+def device_mismatch(a, b) -> NoReturn:
     raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
                        f"{a.device} and {b.device}!")
 
@@ -172,7 +173,8 @@ def float_array(x):
     return x.astype(D.get_default_dtype().np)
 
 
-def xp_of(array):
+def xp_of(array) -> Any:
+    """The array module (NumPy or CuPy) that owns ``array``."""
     return np if array.__class__ is _ndarray else backend_of(array).xp
 
 

@@ -15,11 +15,12 @@ import math
 
 import numpy as np
 
-from ..autograd.function import NO_SAVE_CTX as _NO_CTX, Function, _apply, _apply_elementwise, _normalize, _record_elementwise
-from ..autograd.grad_mode import state as _state
 from .._tensor import Tensor
 from ..amp import _policy as _amp
-from ._util import binary_operands, checked_scalar, float_operands, float_array, xp_of
+from ..autograd.function import NO_SAVE_CTX as _NO_CTX
+from ..autograd.function import Function, _apply, _apply_elementwise, _normalize, _record_elementwise
+from ..autograd.grad_mode import state as _state
+from ._util import binary_operands, checked_scalar, float_array, float_operands, xp_of
 
 _ndarray = np.ndarray
 _make = Tensor._make
@@ -53,7 +54,7 @@ class Sub(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        if getattr(a, "dtype", None) == bool and getattr(b, "dtype", bool) == bool:
+        if getattr(a, "dtype", None) == bool and getattr(b, "dtype", bool) == bool:  # noqa: E721 (NumPy dtype equality)
             raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                                "Use the `^` or `logical_xor()` operator instead.")
         return a - b

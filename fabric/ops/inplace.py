@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype as D
-from ..autograd.function import Function, _apply
 from .._tensor import Tensor
+from ..autograd.function import Function, _apply
 from ..backends import backend_of
 from ._util import binary_operands, checked_scalar, scalar_value, xp_of
 
@@ -29,9 +29,8 @@ def _inplace_operands(self, other, name):
     a, b, x, y = binary_operands(self, other)
     rt = x.dtype if hasattr(x, "dtype") else None
     own = self._data.dtype
-    if rt is not None and rt != own:
-        if not D.can_cast(D.from_numpy_dtype(rt), D.from_numpy_dtype(own)):
-            raise RuntimeError(f"result type {_tname(rt)} can't be cast to the desired output type {_tname(own)}")
+    if rt is not None and rt != own and not D.can_cast(D.from_numpy_dtype(rt), D.from_numpy_dtype(own)):
+        raise RuntimeError(f"result type {_tname(rt)} can't be cast to the desired output type {_tname(own)}")
     x = self._data
     if hasattr(y, "dtype") and y.dtype != own and rt is not None and rt.kind == own.kind:
         pass

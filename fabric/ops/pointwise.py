@@ -38,15 +38,22 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
-from ..autograd.function import (Function, _apply, _apply_elementwise, _check_inplace, _normalize, _rebase_view,
-                                 check_no_internal_overlap)
 from ..amp import _policy as _amp
+from ..autograd.function import (
+    Function,
+    _apply,
+    _apply_elementwise,
+    _check_inplace,
+    _normalize,
+    _rebase_view,
+    check_no_internal_overlap,
+)
 from ..autograd.grad_mode import state as _state
 from ._util import _SCALARS, _same_device, binary_operands, checked_scalar, float_operands, scalar_value, xp_of
 from .arith import exp, pow
 from .inplace import copy_into_out
 
-__all__ = [  # noqa: RUF022 (sorted)
+__all__ = [
     "abs", "abs_", "absolute", "absolute_", "acos", "acos_", "acosh", "acosh_", "addcdiv", "addcdiv_", "addcmul",
     "addcmul_", "allclose", "arccos", "arccos_", "arccosh", "arccosh_", "arcsin", "arcsin_", "arcsinh", "arcsinh_",
     "arctan", "arctan2", "arctan2_", "arctan_", "arctanh", "arctanh_", "asin", "asin_", "asinh", "asinh_", "atan",

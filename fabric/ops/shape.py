@@ -19,8 +19,8 @@ Example::
 from __future__ import annotations
 
 import builtins
-import math
 import itertools
+import math
 import warnings
 
 import numpy as np
@@ -1262,9 +1262,9 @@ def as_strided(input, size, stride, storage_offset=None):
     need = 0 if 0 in size else off + 1 + sum((n - 1) * s for n, s in zip(size, stride))
     if need > storage.shape[0]:
         it = x.itemsize
-        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {off}, and itemsize "
-                           f"{it} requiring a storage size of {need * it} are out of bounds for storage of size "
-                           f"{storage.shape[0] * it}")
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {off}, "
+                           f"and itemsize {it} requiring a storage size of {need * it} are out of bounds for storage "
+                           f"of size {storage.shape[0] * it}")
     return _apply(AsStrided, (input, size, stride, off, storage, own), (x, size, stride, off, storage, own))
 
 
@@ -1657,7 +1657,7 @@ def _compile_key(key, x):
     nd = len(shape)
     consumed = 0
     for kind, v in items:
-        if kind == _K_INT or kind == _K_SLICE or kind == _K_ARR:
+        if kind in (_K_INT, _K_SLICE, _K_ARR):
             consumed += 1
         elif kind == _K_MASK:
             consumed += v.ndim
@@ -1727,7 +1727,7 @@ def _compile_key(key, x):
             for pos, n, d in pending:
                 _check_bounds(adv[pos], n, d)
         else:  # an empty result reads nothing: PyTorch does not check the indices then
-            for pos, n, d in pending:
+            for pos, _n, _d in pending:
                 adv[pos] = xp_of(x).zeros(adv[pos].shape, np.int64)
     return tuple(basic), tuple(adv)
 
