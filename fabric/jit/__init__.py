@@ -17,19 +17,26 @@ Example::
 """
 from __future__ import annotations
 
-from ._modifiers import (  # noqa: F401
-    Attribute, Final, FunctionModifiers, annotate, export, ignore, is_scripting, unused,
-)
-from ._futures import Future, fork, wait  # noqa: F401
-from ._state import is_tracing  # noqa: F401
-from ._errors import Error, TracerWarning, TracingCheckError  # noqa: F401
 from . import frontend  # noqa: F401
+from ._errors import Error, TracerWarning, TracingCheckError
+from ._freeze import freeze, optimize_for_inference, run_frozen_optimizations
+from ._futures import Future, fork, wait
+from ._modifiers import (  # noqa: F401
+    Attribute,
+    Final,
+    FunctionModifiers,
+    annotate,
+    export,
+    ignore,
+    is_scripting,
+    unused,
+)
 from ._script import RecursiveScriptModule, ScriptFunction, ScriptModule, script  # noqa: F401
-from ._trace import trace, trace_module  # noqa: F401
-from ._serialization import load, save  # noqa: F401
-from ._freeze import freeze, optimize_for_inference, run_frozen_optimizations  # noqa: F401
+from ._serialization import load, save
+from ._state import is_tracing
+from ._trace import trace, trace_module
 
 __all__ = ["Attribute", "Error", "Final", "Future", "annotate", "export", "fork", "ignore", "is_scripting",
-           "is_tracing", "unused", "wait", "TracerWarning", "TracingCheckError", "ScriptModule", "ScriptFunction", "script",
-           "trace", "trace_module", "save", "load",
-           "freeze", "optimize_for_inference", "run_frozen_optimizations"]
+           "is_tracing", "unused", "wait", "TracerWarning", "TracingCheckError", "ScriptModule", "ScriptFunction",
+           "script", "trace", "trace_module", "save", "load", "freeze", "optimize_for_inference",
+           "run_frozen_optimizations"]

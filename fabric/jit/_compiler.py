@@ -33,10 +33,21 @@ from .. import fx
 from .._tensor import Tensor
 from ..nn.modules.module import Module
 from . import _ops, frontend
-from ._modifiers import FunctionModifiers, annotate as _annotate, is_scripting, modifier_of
+from ._modifiers import FunctionModifiers, is_scripting, modifier_of
+from ._modifiers import annotate as _annotate
 from ._state import is_tracing
-from .frontend import (AnyType, BoolType, FloatType, IntType, JitType, NoneType, NotSupportedError, StrType,
-                       TensorType, UnsupportedNodeError)
+from .frontend import (
+    AnyType,
+    BoolType,
+    FloatType,
+    IntType,
+    JitType,
+    NoneType,
+    NotSupportedError,
+    StrType,
+    TensorType,
+    UnsupportedNodeError,
+)
 
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
            ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
@@ -141,7 +152,7 @@ def _assigned_names(stmts) -> list:
 class _Builder:
     """One graph under construction (the function's, or a branch/loop body's)."""
 
-    def __init__(self, parent: "_Builder | None" = None):
+    def __init__(self, parent: _Builder | None = None):
         self.graph = fx.Graph()
         self.parent = parent
         self.lifted: dict = {}          # outer node -> placeholder here
@@ -180,7 +191,7 @@ class _Builder:
         self.lifted_order.append(node)
         return ph
 
-    def root(self) -> "_Builder":
+    def root(self) -> _Builder:
         b = self
         while b.parent is not None:
             b = b.parent
@@ -848,7 +859,7 @@ class Compiler:
     def _attribute(self, base, attr, b, ctx, node):
         if isinstance(base, fx.Node):
             jt = self._type_of(base)
-            if jt == TensorType or jt == AnyType:
+            if jt in (TensorType, AnyType):
                 if attr in _TENSOR_ATTRS:
                     return self._emit(b, getattr, (b.use(base), attr), jt=_TENSOR_ATTRS[attr])
                 return _Method(base, attr)
@@ -1078,7 +1089,7 @@ class Compiler:
             return type(v)(self._as_arg(b, x, ctx, node) for x in v)
         if isinstance(v, slice):
             return slice(*(self._as_arg(b, x, ctx, node) for x in (v.start, v.stop, v.step)))
-        if isinstance(v, (_ModuleRef, _BoundMethod, _Method)) or isinstance(v, types.FunctionType):
+        if isinstance(v, (_ModuleRef, _BoundMethod, _Method, types.FunctionType)):
             raise NotSupportedError(ctx, node, f"a {_kind(v)} cannot be used as a value in scripted code")
         if isinstance(v, _Undefined):
             raise NotSupportedError(ctx, v.node, f"{v.name} is not defined in the {v.branch} branch")

@@ -47,9 +47,8 @@ def _is_impure(node) -> bool:
         t = node.target
         if t in _IMPURE_FUNCTIONS or getattr(t, "_fx_impure", False):
             return True
-        if t in (fx.control_flow.cond, fx.control_flow.while_loop, fx.control_flow.range_loop):
-            return True  # their bodies may mutate or raise
-        return False
+        # control-flow bodies may mutate or raise
+        return t in (fx.control_flow.cond, fx.control_flow.while_loop, fx.control_flow.range_loop)
     if node.op == "call_method":
         return node.target in _IMPURE_METHODS or (node.target.endswith("_") and not node.target.endswith("__"))
     return node.op == "call_module"

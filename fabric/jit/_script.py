@@ -187,7 +187,8 @@ class _ScriptMethod:
 def _mirror(module: Module, extra: dict) -> Module:
     """A plain ``Module`` tree holding ``module``'s parameters, buffers and children (the same objects),
     plus the control-flow sub-GraphModules in ``extra`` at the top."""
-    from ..nn import Module as _M, ModuleDict, ModuleList, Sequential
+    from ..nn import Module as _M
+    from ..nn import ModuleDict, ModuleList, Sequential
 
     tree = type(module)() if type(module) in (ModuleList, Sequential, ModuleDict) else _M()
     tree.training = module.training

@@ -36,7 +36,6 @@ import inspect
 import io
 import json
 import math
-import operator
 import os
 import zipfile
 
@@ -550,7 +549,7 @@ def load(f, map_location=None, _extra_files=None, _restore_shapes=False):
         if os.path.isdir(f):
             raise ValueError(f"The provided filename {os.fspath(f)} is a directory")
         size = os.path.getsize(f)
-        fh = open(f, "rb")
+        fh = open(f, "rb")  # noqa: SIM115  (closed in the finally below)
     else:
         fh = f
         pos = fh.tell()

@@ -239,9 +239,10 @@ def _warn_shapes(tracer):
 
 
 def _trace_signature(graph, name):
+    import inspect
+
     from ._script import _Signature
     from .frontend import AnyType
-    import inspect
 
     items = [(n.target, AnyType, inspect.Parameter.empty) for n in graph.nodes if n.op == "placeholder"]
     return _Signature(name, items)
@@ -292,14 +293,14 @@ def trace_module(mod, inputs, optimize=None, check_trace: bool = True, check_inp
     sm = ScriptModule(tree, graph, type(mod).__name__,
                       None if fwd is None else _trace_signature(graph, "forward"))
     methods = {}
-    for method_name, (fn, g, args, kwargs, _) in results.items():
+    for method_name, (_fn, g, _args, _kwargs, _) in results.items():
         if method_name == "forward":
             continue
         gm = fx.GraphModule(tree, g, class_name=f"{type(mod).__name__}_{method_name}")
         methods[method_name] = _ScriptMethod(sm, gm, _trace_signature(g, method_name), method_name)
     object.__setattr__(sm, "_methods", methods)
     if check_trace:
-        for method_name, (fn, g, args, kwargs, _) in results.items():
+        for method_name, (_fn, g, args, kwargs, _) in results.items():
             target = sm if method_name == "forward" else methods[method_name]
             root = mod if method_name == "forward" else _MethodRoot(mod, method_name)
             checks = check_inputs if check_inputs else [args]

@@ -240,8 +240,8 @@ def parse_annotation(ann, globals_: dict | None = None) -> JitType:
     if isinstance(ann, str):
         import fabric
 
-        env = {"Tensor": Tensor, "List": typing.List, "Tuple": typing.Tuple, "Optional": typing.Optional,
-               "Dict": typing.Dict, "Union": typing.Union, "Any": typing.Any, "torch": fabric, "fabric": fabric}
+        env = {"Tensor": Tensor, "List": list, "Tuple": tuple, "Optional": typing.Optional,
+               "Dict": dict, "Union": typing.Union, "Any": typing.Any, "torch": fabric, "fabric": fabric}
         env.update(globals_ or {})
         try:
             ann = eval(compile(ast.Expression(ast.parse(ann, mode="eval").body), "<annotation>", "eval"),
@@ -257,11 +257,11 @@ def parse_annotation(ann, globals_: dict | None = None) -> JitType:
     args = typing.get_args(ann)
     if origin is typing.Final:
         return parse_annotation(args[0], globals_) if args else AnyType
-    if origin in (list, typing.List) and len(args) == 1:
+    if origin in (list, list) and len(args) == 1:
         return JitType("List", (parse_annotation(args[0], globals_),))
-    if origin in (dict, typing.Dict) and len(args) == 2:
+    if origin in (dict, dict) and len(args) == 2:
         return JitType("Dict", (parse_annotation(args[0], globals_), parse_annotation(args[1], globals_)))
-    if origin in (tuple, typing.Tuple):
+    if origin in (tuple, tuple):
         if len(args) == 2 and args[1] is Ellipsis:
             raise ValueError(f"Unknown type annotation: '{ann}' (variadic tuples are not supported)")
         if args == ((),):

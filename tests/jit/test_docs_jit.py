@@ -23,7 +23,8 @@ def test_docstring_examples(module):
 
 
 def test_graph_doc_jit_example_runs(tmp_path):
-    text = open(os.path.join(ROOT, "docs", "graph.md")).read()
+    with open(os.path.join(ROOT, "docs", "graph.md")) as fh:
+        text = fh.read()
     section = text[text.index("## jit: TorchScript's API on the same graph"):]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     env = dict(os.environ, PYTHONPATH=ROOT)

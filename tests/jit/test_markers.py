@@ -1,5 +1,6 @@
 """fabric.jit markers, fork/wait, fabric.compiler: eager behaviour matches PyTorch."""
-from typing import Dict, List, Optional, Tuple
+import typing
+from typing import Optional
 
 import pytest
 
@@ -56,7 +57,7 @@ def test_module_decorated_with_markers_runs_eagerly():
 
 
 def test_annotate_attribute_final():
-    assert fabric.jit.annotate(List[int], []) == []
+    assert fabric.jit.annotate(list[int], []) == []
     a = fabric.jit.Attribute(3, int)
     assert a.value == 3 and a.type is int and a == (3, int)
     import typing
@@ -106,9 +107,11 @@ def test_compiler_names():
 
 @pytest.mark.parametrize("ann,text", [
     (int, "int"), (float, "float"), (bool, "bool"), (fabric.Tensor, "Tensor"),
-    (List[fabric.Tensor], "List[Tensor]"), (Optional[int], "Optional[int]"),
-    (Tuple[fabric.Tensor, int], "Tuple[Tensor, int]"), (Dict[str, float], "Dict[str, float]"),
-    (list[int], "List[int]"), (Optional[List[Tuple[int, float]]], "Optional[List[Tuple[int, float]]]"),
+    (list[fabric.Tensor], "List[Tensor]"), (Optional[int], "Optional[int]"),  # noqa: UP045
+    (tuple[fabric.Tensor, int], "Tuple[Tensor, int]"), (dict[str, float], "Dict[str, float]"),
+    (typing.List[fabric.Tensor], "List[Tensor]"), (typing.Tuple[int, float], "Tuple[int, float]"),  # noqa: UP006
+    (typing.Dict[str, int], "Dict[str, int]"),  # noqa: UP006
+    (list[int], "List[int]"), (Optional[list[tuple[int, float]]], "Optional[List[Tuple[int, float]]]"),  # noqa: UP045
     ("Optional[Tensor]", "Optional[Tensor]"), (int | None, "Optional[int]"),
 ])
 def test_parse_annotation(ann, text):
@@ -121,7 +124,7 @@ def test_parse_annotation_rejects_unknown():
 
 
 def test_type_accepts_values():
-    t = frontend.parse_annotation(Optional[List[int]])
+    t = frontend.parse_annotation(Optional[list[int]])  # noqa: UP045
     assert t.accepts(None) and t.accepts([1, 2]) and not t.accepts([1.5]) and not t.accepts([True])
     assert frontend.FloatType.accepts(2) and not frontend.IntType.accepts(2.0)
     assert frontend.TensorType.accepts(fabric.zeros(1)) and not frontend.TensorType.accepts(1)
@@ -136,7 +139,7 @@ def _try_block(x):
 
 
 def _lambda(x):
-    g = lambda y: y  # noqa: E731
+    g = lambda y: y
     return g(x)
 
 

@@ -1,12 +1,11 @@
 """fabric.jit.script: control flow stays control flow, results equal eager, errors name the construct."""
-from typing import List, Optional, Tuple
 
 import pytest
 
 import fabric
 from fabric import fx, nn
-from fabric.jit import frontend
 from fabric.fx import control_flow
+from fabric.jit import frontend
 
 
 def _targets(graph):
@@ -36,7 +35,7 @@ def count_up(x, limit: float):
     return x, steps
 
 
-def optional_bias(x, bias: Optional[fabric.Tensor] = None, scale: float = 1.0):
+def optional_bias(x, bias: fabric.Tensor | None = None, scale: float = 1.0):
     if bias is None:
         return x * scale
     return (x + bias) * scale
@@ -53,7 +52,7 @@ def early_return(x, flag: bool):
 
 
 def gather_rows(x, k: int):
-    rows: List[fabric.Tensor] = []
+    rows: list[fabric.Tensor] = []
     for i in range(k):
         rows.append(x[i] * (i + 1))
     return fabric.stack(rows)
@@ -66,7 +65,7 @@ def iterate_tensor(x):
     return total
 
 
-def tuple_args(pair: Tuple[fabric.Tensor, int], xs: List[int]):
+def tuple_args(pair: tuple[fabric.Tensor, int], xs: list[int]):
     t, n = pair
     return t * n + len(xs)
 
@@ -263,9 +262,11 @@ def test_script_module_matches_eager_train_and_eval():
     m = Net()
     s = fabric.jit.script(m)
     x = fabric.randn(3, 4)
-    m.eval(); s.eval()
+    m.eval()
+    s.eval()
     assert fabric.allclose(s(x), m(x)) and fabric.allclose(s(x, 5), m(x, 5))
-    m.train(); s.train()
+    m.train()
+    s.train()
     fabric.manual_seed(1)
     want = m(x)
     fabric.manual_seed(1)
@@ -312,13 +313,15 @@ def test_script_fabric_layers():
                         nn.Flatten(), nn.Linear(12, 5), nn.LogSoftmax(dim=1))
     s = fabric.jit.script(net)
     x = fabric.randn(2, 2, 4, 4)
-    net.train(); s.train()
+    net.train()
+    s.train()
     want = net(x)
     rm = net[1].running_mean.clone()
     got = s(x)            # train mode updates the (shared) running stats again
     assert fabric.allclose(got, want, atol=1e-6)
     assert not fabric.equal(net[1].running_mean, rm)
-    net.eval(); s.eval()
+    net.eval()
+    s.eval()
     assert fabric.allclose(s(x), net(x), atol=1e-6)
 
 

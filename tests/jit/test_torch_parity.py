@@ -31,7 +31,7 @@ def make_net(T):
             h = self.norm(self.fc(h))
             for layer in self.layers:
                 h = h + nn.functional.gelu(layer(h))
-            for i in range(steps):
+            for _ in range(steps):
                 if h.mean() > 0:
                     h = h * 0.5
                 else:

@@ -83,17 +83,18 @@ def test_check_trace_detects_data_dependent_branch():
             return x * 2
         return x
 
-    with pytest.warns(fabric.jit.TracerWarning):
-        with pytest.raises(fabric.jit.TracingCheckError, match="Graphs differed across invocations"):
-            fabric.jit.trace(f, fabric.ones(2), check_inputs=[(-fabric.ones(2),)])
+    with pytest.warns(fabric.jit.TracerWarning), \
+            pytest.raises(fabric.jit.TracingCheckError, match="Graphs differed across invocations"):
+        fabric.jit.trace(f, fabric.ones(2), check_inputs=[(-fabric.ones(2),)])
 
 
 def test_check_trace_warns_on_nondeterminism_and_constants():
     with pytest.warns(fabric.jit.TracerWarning, match="nondeterministic nodes"):
         fabric.jit.trace(nn.Dropout(0.5), fabric.ones(10))
-    with pytest.warns(fabric.jit.TracerWarning, match="Converting a tensor to a Python number"):
-        with pytest.raises(fabric.jit.TracingCheckError):      # a Python value baked in: the retrace differs
-            fabric.jit.trace(lambda x: x * x.sum().item(), fabric.ones(2), check_inputs=[fabric.zeros(2)])
+    # a Python value baked in: the retrace differs
+    with pytest.warns(fabric.jit.TracerWarning, match="Converting a tensor to a Python number"), \
+            pytest.raises(fabric.jit.TracingCheckError):
+        fabric.jit.trace(lambda x: x * x.sum().item(), fabric.ones(2), check_inputs=[fabric.zeros(2)])
 
 
 def test_strict_warns_on_list_output_and_non_tensor_inputs_rejected():
