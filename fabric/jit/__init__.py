@@ -25,12 +25,14 @@ from ._modifiers import (  # noqa: F401
     Attribute,
     Final,
     FunctionModifiers,
+    ScriptWarning,
     annotate,
     export,
     ignore,
     is_scripting,
     unused,
 )
+from ._modifiers import jit_isinstance as isinstance
 from ._script import RecursiveScriptModule, ScriptFunction, ScriptModule, script  # noqa: F401
 from ._serialization import load, save
 from ._state import is_tracing
@@ -39,4 +41,4 @@ from ._trace import trace, trace_module
 __all__ = ["Attribute", "Error", "Final", "Future", "annotate", "export", "fork", "ignore", "is_scripting",
            "is_tracing", "unused", "wait", "TracerWarning", "TracingCheckError", "ScriptModule", "ScriptFunction",
            "script", "trace", "trace_module", "save", "load", "freeze", "optimize_for_inference",
-           "run_frozen_optimizations"]
+           "run_frozen_optimizations", "isinstance", "ScriptWarning"]

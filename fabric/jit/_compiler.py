@@ -33,7 +33,7 @@ from .. import fx
 from .._tensor import Tensor
 from ..nn.modules.module import Module
 from . import _ops, frontend
-from ._modifiers import FunctionModifiers, is_scripting, modifier_of
+from ._modifiers import Attribute, FunctionModifiers, is_scripting, jit_isinstance, modifier_of
 from ._modifiers import annotate as _annotate
 from ._state import is_tracing
 from .frontend import (
@@ -892,6 +892,8 @@ class Compiler:
             value = getattr(m, attr)
         except AttributeError:
             raise NotSupportedError(ctx, node, f"Module '{type(m).__name__}' has no attribute '{attr}'") from None
+        if isinstance(value, Attribute):      # self.x = fabric.jit.Attribute(value, type)
+            value = value.value
         if isinstance(value, Tensor):
             return self._get_attr(b, target, value, TensorType)
         if isinstance(value, types.MethodType) and value.__self__ is m:
@@ -973,8 +975,8 @@ class Compiler:
                 raise NotSupportedError(ctx, e, f"{fn.__name__}() over run-time values is not supported")
             seqs = [self._static_items(a, ctx, e) if not isinstance(a, int) else a for a in args]
             return list(fn(*seqs, **kwargs))
-        if fn is isinstance:
-            return self._isinstance(args, ctx, e)
+        if fn is isinstance or fn is jit_isinstance:
+            return self._isinstance(args, ctx, e, b)
         if fn is type and len(args) == 1 and not isinstance(args[0], fx.Node):
             return type(args[0].module) if isinstance(args[0], _ModuleRef) else type(args[0])
         if fn is getattr:
@@ -1001,21 +1003,34 @@ class Compiler:
                                 if isinstance(fn, types.BuiltinFunctionType) else
                                 f"calling a value of type {type(fn).__name__} is not supported in scripted code")
 
-    def _isinstance(self, args, ctx, e):
+    def _isinstance(self, args, ctx, e, b=None):
         obj, cls = args
+        classes = cls if isinstance(cls, tuple) else (cls,)
         if isinstance(obj, fx.Node):
             jt = self._type_of(obj)
-            classes = cls if isinstance(cls, tuple) else (cls,)
-            for c in classes:
-                want = frontend.parse_annotation(c) if c is not type(None) else NoneType
+            try:
+                wants = [frontend.parse_annotation(c) if c is not type(None) else NoneType for c in classes]
+            except ValueError as err:
+                raise NotSupportedError(ctx, e, str(err)) from None
+            for want in wants:
                 if want == jt or (want.kind == jt.kind and not want.params):
                     return True
+            if jt.kind == "Optional" and b is not None:
+                # Optional[T] refines at run time: isinstance(x, T) is `x is not None`, isinstance(x, NoneType)
+                # is `x is None`
+                if any(w == jt.params[0] or (w.kind == jt.params[0].kind and not w.params) for w in wants):
+                    return self._emit(b, _ops.is_not_none, (b.use(obj),), jt=BoolType)
+                if NoneType in wants:
+                    return self._emit(b, _ops.is_none, (b.use(obj),), jt=BoolType)
+                return False
             if jt == AnyType:
                 raise NotSupportedError(ctx, e, "isinstance() of a value whose type is unknown at compile time")
             return False
         if isinstance(obj, _ModuleRef):
             return isinstance(obj.module, cls)
-        return isinstance(obj, cls)
+        if all(isinstance(c, type) for c in classes):
+            return isinstance(obj, cls)
+        return any(jit_isinstance(obj, c) for c in classes)
 
     def _builtin(self, fn, args, kwargs, b, ctx, e):
         if not any(isinstance(a, fx.Node) or _contains_node(a) for a in list(args) + list(kwargs.values())):

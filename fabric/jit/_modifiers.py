@@ -144,3 +144,23 @@ class Attribute(namedtuple("Attribute", ["value", "type"])):
     """
 
     __slots__ = ()
+
+
+def jit_isinstance(obj, target_type) -> bool:
+    """``fabric.jit.isinstance``: ``isinstance`` that understands ``List[int]``, ``Optional[Tensor]``,
+    ``Dict[str, Tensor]`` ... (checks every element, as TorchScript's refinement does).
+
+    Example::
+
+        >>> import fabric
+        >>> from typing import List
+        >>> fabric.jit.isinstance([1, 2], List[int]), fabric.jit.isinstance([1.5], List[int])
+        (True, False)
+    """
+    from .frontend import parse_annotation
+
+    return parse_annotation(target_type).accepts(obj)
+
+
+class ScriptWarning(Warning):
+    """A warning about scripted code (``torch.jit.ScriptWarning``)."""

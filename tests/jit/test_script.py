@@ -1,5 +1,4 @@
 """fabric.jit.script: control flow stays control flow, results equal eager, errors name the construct."""
-
 import pytest
 
 import fabric
@@ -375,3 +374,26 @@ def test_nested_loops_and_branches():
     for n, m in ((0, 3), (3, 4), (2, 1)):
         x = fabric.randn(3)
         assert fabric.allclose(s(x, n, m), f(x, n, m))
+
+
+def test_isinstance_refinement_and_jit_attribute():
+    def f(x: fabric.Tensor | None, n: int):
+        if isinstance(x, fabric.Tensor):
+            return x * n
+        return fabric.zeros(1)
+
+    s = fabric.jit.script(f)
+    assert fabric.equal(s(fabric.ones(2), 3), fabric.full((2,), 3.0))
+    assert fabric.equal(s(None, 3), fabric.zeros(1))
+    assert fabric.jit.isinstance([1, 2], list[int]) and not fabric.jit.isinstance([1.5], list[int])
+    assert fabric.jit.isinstance({"a": fabric.ones(1)}, dict[str, fabric.Tensor])
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.k = fabric.jit.Attribute(4, int)
+
+        def forward(self, x):
+            return x * self.k
+
+    assert fabric.equal(fabric.jit.script(M())(fabric.ones(1)), fabric.full((1,), 4.0))
