@@ -688,11 +688,17 @@ class Compiler:
         if isinstance(e, ast.Dict):
             if any(k is None for k in e.keys):
                 raise NotSupportedError(ctx, e, "dict unpacking (**) is not supported")
+            key_values = [self._expr(k, env, b, scope) for k in e.keys]
+            if all(isinstance(k, str) for k in key_values):
+                # constant keys: a compile-time dict (passed on as a literal, so each run gets a fresh one)
+                return {k: self._expr(v, env, b, scope) for k, v in zip(key_values, e.values)}
             keys = tuple(self._as_arg(b, self._expr(k, env, b, scope), ctx, e) for k in e.keys)
             vals = tuple(self._as_arg(b, self._expr(v, env, b, scope), ctx, e) for v in e.values)
             return self._emit(b, _ops.dict_construct, (keys, vals), jt=JitType("Dict", (AnyType, AnyType)))
         if isinstance(e, ast.ListComp):
             return self._listcomp(e, env, b, scope)
+        if isinstance(e, ast.GeneratorExp):   # over a compile-time sequence: a tuple of its values
+            return tuple(self._comprehension_items(e, env, b, scope))
         if isinstance(e, ast.Slice):
             return self._index(e, env, b, scope)
         if isinstance(e, ast.Starred):
@@ -723,6 +729,12 @@ class Compiler:
                           jt=StrType)
 
     def _listcomp(self, e, env, b, scope):
+        items = self._comprehension_items(e, env, b, scope)
+        elem = self._type_of(items[0]) if items else TensorType
+        return self._emit(b, _ops.list_construct, tuple(self._as_arg(b, v, scope.ctx, e) for v in items),
+                          jt=JitType("List", (elem,)))
+
+    def _comprehension_items(self, e, env, b, scope):
         ctx = scope.ctx
         if len(e.generators) != 1 or e.generators[0].ifs:
             raise NotSupportedError(ctx, e, "only list comprehensions with one 'for' and no 'if' are supported")
@@ -736,9 +748,7 @@ class Compiler:
             cenv = dict(env)
             self._assign(gen.target, item, cenv, b, scope)
             items.append(self._expr(e.elt, cenv, b, scope))
-        elem = self._type_of(items[0]) if items else TensorType
-        return self._emit(b, _ops.list_construct, tuple(self._as_arg(b, v, ctx, e) for v in items),
-                          jt=JitType("List", (elem,)))
+        return items
 
     def _boolop(self, e, env, b, scope):
         ctx = scope.ctx
@@ -916,16 +926,31 @@ class Compiler:
     def _call(self, e, env, b, scope):
         ctx = scope.ctx
         fn = self._expr(e.func, env, b, scope)
-        if any(isinstance(a, ast.Starred) for a in e.args) or any(k.arg is None for k in e.keywords):
-            raise NotSupportedError(ctx, e, "calls with *args or **kwargs are not supported")
         if fn is _annotate:
             jt = frontend.parse_annotation(_annotation_value(e.args[0], scope), scope.globals)
             v = self._expr(e.args[1], env, b, scope)
             if isinstance(v, fx.Node):
                 self.types[v] = jt
             return v
-        args = [self._expr(a, env, b, scope) for a in e.args]
-        kwargs = {k.arg: self._expr(k.value, env, b, scope) for k in e.keywords}
+        args = []
+        for a in e.args:
+            if isinstance(a, ast.Starred):   # *xs of a tuple known at compile time
+                v = self._expr(a.value, env, b, scope)
+                if not isinstance(v, (tuple, list)):
+                    raise NotSupportedError(ctx, a, "*args must be a tuple whose length is known at compile time")
+                args.extend(v)
+            else:
+                args.append(self._expr(a, env, b, scope))
+        kwargs = {}
+        for k in e.keywords:
+            v = self._expr(k.value, env, b, scope)
+            if k.arg is None:                # **kw of a dict literal with constant keys
+                if not isinstance(v, dict):
+                    raise NotSupportedError(ctx, k.value, "**kwargs must be a dict whose keys are known at "
+                                            "compile time")
+                kwargs.update(v)
+            else:
+                kwargs[k.arg] = v
         return self._apply(fn, args, kwargs, b, ctx, e)
 
     def _apply(self, fn, args, kwargs, b, ctx, e):
@@ -1102,6 +1127,8 @@ class Compiler:
             return b.use(v)
         if isinstance(v, (tuple, list)) and not hasattr(v, "_fields"):
             return type(v)(self._as_arg(b, x, ctx, node) for x in v)
+        if isinstance(v, dict):
+            return {k: self._as_arg(b, x, ctx, node) for k, x in v.items()}
         if isinstance(v, slice):
             return slice(*(self._as_arg(b, x, ctx, node) for x in (v.start, v.stop, v.step)))
         if isinstance(v, (_ModuleRef, _BoundMethod, _Method, types.FunctionType)):

@@ -23,6 +23,7 @@ Example::
 from __future__ import annotations
 
 import difflib
+import re
 import warnings
 
 from .. import fx
@@ -134,6 +135,22 @@ def _graph_text(graph: fx.Graph) -> str:
     return graph.python_code(root_module="self").src
 
 
+_CONSTANT_NAME = re.compile(r"_tensor_constant\d+")
+
+
+def _normalized_text(graph: fx.Graph) -> str:
+    """The graph's code with the tracer's constant names numbered by first use (each trace stores its
+    constants under fresh names on the root)."""
+    names: dict = {}
+    return _CONSTANT_NAME.sub(lambda m: names.setdefault(m.group(0), f"_tensor_constant{len(names)}"),
+                              _graph_text(graph))
+
+
+def _constants(graph: fx.Graph, root) -> list:
+    return [getattr(root, n.target) for n in graph.nodes
+            if n.op == "get_attr" and _CONSTANT_NAME.fullmatch(n.target)]
+
+
 def _flatten(v) -> list:
     if isinstance(v, Tensor):
         return [v]
@@ -165,17 +182,22 @@ def _check(fn, traced, graph, inputs_list, kwarg_inputs, tolerance, name):
                       + "\n".join(f"\t{n.format_node()}" for n in bad)
                       + "\nThis may cause errors in trace checking. To disable trace checking, pass "
                       "check_trace=False to torch.jit.trace()", TracerWarning, stacklevel=4)
-    reference = _graph_text(graph)
+    reference = _normalized_text(graph)
+    ref_constants = _constants(graph, vars(traced).get("_gm", traced))
     for inputs in inputs_list:
         inputs = _as_tuple(inputs)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", TracerWarning)
-            _, check_graph = _run_tracer(fn, inputs, kwarg_inputs)
-        text = _graph_text(check_graph)
+            check_tracer, check_graph = _run_tracer(fn, inputs, kwarg_inputs)
+        text = _normalized_text(check_graph)
         if text != reference:
             diff = "\n".join(difflib.ndiff(reference.strip().splitlines(), text.strip().splitlines()))
             raise TracingCheckError("\tGraph diff:\n" + "\n".join("\t\t" + line for line in diff.splitlines()),
                                     None)
+        for i, (a, c) in enumerate(zip(ref_constants, _constants(check_graph, check_tracer.root))):
+            if a.shape != c.shape or a.dtype != c.dtype or not bool((a == c).all()):
+                raise TracingCheckError(None, f"\tTensor constant {i} of the trace differs between invocations "
+                                        f"(shape {tuple(a.shape)} vs {tuple(c.shape)})")
         state = fabric.get_rng_state()
         got = traced(*inputs, **(kwarg_inputs or {}))
         fabric.set_rng_state(state)

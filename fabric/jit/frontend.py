@@ -89,7 +89,7 @@ _NODE_NAMES = {
     ast.ImportFrom: "import statements", ast.FunctionDef: "function definitions",
     ast.AsyncFunctionDef: "async function definitions", ast.ClassDef: "class definitions",
     ast.Lambda: "Lambda", ast.Yield: "Yield", ast.YieldFrom: "YieldFrom", ast.Await: "Await",
-    ast.Set: "Set", ast.SetComp: "SetComp", ast.GeneratorExp: "GeneratorExp", ast.Delete: "del statements",
+    ast.Set: "Set", ast.SetComp: "SetComp", ast.Delete: "del statements",
     ast.AsyncFor: "async for loops", ast.NamedExpr: "assignment expressions", ast.Starred: "Starred",
     ast.Match: "match statements",
 }
@@ -123,7 +123,7 @@ _STMTS = (ast.Return, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.If, ast.For,
 _EXPRS = (ast.Name, ast.Constant, ast.Attribute, ast.Call, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare,
           ast.Subscript, ast.Slice, ast.Tuple, ast.List, ast.Dict, ast.IfExp, ast.ListComp, ast.comprehension,
           ast.keyword, ast.operator, ast.unaryop, ast.boolop, ast.cmpop, ast.expr_context, ast.arguments,
-          ast.arg, ast.Starred, ast.JoinedStr, ast.FormattedValue)
+          ast.arg, ast.Starred, ast.JoinedStr, ast.FormattedValue, ast.GeneratorExp)
 
 
 def _check_subset(ctx: SourceContext, fdef: ast.FunctionDef) -> None:

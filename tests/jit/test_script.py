@@ -397,3 +397,31 @@ def test_isinstance_refinement_and_jit_attribute():
             return x * self.k
 
     assert fabric.equal(fabric.jit.script(M())(fabric.ones(1)), fabric.full((1,), 4.0))
+
+
+def _star_call(x, y):
+    opts = {"dim": 1, "keepdim": True}
+    a, b = (t.relu() for t in (x, y))
+    return fabric.sum(a * b, **opts) + fabric.stack(*((a, b),)).mean()
+
+
+def test_generator_over_constant_tuples_and_star_arguments():
+    s = fabric.jit.script(_star_call)
+    x, y = fabric.randn(2, 3), fabric.randn(2, 3)
+    assert fabric.allclose(s(x, y), _star_call(x, y))
+
+
+@pytest.mark.parametrize("layer,args", [
+    (lambda: nn.TransformerEncoderLayer(8, 2, 16, batch_first=True, dropout=0.0), (fabric.randn(2, 5, 8),)),
+    (lambda: nn.MultiheadAttention(8, 2, batch_first=True), (fabric.randn(2, 4, 8),) * 3),
+    (lambda: nn.GroupNorm(2, 4), (fabric.randn(3, 4, 5),)),
+    (lambda: nn.Embedding(7, 3, padding_idx=0), (fabric.tensor([[0, 3, 6]]),)),
+])
+def test_script_fabric_attention_and_norm_layers(layer, args):
+    fabric.manual_seed(0)
+    m = layer().eval()
+    s = fabric.jit.script(m)
+    got, want = s(*args), m(*args)
+    got = got[0] if isinstance(got, tuple) else got
+    want = want[0] if isinstance(want, tuple) else want
+    assert fabric.allclose(got, want, atol=1e-6)

@@ -136,3 +136,13 @@ def test_trace_shares_parameters_and_follows_to():
     t.to(fabric.float64)
     x = fabric.randn(2, 3, dtype=fabric.float64)
     assert t(x).dtype == fabric.float64 and fabric.allclose(t(x), m(x))
+
+
+def test_trace_recurrent_layers_check_passes():
+    fabric.manual_seed(0)
+    for rnn in (nn.LSTM(4, 6, batch_first=True), nn.GRU(4, 6, num_layers=2)):
+        x = fabric.randn(2, 3, 4)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", fabric.jit.TracerWarning)
+            t = fabric.jit.trace(rnn, x)
+        assert fabric.allclose(t(x)[0], rnn(x)[0], atol=1e-6)
