@@ -93,6 +93,13 @@ class _ModuleRef:
         self.module, self.prefix = module, prefix
 
 
+class _SuperRef:
+    """``super()`` in a method of the module ``ref`` defined in class ``cls``."""
+
+    def __init__(self, ref, cls):
+        self.ref, self.cls = ref, cls
+
+
 class _BoundMethod:
     def __init__(self, ref: _ModuleRef, fn, name: str):
         self.ref, self.fn, self.name = ref, fn, name
@@ -214,6 +221,7 @@ class Compiler:
         self.types: dict = {}
         self.attr_objects: dict = {}    # get_attr target -> the tensor/bool it reads
         self._stack: list = []          # functions being compiled (recursion check)
+        self._scopes: list = []         # their name scopes (for super())
 
     # ------------------------------------------------------------------ entry points
     def compile_function(self, fn, self_ref: _ModuleRef | None = None):
@@ -238,12 +246,18 @@ class Compiler:
     # ------------------------------------------------------------------ bodies
     def _inline_body(self, fn, fdef, ctx, env, b):
         raw = inspect.unwrap(getattr(fn, "__func__", fn))
-        if raw in self._stack:
+        owner = env.get(fdef.args.args[0].arg) if fdef.args.args else None
+        key = (raw, id(owner.module) if isinstance(owner, _ModuleRef) else None)
+        if key in self._stack:
             raise NotSupportedError(ctx, fdef, f"function '{fdef.name}' is called recursively; recursion is not "
                                     "supported")
-        self._stack.append(raw)
+        self._stack.append(key)
         try:
             scope = _Scope(raw, ctx)
+            scope.self_ref = env.get(fdef.args.args[0].arg) if fdef.args.args else None
+            if not isinstance(scope.self_ref, _ModuleRef):
+                scope.self_ref = None
+            self._scopes.append(scope)
             body = list(fdef.body)
             if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                     and isinstance(body[0].value.value, str):
@@ -258,6 +272,8 @@ class Compiler:
             return None  # unreachable: the body always ends in return
         finally:
             self._stack.pop()
+            if self._scopes and self._scopes[-1].ctx is ctx:
+                self._scopes.pop()
 
     def _block(self, stmts, env, b, scope):
         for s in stmts:
@@ -874,6 +890,15 @@ class Compiler:
                     return self._emit(b, getattr, (b.use(base), attr), jt=_TENSOR_ATTRS[attr])
                 return _Method(base, attr)
             return _Method(base, attr)
+        if isinstance(base, _SuperRef):
+            mro = type(base.ref.module).__mro__
+            for klass in mro[mro.index(base.cls) + 1:]:
+                if attr in vars(klass):
+                    fn = vars(klass)[attr]
+                    if isinstance(fn, types.FunctionType):
+                        return _BoundMethod(base.ref, fn, attr)
+                    break
+            raise NotSupportedError(ctx, node, f"super() has no method '{attr}' usable in scripted code")
         if isinstance(base, _ModuleRef):
             return self._module_attr(base, attr, b, ctx, node)
         if isinstance(base, tuple) and hasattr(base, "_fields"):
@@ -1002,6 +1027,8 @@ class Compiler:
             return list(fn(*seqs, **kwargs))
         if fn is isinstance or fn is jit_isinstance:
             return self._isinstance(args, ctx, e, b)
+        if fn is super and not args:
+            return self._super(e, ctx)
         if fn is type and len(args) == 1 and not isinstance(args[0], fx.Node):
             return type(args[0].module) if isinstance(args[0], _ModuleRef) else type(args[0])
         if fn is getattr:
@@ -1027,6 +1054,15 @@ class Compiler:
         raise NotSupportedError(ctx, e, f"Python builtin {fn!r} is currently not supported in scripted code"
                                 if isinstance(fn, types.BuiltinFunctionType) else
                                 f"calling a value of type {type(fn).__name__} is not supported in scripted code")
+
+    def _super(self, e, ctx):
+        """``super()`` inside a method: the same module, looked up past the defining class."""
+        scope = self._scopes[-1]
+        cls = scope.closure.get("__class__")
+        self_ref = scope.self_ref
+        if cls is None or self_ref is None:
+            raise NotSupportedError(ctx, e, "super() is only supported inside methods of the scripted modules")
+        return _SuperRef(self_ref, cls)
 
     def _isinstance(self, args, ctx, e, b=None):
         obj, cls = args

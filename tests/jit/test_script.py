@@ -425,3 +425,33 @@ def test_script_fabric_attention_and_norm_layers(layer, args):
     got = got[0] if isinstance(got, tuple) else got
     want = want[0] if isinstance(want, tuple) else want
     assert fabric.allclose(got, want, atol=1e-6)
+
+
+class _Base(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class _Derived(_Base):
+    def forward(self, x):
+        return super().forward(x).tanh() * 2
+
+
+class _Wrap(nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        return self.inner(x) + 1
+
+
+def test_super_calls_and_nested_modules_of_one_class():
+    fabric.manual_seed(0)
+    for m in (_Derived(), _Wrap(_Wrap(_Derived()))):
+        x = fabric.randn(2, 3)
+        assert fabric.allclose(fabric.jit.script(m)(x), m(x))
