@@ -587,7 +587,12 @@ def load(f, map_location=None, _extra_files=None, _restore_shapes=False):
                 name = f"{_PREFIX}tensors/{i}.npy"
                 if name not in infos:
                     raise RuntimeError(f"fabric.jit.load: missing tensor record {name}")
-                arr = np.load(io.BytesIO(z.read(name)), allow_pickle=False)
+                try:
+                    arr = np.load(io.BytesIO(z.read(name)), allow_pickle=False)
+                except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
+                    raise RuntimeError(f"fabric.jit.load: tensor record {name} is corrupt ({e})") from None
+                if not isinstance(arr, np.ndarray) or arr.dtype.hasobject:
+                    raise RuntimeError(f"fabric.jit.load: tensor record {name} is not a plain array")
                 if list(arr.shape) != list(meta.get("shape", [])):
                     raise RuntimeError(f"fabric.jit.load: tensor {i} has shape {arr.shape}, the index says "
                                        f"{meta.get('shape')}")

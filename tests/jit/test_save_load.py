@@ -7,6 +7,7 @@ import sys
 import textwrap
 import zipfile
 
+import numpy as np
 import pytest
 
 import fabric
@@ -257,6 +258,14 @@ def test_load_refuses_other_versions_and_other_files(tmp_path):
         fabric.jit.load(str(tmp_path / "missing.fjit"))
     f = _tamper(_saved_linear(), lambda n, c: None if n.endswith("1.npy") else c)
     with pytest.raises(RuntimeError, match="missing tensor record"):
+        fabric.jit.load(f)
+    f = _tamper(_saved_linear(), lambda n, c: c[:-8] if n.endswith("0.npy") else c)    # truncated data
+    with pytest.raises(RuntimeError, match="tensor record fabric_jit/tensors/0.npy is corrupt"):
+        fabric.jit.load(f)
+    pickled = io.BytesIO()
+    np.save(pickled, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    f = _tamper(_saved_linear(), lambda n, c: pickled.getvalue() if n.endswith("0.npy") else c)
+    with pytest.raises(RuntimeError, match="is corrupt"):                              # no unpickling
         fabric.jit.load(f)
 
 
