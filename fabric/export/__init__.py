@@ -213,6 +213,16 @@ class _ExportTracer(Tracer):
     pass
 
 
+class _ExampleProp(ShapeProp):
+    """ShapeProp that also keeps the example value of Python numbers (sizes) in ``meta["example_value"]``."""
+
+    def run_node(self, n):
+        result = super().run_node(n)
+        if isinstance(result, (int, float, bool)):
+            n.meta["example_value"] = result
+        return result
+
+
 def _normalize_dynamic_shapes(fn, args: tuple, kwargs: dict, dynamic_shapes) -> list:
     """One ``{dim: Dim}`` dict (or None) per positional input."""
     params = [p for p in inspect.signature(fn).parameters.values()][1:]
@@ -270,7 +280,7 @@ def export(mod: Module, args: tuple, kwargs: dict | None = None, *, dynamic_shap
         concrete = {n: sig_params[n].default for n in names[len(args):]}
     graph = tracer.trace(mod, concrete_args=concrete)
     gm = GraphModule(tracer.root, graph, type(mod).__name__)
-    ShapeProp(gm).propagate(*args)
+    _ExampleProp(gm).propagate(*args)
     for node in gm.graph.nodes:
         if "tensor_meta" in node.meta:
             node.meta["val"] = node.meta["tensor_meta"]

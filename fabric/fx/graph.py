@@ -312,7 +312,7 @@ class _CodeGen:
         self.graph, self.root = graph, root
         import fabric
         self.globals: dict = {"fabric": fabric, "inf": math.inf, "nan": math.nan, "device": fabric.device,
-                              "operator": operator, "builtins": builtins}
+                              "operator": operator, "builtins": builtins, "math": math}
         self._global_names: dict[int, str] = {}
         self._taken = {n.name for n in graph.nodes} | {n.target.lstrip("*") for n in graph.nodes
                                                        if n.op == "placeholder"}
@@ -332,7 +332,7 @@ class _CodeGen:
 
     def fn_name(self, fn) -> str:
         qn = _qualified_name(fn)
-        if qn.startswith("fabric.") or qn.startswith("operator.") or qn.startswith("builtins."):
+        if qn.split(".")[0] in ("fabric", "operator", "builtins", "math"):
             if self._resolves(qn, fn):
                 return qn
         return self.add_global(getattr(fn, "__name__", "fn"), fn)

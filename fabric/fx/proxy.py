@@ -93,17 +93,15 @@ class Proxy:
         return self.tracer.create_proxy("call_method", "__call__", (self,) + args, kwargs)
 
     def __iter__(self):
+        # ``a, b = proxy`` unpacks into getitem nodes; any other iteration is control flow
         frame = inspect.currentframe().f_back
         insts = list(dis.get_instructions(frame.f_code))
         if sys.version_info >= (3, 11):
             idx = bisect_left([i.offset for i in insts], frame.f_lasti)
         else:
             idx = frame.f_lasti // 2
-        if idx + 1 < len(insts) + 1:
-            inst = insts[idx] if idx < len(insts) else None
-            for cand in (inst, insts[idx + 1] if idx + 1 < len(insts) else None):
-                if cand is not None and cand.opname == "UNPACK_SEQUENCE":
-                    return (self[i] for i in range(cand.argval))
+        if idx < len(insts) and insts[idx].opname == "UNPACK_SEQUENCE":
+            return (self[i] for i in range(insts[idx].argval))
         return self.tracer.iter(self)
 
     def __bool__(self) -> bool:

@@ -68,6 +68,13 @@ class Lowering:
         tm = self.node.meta.get("tensor_meta")
         if tm is not None and hasattr(tm, "dtype"):
             return np.dtype(tm.dtype.to_numpy())
+        ex = self.node.meta.get("example_value")   # a Python number computed from sizes
+        if isinstance(ex, bool):
+            return np.dtype(np.bool_)
+        if isinstance(ex, int):
+            return np.dtype(np.int64)
+        if isinstance(ex, float):
+            return np.dtype(np.float64)
         return np.dtype(default)
 
     def out_rank(self):
@@ -1050,3 +1057,50 @@ def _m_rnn(L, m, path, x, hx=None):
 
 
 _register_misc()
+
+
+def _split_sizes(L, x: V, split, dim: int) -> list[int]:
+    tm = L.node.args[0].meta.get("tensor_meta")
+    if tm is None or not hasattr(tm, "shape"):
+        raise UnsupportedOperatorError("fabric.onnx: split needs the size of the split dimension")
+    total = int(tm.shape[dim])
+    if isinstance(split, int):
+        return [split] * (total // split) + ([total % split] if total % split else [])
+    return [int(s) for s in split]
+
+
+def _static(L, value, position: int):
+    """The example value of a size argument that ONNX needs as a constant (a split size)."""
+    if not _is_v(value):
+        return value
+    src = L.node.args[position] if position < len(L.node.args) else None
+    ex = getattr(src, "meta", {}).get("example_value")
+    if ex is None:
+        raise UnsupportedOperatorError(f"fabric.onnx: {L.node.format_node()} needs a constant size")
+    return ex
+
+
+@_reg_method("split")
+def _split(L, x, split_size_or_sections, dim=0):
+    split_size_or_sections = _static(L, split_size_or_sections, 1)
+    d = _dim(dim, _rank(x))
+    sizes = _split_sizes(L, x, split_size_or_sections, d)
+    outs = L.b.op("Split", [x, L.b.i64(sizes)], x.dtype, x.rank, n_out=len(sizes), axis=d)
+    return outs if isinstance(outs, tuple) else (outs,)
+
+
+@_reg_method("chunk")
+def _chunk(L, x, chunks, dim=0):
+    d = _dim(dim, _rank(x))
+    tm = L.node.args[0].meta["tensor_meta"]
+    size = -(-int(tm.shape[d]) // chunks)
+    return _split(L, x, size, d)
+
+
+def _register_split():
+    import fabric
+    FUNCTIONS[fabric.split] = _split
+    FUNCTIONS[fabric.chunk] = _chunk
+
+
+_register_split()

@@ -234,3 +234,18 @@ def test_same_graph_and_code_shape_as_torch_fx():
     x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
     for a, b in zip(fg(fabric.tensor(x)), tg(torch.tensor(x))):
         np.testing.assert_allclose(_np(a), b.detach().numpy(), rtol=1e-6)
+
+
+def test_tuple_unpacking_of_a_proxy_and_iteration_error():
+    def f(x):
+        b, t, c = x.shape
+        return x.view(b * t, c)
+    gm = fx.symbolic_trace(f)
+    assert gm(fabric.ones(2, 3, 4)).shape == (6, 4)
+    assert gm(fabric.ones(5, 1, 2)).shape == (5, 2)     # sizes are nodes, not constants
+    assert "math.sqrt" in fx.symbolic_trace(lambda x: x * math.sqrt(x.size(0))).code
+
+    def g(x):
+        return [y for y in x]
+    with pytest.raises(fx.TraceError, match="cannot be iterated"):
+        fx.symbolic_trace(g)

@@ -260,3 +260,32 @@ def test_same_numbers_as_torch_onnx_file_in_onnxruntime():
     a = ort.InferenceSession(f1.getvalue()).run(None, {"x": x})[0]
     b = ort.InferenceSession(f2.getvalue()).run(None, {"x": x})[0]
     np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+class NanoGPTAttention(nn.Module):
+    """The hand-written causal attention of nanoGPT: shapes from x.size(), a registered tril buffer."""
+
+    def __init__(self, d=16, h=4, ctx=16):
+        super().__init__()
+        self.c_attn = nn.Linear(d, 3 * d)
+        self.c_proj = nn.Linear(d, d)
+        self.n_head = h
+        self.register_buffer("bias", fabric.tril(fabric.ones(ctx, ctx)).view(1, 1, ctx, ctx))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / (C // self.n_head) ** 0.5)
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        return self.c_proj(y)
+
+
+def test_nanogpt_attention_with_shape_arithmetic():
+    fabric.manual_seed(0)
+    _check(NanoGPTAttention(), lambda b, t: (fabric.randn(b, t, 16),), ["x"], ["y"],
+           {"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}}, [(2, 5), (3, 11)])
