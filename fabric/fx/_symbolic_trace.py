@@ -143,6 +143,9 @@ class Tracer(TracerBase):
                 self.tensor_attrs[id(a)] = path
             return self.create_node("get_attr", path, (), {})
         if isinstance(a, Module):
+            path = self.submodule_paths.get(id(a)) if self.submodule_paths else None
+            if path:  # a submodule passed as a value (a branch of control_flow.cond): read it with get_attr
+                return self.create_node("get_attr", path, (), {})
             raise TraceError(f"a module ({type(a).__name__}) cannot be passed as an argument while tracing; "
                              "call it instead")
         if isinstance(a, _BASE_TYPES) or callable(a):
@@ -196,6 +199,8 @@ class Tracer(TracerBase):
             patcher.patch_namespaces()
             patcher.patch_globals(fn_globals)
             patcher.patch_wrapped(_wrapped_fns_to_patch)
+            for m in self._autowrap_modules:
+                patcher.patch_module_functions(m)
             for f in self._autowrap_functions:
                 patcher.patch_wrapped([(getattr(f, "__globals__", fn_globals), f.__name__)])
             result = self._finish(fn(*args))

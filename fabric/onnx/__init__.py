@@ -318,6 +318,17 @@ def _count(tm) -> int:
     return 0
 
 
+def _node_inputs(n) -> list[str]:
+    """The values a node reads, including those its subgraphs (If / Loop bodies) read from outer scope."""
+    names = [i for i in n.input if i]
+    for a in n.attribute:
+        graphs = [a.g] if a.HasField("g") else list(a.graphs)
+        for g in graphs:
+            for sub in g.node:
+                names.extend(_node_inputs(sub))
+    return names
+
+
 def _prune(nodes, inits, outputs):
     """Drop nodes (and initializers) no output depends on."""
     needed = set(outputs)
@@ -325,7 +336,7 @@ def _prune(nodes, inits, outputs):
     for n in reversed(nodes):
         if any(o in needed for o in n.output):
             kept.append(n)
-            needed.update(i for i in n.input if i)
+            needed.update(_node_inputs(n))
     kept.reverse()
     return kept, {k: v for k, v in inits.items() if k in needed}
 
@@ -338,10 +349,6 @@ def _fold_constants(onnx, nodes, inits, opset):
     """Evaluate nodes whose inputs are all initializers (weight layout changes) at export time."""
     from onnx.reference import ReferenceEvaluator
     inits = dict(inits)
-    uses: dict[str, int] = {}
-    for n in nodes:
-        for i in n.input:
-            uses[i] = uses.get(i, 0) + 1
     out_nodes = []
     for n in nodes:
         if n.op_type in _FOLDABLE and n.input and all(i in inits for i in n.input if i):
@@ -360,7 +367,7 @@ def _fold_constants(onnx, nodes, inits, opset):
                 inits[o] = np.asarray(r)
             continue
         out_nodes.append(n)
-    needed = {i for n in out_nodes for i in n.input} | {o for n in out_nodes for o in n.output}
+    needed = {i for n in out_nodes for i in _node_inputs(n)} | {o for n in out_nodes for o in n.output}
     return out_nodes, {k: v for k, v in inits.items() if k in needed}
 
 

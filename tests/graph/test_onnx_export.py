@@ -289,3 +289,33 @@ def test_nanogpt_attention_with_shape_arithmetic():
     fabric.manual_seed(0)
     _check(NanoGPTAttention(), lambda b, t: (fabric.randn(b, t, 16),), ["x"], ["y"],
            {"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}}, [(2, 5), (3, 11)])
+
+
+class ControlFlow(nn.Module):
+    """fx.control_flow ops (what jit.script produces for if / for range / while) become ONNX If / Loop."""
+
+    def __init__(self):
+        super().__init__()
+        from fabric import fx
+        self.lin = nn.Linear(4, 4)
+        self.then_ = fx.symbolic_trace(lambda x, y: (x + y,))
+        self.else_ = fx.symbolic_trace(lambda x, y: (x * y - 1,))
+        self.body = fx.symbolic_trace(lambda i, acc, x: (acc + x * i, x))
+        self.w_cond = fx.symbolic_trace(lambda n, acc: n < 3)
+        self.w_body = fx.symbolic_trace(lambda n, acc: (n + 1, fabric.tanh(acc)))
+
+    def forward(self, x):
+        from fabric.fx.control_flow import cond, range_loop, while_loop
+        h = self.lin(x)
+        (r,) = cond(h.sum() > 0, self.then_, self.else_, (h, x))
+        acc, _ = range_loop(0, x.size(0), 1, self.body, (r, h))
+        _, acc = while_loop(self.w_cond, self.w_body, (0, acc))
+        return acc
+
+
+def test_control_flow_ops_lower_to_if_and_loop():
+    fabric.manual_seed(0)
+    m = ControlFlow()
+    proto = _check(m, lambda b, s: (fabric.randn(b, 4) * s,), ["x"], ["y"], {"x": {0: "n"}, "y": {0: "n"}},
+                   [(2, 1.0), (5, -1.0), (3, 3.0)])
+    assert [n.op_type for n in proto.graph.node if n.op_type in ("If", "Loop")] == ["If", "Loop", "Loop"]
