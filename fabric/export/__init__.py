@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._tensor import Tensor
-from ..nn.modules.module import Module
-from ..nn.parameter import Parameter
 from ..fx import GraphModule, Tracer
 from ..fx.passes.shape_prop import ShapeProp
+from ..nn.modules.module import Module
+from ..nn.parameter import Parameter
 
 __all__ = ["export", "ExportedProgram", "Dim", "ExportGraphSignature", "InputSpec", "OutputSpec", "InputKind",
            "OutputKind", "TensorArgument", "ExportBackwardSignature", "dims"]
@@ -42,9 +42,9 @@ class Dim:
     ``Dim.AUTO`` / ``Dim.DYNAMIC`` mark a dimension dynamic without a name, ``Dim.STATIC`` keeps it static.
     """
 
-    AUTO: "Dim"
-    DYNAMIC: "Dim"
-    STATIC: "Dim"
+    AUTO: Dim
+    DYNAMIC: Dim
+    STATIC: Dim
 
     def __init__(self, name: str, *, min: int | None = None, max: int | None = None):
         if min is not None and max is not None and min > max:
@@ -180,7 +180,7 @@ class ExportedProgram:
         gm.register_forward_pre_hook(check)
         return gm
 
-    def run_decompositions(self, decomp_table=None, decompose_custom_triton_ops: bool = False) -> "ExportedProgram":
+    def run_decompositions(self, decomp_table=None, decompose_custom_triton_ops: bool = False) -> ExportedProgram:
         """The graph is already at fabric's op level; returns the program unchanged."""
         return self
 

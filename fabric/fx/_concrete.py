@@ -29,11 +29,11 @@ from typing import Any
 
 from .._tensor import Tensor
 from ..nn.modules.module import Module
+from ._symbolic_trace import Tracer
 from .graph import Graph
 from .graph_module import GraphModule
 from .node import map_aggregate
 from .proxy import Proxy
-from ._symbolic_trace import Tracer
 
 __all__ = ["ConcreteProxy", "ConcreteTracer", "concrete_trace"]
 

@@ -16,19 +16,19 @@ from __future__ import annotations
 
 import builtins
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from .._tensor import Tensor
-from .._dtype import dtype as _dtype_cls
 from .._device import device as _device_cls
-from ..nn.modules.module import Module
+from .._dtype import dtype as _dtype_cls
+from .._tensor import Tensor
 from ..nn.modules.container import Sequential
-from ..nn.parameter import Parameter
+from ..nn.modules.module import Module
 from ._patch import Patcher
 from .graph import Graph
 from .graph_module import GraphModule
 from .node import Node, map_aggregate
-from .proxy import Proxy, TracerBase, TraceError
+from .proxy import Proxy, TraceError, TracerBase
 
 __all__ = ["Tracer", "symbolic_trace", "wrap", "PH"]
 
@@ -232,7 +232,7 @@ class Tracer(TracerBase):
                 value = concrete_args.pop(p.name)
                 counter = [0]
 
-                def replace_ph(x, name=p.name, default=default):
+                def replace_ph(x, name=p.name, default=default, counter=counter):
                     counter[0] += 1
                     out = self.create_proxy("placeholder", f"{name}_{counter[0]}", default, {})
                     return out if isinstance(x, PHBase) else x

@@ -38,7 +38,7 @@ class TracerBase:
     def create_node(self, kind, target, args, kwargs, name=None, type_expr=None) -> Node:
         return self.graph.create_node(kind, target, args, kwargs, name, type_expr)
 
-    def proxy(self, node: Node) -> "Proxy":
+    def proxy(self, node: Node) -> Proxy:
         return Proxy(node, self)
 
     def create_proxy(self, kind, target, args, kwargs, name=None, type_expr=None, proxy_factory_fn=None):
@@ -56,20 +56,20 @@ class TracerBase:
             return x
         return map_aggregate(a, leaf)
 
-    def to_bool(self, obj: "Proxy") -> bool:
+    def to_bool(self, obj: Proxy) -> bool:
         raise TraceError("symbolically traced variables cannot be used as inputs to control flow")
 
-    def iter(self, obj: "Proxy"):
+    def iter(self, obj: Proxy):
         raise TraceError("Proxy object cannot be iterated. This can be attempted when the Proxy is used in a loop "
                          "or as a *args or **kwargs function argument. See the fabric.fx docs on "
                          "docs/graph.md for a more detailed explanation of what types of control flow can be "
                          "traced, and check out the Proxy docstring for help troubleshooting Proxy iteration "
                          "errors")
 
-    def keys(self, obj: "Proxy"):
+    def keys(self, obj: Proxy):
         return Attribute(obj, "keys")()
 
-    def to_len(self, obj: "Proxy") -> int:
+    def to_len(self, obj: Proxy) -> int:
         raise RuntimeError("'len' is not supported in symbolic tracing by default. If you want this call to "
                            "be recorded, please call fabric.fx.wrap('len') at module scope")
 

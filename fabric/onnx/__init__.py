@@ -39,6 +39,7 @@ def __getattr__(name):
         return UnsupportedOperatorError
     if name == "errors":
         import types
+
         from ._lower import UnsupportedOperatorError
         return types.SimpleNamespace(UnsupportedOperatorError=UnsupportedOperatorError,
                                      OnnxExporterError=OnnxExporterError)
@@ -107,8 +108,8 @@ def export(model, args, f=None, *, kwargs=None, export_params: bool = True, verb
     ``dynamic_shapes`` (``{forward_arg: {dim: Dim(...)}}``) make dimensions symbolic.
     """
     onnx = _require_onnx()
-    from ..nn.modules.module import Module
     from .._tensor import Tensor
+    from ..nn.modules.module import Module
 
     if unsupported:
         raise TypeError(f"export() got unexpected keyword arguments {sorted(unsupported)}")
@@ -133,9 +134,9 @@ def export(model, args, f=None, *, kwargs=None, export_params: bool = True, verb
 def _export(onnx, model, args, f, export_params, input_names, output_names, opset, dynamic_axes,
             keep_initializers_as_inputs, dynamic_shapes, do_constant_folding):
     from .. import export as _export_mod
-    from ..nn.modules.module import Module
     from .._tensor import Tensor
     from ..fx import Tracer
+    from ..nn.modules.module import Module
     from ._builder import Builder, V
     from ._lower import Lowering, UnsupportedOperatorError
 

@@ -25,9 +25,10 @@ import re
 import numpy as np
 
 import fabric
+
 from .. import nn
-from ..nn import functional as F
 from ..fx import Graph, GraphModule
+from ..nn import functional as F
 from ..nn.parameter import Parameter
 
 OPS: dict = {}

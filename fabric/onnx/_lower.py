@@ -1025,7 +1025,7 @@ def rnn(L, m, path, x, hx=None):
         R = b.op("Concat", [unsqueeze(L, r, [0]) for r in Rs], x.dtype, 3, axis=0)
         B = b.op("Concat", [unsqueeze(L, bb, [0]) for bb in Bs], x.dtype, 2, axis=0) if Bs else None
 
-        def init(state):
+        def init(state, layer=layer):
             if state is None:
                 return None
             return b.op("Slice", [state, b.i64([layer * dirs]), b.i64([(layer + 1) * dirs]), b.i64([0])],

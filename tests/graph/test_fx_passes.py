@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import fabric
-import fabric.nn.functional as F
 from fabric import fx, nn
 from fabric.fx._concrete import ConcreteTracer, concrete_trace
 from fabric.fx.control_flow import cond, range_loop, while_loop

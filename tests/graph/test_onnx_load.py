@@ -9,9 +9,9 @@ from fabric import nn
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
-import fabric.onnx  # noqa: E402
+from test_onnx_export import BasicBlock, GPTBlock, RNNModel, SmallCNN, _randomize_bn  # noqa: E402
 
-from test_onnx_export import GPTBlock, RNNModel, SmallCNN, BasicBlock, _randomize_bn  # noqa: E402
+import fabric.onnx  # noqa: E402
 
 
 def _roundtrip(model, args, **kw):
@@ -82,7 +82,7 @@ def test_loaded_module_is_a_graph_module_with_readable_code():
 
 
 def test_unknown_operator_is_named():
-    from onnx import helper, TensorProto
+    from onnx import TensorProto, helper
     node = helper.make_node("Hardmax", ["x"], ["y"])
     g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
