@@ -98,25 +98,42 @@ def _dynamic_axes_from_shapes(dynamic_shapes, input_names):
     return out
 
 
-def export(model, args, f=None, *, kwargs=None, export_params: bool = True, verbose=None,
-           input_names=None, output_names=None, opset_version: int | None = None,
-           dynamic_axes=None, keep_initializers_as_inputs: bool = False, dynamic_shapes=None,
-           do_constant_folding: bool = True, training: TrainingMode = TrainingMode.EVAL, **unsupported):
-    """Export ``model`` called on ``args`` to ONNX, written to ``f`` (a path or a binary file object).
+def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=None, output_names=None,
+           opset_version: int | None = None, dynamo: bool = True, external_data: bool = True,
+           dynamic_shapes=None, custom_translation_table=None, report: bool = False, optimize: bool = True,
+           verify: bool = False, profile: bool = False, dump_exported_program: bool = False,
+           artifacts_dir=".", export_params: bool = True, keep_initializers_as_inputs: bool = False,
+           dynamic_axes=None, training: TrainingMode = TrainingMode.EVAL, operator_export_type=None,
+           do_constant_folding: bool = True, custom_opsets=None, export_modules_as_functions=False,
+           autograd_inlining: bool = True):
+    """Export ``model`` (a Module or an ``ExportedProgram``) called on ``args`` to ONNX, written to ``f``
+    (a path, a binary file object, or None).
 
     Returns the ``onnx.ModelProto``.  ``dynamic_axes`` (``{name: {dim: "label"}}`` or ``{name: [dims]}``) or
-    ``dynamic_shapes`` (``{forward_arg: {dim: Dim(...)}}``) make dimensions symbolic.
+    ``dynamic_shapes`` (``{forward_arg: {dim: Dim(...)}}``) make dimensions symbolic.  ``dynamo`` is accepted
+    and ignored (fabric has one exporter); ``verify=True`` runs the file in onnxruntime and checks that it
+    reproduces the model's outputs.  ``optimize`` and ``external_data`` are accepted; the file is written in
+    one piece (models under 2 GB).
     """
     onnx = _require_onnx()
     from .._tensor import Tensor
+    from ..export import ExportedProgram
     from ..nn.modules.module import Module
 
-    if unsupported:
-        raise TypeError(f"export() got unexpected keyword arguments {sorted(unsupported)}")
+    for flag, name in ((custom_translation_table, "custom_translation_table"), (report, "report"),
+                       (profile, "profile"), (dump_exported_program, "dump_exported_program"),
+                       (custom_opsets, "custom_opsets"), (export_modules_as_functions, "export_modules_as_functions"),
+                       (operator_export_type not in (None, 0), "operator_export_type"),
+                       (not autograd_inlining, "autograd_inlining=False")):
+        if flag:
+            raise NotImplementedError(f"fabric.onnx.export does not support {name}")
     if kwargs:
         raise NotImplementedError("fabric.onnx.export: keyword inputs (kwargs=) are not supported yet")
+    if isinstance(model, ExportedProgram):
+        args = args or model.example_inputs
+        model = model.module()
     if not isinstance(model, Module):
-        raise TypeError(f"fabric.onnx.export expects an nn.Module, got {type(model).__name__}")
+        raise TypeError(f"fabric.onnx.export expects an nn.Module or an ExportedProgram, got {type(model).__name__}")
     opset = DEFAULT_OPSET if opset_version is None else int(opset_version)
     if not _MIN_OPSET <= opset <= _MAX_OPSET:
         raise ValueError(f"fabric.onnx supports opset_version {_MIN_OPSET} to {_MAX_OPSET}, got {opset}")
@@ -127,8 +144,45 @@ def export(model, args, f=None, *, kwargs=None, export_params: bool = True, verb
         raise NotImplementedError("fabric.onnx.export: a trailing dict of keyword inputs is not supported yet")
 
     with _eval_mode(model, training):
-        return _export(onnx, model, args, f, export_params, input_names, output_names, opset, dynamic_axes,
-                       keep_initializers_as_inputs, dynamic_shapes, do_constant_folding)
+        proto = _export(onnx, model, args, f, export_params, input_names, output_names, opset, dynamic_axes,
+                        keep_initializers_as_inputs, dynamic_shapes, do_constant_folding)
+        if verbose:
+            print(onnx.printer.to_text(proto.graph))
+        if verify:
+            _verify(model, args, proto, export_params)
+    return proto
+
+
+def _verify(model, args, proto, export_params: bool) -> None:
+    """Run the exported file in onnxruntime on ``args`` and compare with the model (rtol/atol 1e-4)."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        raise ImportError("fabric.onnx.export(verify=True) needs onnxruntime: pip install onnxruntime") from None
+    from ..autograd.grad_mode import no_grad
+    if not export_params:
+        raise ValueError("verify=True needs export_params=True")
+    sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    feeds = {i.name: a.detach().cpu().numpy() for i, a in zip(sess.get_inputs(), args)}
+    got = sess.run(None, feeds)
+    with no_grad():
+        want = model(*args)
+    flat: list = []
+
+    def visit(o):
+        if isinstance(o, (tuple, list)):
+            for e in o:
+                visit(e)
+        elif isinstance(o, dict):
+            for e in o.values():
+                visit(e)
+        elif o is not None:
+            flat.append(o.detach().cpu().numpy())
+    visit(want)
+    for i, (g, w) in enumerate(zip(got, flat)):
+        if g.shape != w.shape or not np.allclose(g, w, rtol=1e-4, atol=1e-4):
+            raise OnnxExporterError(f"fabric.onnx.export(verify=True): output {i} differs from the model's "
+                                    f"(max abs difference {np.max(np.abs(g - w)) if g.shape == w.shape else 'shape'})")
 
 
 def _export(onnx, model, args, f, export_params, input_names, output_names, opset, dynamic_axes,

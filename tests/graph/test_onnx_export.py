@@ -238,28 +238,43 @@ def test_dynamic_shapes_torch_export_style(tmp_path):
     np.testing.assert_allclose(sess.run(None, {"input": x.numpy()})[0], m(x).detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
+def _parity_models(lib):
+    nn_ = lib.nn
+    return {
+        "mlp": (nn_.Sequential(nn_.Linear(6, 16), nn_.LayerNorm(16), nn_.GELU(), nn_.Linear(16, 3)), (5, 6)),
+        "cnn": (nn_.Sequential(nn_.Conv2d(3, 4, 3, padding=1), nn_.BatchNorm2d(4), nn_.ReLU(), nn_.MaxPool2d(2),
+                               nn_.Flatten(), nn_.Linear(4 * 4 * 4, 5)), (3, 3, 8, 8)),
+        "lstm": (nn_.LSTM(5, 7, num_layers=2, batch_first=True), (3, 4, 5)),
+        "gru": (nn_.GRU(5, 7, batch_first=True, bidirectional=True), (3, 4, 5)),
+    }
+
+
 @pytest.mark.torch
-def test_same_numbers_as_torch_onnx_file_in_onnxruntime():
+@pytest.mark.parametrize("name", ["mlp", "cnn", "lstm", "gru"])
+def test_same_numbers_as_torch_onnx_file_in_onnxruntime(name):
     torch = pytest.importorskip("torch")
     fabric.manual_seed(0)
-    fm = nn.Sequential(nn.Linear(6, 16), nn.LayerNorm(16), nn.GELU(), nn.Linear(16, 3)).eval()
-    tm = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.LayerNorm(16), torch.nn.GELU(),
-                             torch.nn.Linear(16, 3)).eval()
+    fm, shape = _parity_models(fabric)[name]
+    tm, _ = _parity_models(torch)[name]
+    fm.eval()
+    tm.eval()
     tm.load_state_dict({k: torch.tensor(v.detach().numpy()) for k, v in fm.state_dict().items()})
+    axes = {"x": {0: "b"}}
     f1 = io.BytesIO()
-    fabric.onnx.export(fm, (fabric.randn(2, 6),), f1, input_names=["x"], dynamic_axes={"x": {0: "b"}})
+    fabric.onnx.export(fm, (fabric.randn(*shape),), f1, input_names=["x"], dynamic_axes=axes)
     f2 = io.BytesIO()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            torch.onnx.export(tm, (torch.randn(2, 6),), f2, input_names=["x"], dynamic_axes={"x": {0: "b"}},
-                              dynamo=False)
+            torch.onnx.export(tm, (torch.randn(*shape),), f2, input_names=["x"], dynamic_axes=axes, dynamo=False)
     except Exception as e:  # torch's exporter may need packages absent here
         pytest.skip(f"torch.onnx.export unavailable: {e}")
-    x = np.random.default_rng(0).standard_normal((5, 6)).astype(np.float32)
-    a = ort.InferenceSession(f1.getvalue()).run(None, {"x": x})[0]
-    b = ort.InferenceSession(f2.getvalue()).run(None, {"x": x})[0]
-    np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    x = np.random.default_rng(0).standard_normal((2,) + shape[1:]).astype(np.float32)
+    a = ort.InferenceSession(f1.getvalue()).run(None, {"x": x})
+    b = ort.InferenceSession(f2.getvalue()).run(None, {"x": x})
+    assert len(a) == len(b)
+    for ga, gb in zip(a, b):
+        np.testing.assert_allclose(ga, gb, rtol=1e-4, atol=1e-5)
 
 
 class NanoGPTAttention(nn.Module):
@@ -319,3 +334,14 @@ def test_control_flow_ops_lower_to_if_and_loop():
     proto = _check(m, lambda b, s: (fabric.randn(b, 4) * s,), ["x"], ["y"], {"x": {0: "n"}, "y": {0: "n"}},
                    [(2, 1.0), (5, -1.0), (3, 3.0)])
     assert [n.op_type for n in proto.graph.node if n.op_type in ("If", "Loop")] == ["If", "Loop", "Loop"]
+
+
+def test_exported_program_input_and_verify():
+    from fabric.export import Dim, export
+    fabric.manual_seed(0)
+    m = nn.Sequential(nn.Linear(4, 3), nn.ReLU())
+    ep = export(m, (fabric.randn(2, 4),), dynamic_shapes={"input": {0: Dim("b")}})
+    proto = fabric.onnx.export(ep, f=None, input_names=["x"], dynamic_axes={"x": [0]}, verify=True, dynamo=True)
+    onnx.checker.check_model(proto, full_check=True)
+    with pytest.raises(NotImplementedError, match="custom_translation_table"):
+        fabric.onnx.export(m, (fabric.randn(2, 4),), custom_translation_table={fabric.relu: None})
