@@ -399,7 +399,104 @@ def _gru(X, W, R, B=None, sequence_lens=None, initial_h=None, **attrs):
     return _recurrent("GRU", X, W, R, B, sequence_lens, initial_h, None, **attrs)
 
 
-_N_OUTPUTS = {"LSTM": 3, "GRU": 2, "Split": None}
+def _rnn_step(act):
+    def step(xw, h, c, R, Rb):
+        g = xw + fabric.matmul(h, R.t())
+        if Rb is not None:
+            g = g + Rb
+        return act(g), None
+    return step
+
+
+@_op("RNN")
+def _plain_rnn(X, W, R, B=None, sequence_lens=None, initial_h=None, hidden_size=None, direction="forward",
+               activations=None, layout=0, **unsupported):
+    if unsupported or sequence_lens is not None:
+        raise NotImplementedError(f"fabric.onnx.load_model: RNN with {sorted(unsupported) or ['sequence_lens']}")
+    acts = {"Tanh": fabric.tanh, "Relu": fabric.relu}
+    if layout:
+        X = X.transpose(0, 1)
+    H = hidden_size
+    dirs = 2 if direction == "bidirectional" else 1
+    names = activations or ["Tanh"] * dirs
+    ys, hs = [], []
+    for d in range(dirs):
+        if names[d] not in acts:
+            raise NotImplementedError(f"fabric.onnx.load_model: RNN activation {names[d]}")
+        Wb = Rb = None
+        if B is not None:
+            Wb, Rb = B[d, :H], B[d, H:]
+        h = initial_h[d] if initial_h is not None else fabric.zeros(X.shape[1], H, dtype=X.dtype)
+        y, h, _ = _run_direction(X, W[d], R[d], Wb, Rb, h, None, _rnn_step(acts[names[d]]),
+                                 direction == "reverse" or d == 1)
+        ys.append(y)
+        hs.append(h)
+    Y, Y_h = fabric.stack(ys, 1), fabric.stack(hs, 0)
+    if layout:
+        Y, Y_h = Y.permute(2, 0, 1, 3), Y_h.transpose(0, 1)
+    return Y, Y_h
+
+
+@_op("Clip")
+def _clip(x, lo=None, hi=None):
+    return fabric.clamp(x, None if lo is None else lo.item(), None if hi is None else hi.item())
+
+
+@_op("LeakyRelu")
+def _leaky_relu(x, alpha=0.01):
+    return F.leaky_relu(x, alpha)
+
+
+@_op("Elu")
+def _elu(x, alpha=1.0):
+    return F.elu(x, alpha)
+
+
+@_op("HardSigmoid")
+def _hard_sigmoid(x, alpha=0.2, beta=0.5):
+    return fabric.clamp(x * alpha + beta, 0.0, 1.0)
+
+
+@_op("HardSwish")
+def _hard_swish(x):
+    return F.hardswish(x)
+
+
+@_op("Softplus")
+def _softplus(x):
+    return F.softplus(x)
+
+
+@_op("Pad")
+def _pad(x, pads, constant_value=None, axes=None, mode="constant"):
+    if axes is not None:
+        raise NotImplementedError("fabric.onnx.load_model: Pad with axes")
+    p = _ints(pads)
+    r = x.dim()
+    torch_pad = []
+    for i in reversed(range(r)):
+        torch_pad += [p[i], p[i + r]]
+    while len(torch_pad) > 2 and torch_pad[-2:] == [0, 0]:
+        torch_pad = torch_pad[:-2]
+    torch_mode = {"constant": "constant", "reflect": "reflect", "edge": "replicate", "wrap": "circular"}[mode]
+    value = None if constant_value is None or mode != "constant" else constant_value.item()
+    return F.pad(x, torch_pad, torch_mode, value) if value is not None else F.pad(x, torch_pad, torch_mode)
+
+
+@_op("Max")
+def _max(*xs):
+    out = xs[0]
+    for x in xs[1:]:
+        out = fabric.maximum(out, x)
+    return out
+
+
+@_op("Min")
+def _min(*xs):
+    out = xs[0]
+    for x in xs[1:]:
+        out = fabric.minimum(out, x)
+    return out
 
 
 # --- building the module ------------------------------------------------------------------------------------

@@ -1264,3 +1264,193 @@ def _register_control_flow():
 
 
 _register_control_flow()
+
+
+# --- more activations, functional layers, sdpa, nn.RNN ------------------------------------------------------
+
+def _clip(L, x, lo, hi):
+    lo_v = None if lo is None else tensor(L, lo, like=x)
+    hi_v = None if hi is None else tensor(L, hi, like=x)
+    return L.b.op("Clip", [x, lo_v, hi_v], x.dtype, x.rank)
+
+
+def _register_activations():
+    import fabric
+    b_ops = {
+        "leaky_relu": lambda L, x, negative_slope=0.01, inplace=False: L.b.op("LeakyRelu", [x], x.dtype, x.rank,
+                                                                               alpha=float(negative_slope)),
+        "elu": lambda L, x, alpha=1.0, inplace=False: L.b.op("Elu", [x], x.dtype, x.rank, alpha=float(alpha)),
+        "hardtanh": lambda L, x, min_val=-1.0, max_val=1.0, inplace=False: _clip(L, x, min_val, max_val),
+        "relu6": lambda L, x, inplace=False: _clip(L, x, 0.0, 6.0),
+        "hardsigmoid": lambda L, x, inplace=False: L.b.op("HardSigmoid", [x], x.dtype, x.rank, alpha=1 / 6, beta=0.5),
+        "hardswish": lambda L, x, inplace=False: L.b.op("HardSwish", [x], x.dtype, x.rank),
+        "mish": lambda L, x, inplace=False: L.b.op("Mul", [x, L.b.op("Tanh", [L.b.op("Softplus", [x])])],
+                                                  x.dtype, x.rank),
+    }
+    for name, rule in b_ops.items():
+        FUNCTIONS[getattr(F, name)] = rule
+
+    def softplus(L, x, beta=1.0, threshold=20.0):
+        if beta == 1.0:
+            sp = L.b.op("Softplus", [x], x.dtype, x.rank)
+        else:
+            bx = L.b.op("Mul", [x, tensor(L, beta, like=x)], x.dtype, x.rank)
+            sp = L.b.op("Div", [L.b.op("Softplus", [bx]), tensor(L, beta, like=x)], x.dtype, x.rank)
+            x = bx
+        # PyTorch returns x itself where beta * x > threshold
+        big = L.b.op("Greater", [x if beta == 1.0 else x, tensor(L, threshold, like=x)], np.bool_, x.rank)
+        orig = x if beta == 1.0 else L.b.op("Div", [x, tensor(L, beta, like=x)], x.dtype, x.rank)
+        return L.b.op("Where", [big, orig, sp], x.dtype, x.rank)
+    FUNCTIONS[F.softplus] = softplus
+
+    def clamp(L, x, min=None, max=None):
+        return _clip(L, x, min, max)
+    FUNCTIONS[fabric.clamp] = clamp
+    METHODS["clamp"] = clamp
+    MODULES[nn.LeakyReLU] = lambda L, m, path, x: b_ops["leaky_relu"](L, x, m.negative_slope)
+    MODULES[nn.ELU] = lambda L, m, path, x: b_ops["elu"](L, x, m.alpha)
+    MODULES[nn.Hardtanh] = lambda L, m, path, x: _clip(L, x, m.min_val, m.max_val)
+    MODULES[nn.ReLU6] = lambda L, m, path, x: _clip(L, x, 0.0, 6.0)
+    MODULES[nn.Hardswish] = lambda L, m, path, x: b_ops["hardswish"](L, x)
+    MODULES[nn.Mish] = lambda L, m, path, x: b_ops["mish"](L, x)
+    MODULES[nn.Softplus] = lambda L, m, path, x: softplus(L, x, m.beta, m.threshold)
+
+
+_register_activations()
+
+
+class _Conf:
+    """Attribute bag so a functional call reuses a module's lowering rule."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def _register_functional_layers():
+    def conv(n):
+        def rule(L, x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+            k = tuple(int(s) for s in L.node.args[1].meta["tensor_meta"].shape[2:])
+            if isinstance(padding, str):
+                pad = padding
+            else:
+                pad = _tuple(padding, n)
+            pads = ([0] * (2 * n)) if pad == "valid" else (
+                [dd * (kk - 1) // 2 for kk, dd in zip(k, _tuple(dilation, n))]
+                + [dd * (kk - 1) - dd * (kk - 1) // 2 for kk, dd in zip(k, _tuple(dilation, n))]
+                if pad == "same" else list(pad) + list(pad))
+            inputs = [x, weight] + ([bias] if bias is not None else [])
+            return L.b.op("Conv", inputs, x.dtype, x.rank, kernel_shape=list(k), strides=list(_tuple(stride, n)),
+                          pads=pads, dilations=list(_tuple(dilation, n)), group=int(groups))
+        return rule
+    FUNCTIONS[F.conv1d] = conv(1)
+    FUNCTIONS[F.conv2d] = conv(2)
+
+    def max_pool(L, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+        m = _Conf(kernel_size=kernel_size, stride=stride or kernel_size, padding=padding, dilation=dilation,
+                  ceil_mode=ceil_mode, return_indices=return_indices)
+        return _m_max_pool(L, m, None, x)
+
+    def avg_pool(L, x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+        m = _Conf(kernel_size=kernel_size, stride=stride or kernel_size, padding=padding, ceil_mode=ceil_mode,
+                  count_include_pad=count_include_pad, divisor_override=divisor_override)
+        return _m_avg_pool(L, m, None, x)
+    for f in (F.max_pool1d, F.max_pool2d):
+        FUNCTIONS[f] = max_pool
+    for f in (F.avg_pool1d, F.avg_pool2d):
+        FUNCTIONS[f] = avg_pool
+    for f in (F.adaptive_avg_pool1d, F.adaptive_avg_pool2d):
+        FUNCTIONS[f] = lambda L, x, output_size: _m_adaptive_avg_pool(L, _Conf(output_size=output_size), None, x)
+
+    def batch_norm(L, x, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
+                   eps=1e-5):
+        if training or running_mean is None:
+            raise UnsupportedOperatorError("fabric.onnx exports F.batch_norm in inference form (training=False, "
+                                           "running statistics given)")
+        c = int(L.node.args[0].meta["tensor_meta"].shape[1])
+        scale = weight if weight is not None else L.b.const(np.ones(c, x.dtype))
+        shift = bias if bias is not None else L.b.const(np.zeros(c, x.dtype))
+        return L.b.op("BatchNormalization", [x, scale, shift, running_mean, running_var], x.dtype, x.rank,
+                      epsilon=float(eps))
+    FUNCTIONS[F.batch_norm] = batch_norm
+
+    def pad(L, x, pad, mode="constant", value=None):
+        r = _rank(x)
+        k = len(pad) // 2
+        begins, ends = [0] * r, [0] * r
+        for i in range(k):     # pad lists the last dimension first
+            begins[r - 1 - i], ends[r - 1 - i] = pad[2 * i], pad[2 * i + 1]
+        onnx_mode = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}.get(mode)
+        if onnx_mode is None:
+            raise UnsupportedOperatorError(_unsupported(f"F.pad(mode='{mode}')", L.b.opset))
+        inputs = [x, L.b.i64(begins + ends)]
+        if mode == "constant":
+            inputs.append(tensor(L, 0.0 if value is None else value, like=x))
+        return L.b.op("Pad", inputs, x.dtype, r, mode=onnx_mode)
+    FUNCTIONS[F.pad] = pad
+
+    def sdpa(L, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+        b = L.b
+        if enable_gqa:
+            raise UnsupportedOperatorError(_unsupported("scaled_dot_product_attention(enable_gqa=True)", b.opset))
+        r = _rank(q)
+        perm = list(range(r - 2)) + [r - 1, r - 2]
+        if scale is None:
+            d = size_at(L, q, r - 1)
+            s = b.op("Div", [b.const(np.asarray(1.0, q.dtype)), b.op("Sqrt", [cast(L, d, q.dtype)], q.dtype, 0)],
+                     q.dtype, 0)
+        else:
+            s = b.const(np.asarray(scale, q.dtype))
+        scores = b.op("Mul", [b.op("MatMul", [q, transpose(L, k, perm)], q.dtype, r), s], q.dtype, r)
+        ninf, zero = b.const(np.asarray(-np.inf, q.dtype)), b.const(np.asarray(0.0, q.dtype))
+        if is_causal:
+            t_len, s_len = size_at(L, scores, r - 2), size_at(L, scores, r - 1)
+            from onnx import numpy_helper
+            full = b.op("ConstantOfShape", [shape_tensor(L, [t_len, s_len])], q.dtype, 2,
+                        value=numpy_helper.from_array(np.asarray([-np.inf], q.dtype), name="value"))
+            scores = b.op("Add", [scores, b.op("Trilu", [full, b.i64(1)], q.dtype, 2, upper=1)], q.dtype, r)
+        if attn_mask is not None:
+            m = attn_mask
+            if m.dtype == np.bool_:    # True = may attend
+                m = b.op("Where", [m, zero, ninf], q.dtype, m.rank)
+            scores = b.op("Add", [scores, cast(L, m, q.dtype)], q.dtype, r)
+        attn = b.op("Softmax", [scores], q.dtype, r, axis=-1)
+        return b.op("MatMul", [attn, v], q.dtype, r)
+    FUNCTIONS[F.scaled_dot_product_attention] = sdpa
+
+
+_register_functional_layers()
+
+
+_GATES["RNN_TANH"] = (1, [0])
+_GATES["RNN_RELU"] = (1, [0])
+
+
+@_reg_module(nn.RNN)
+def _m_plain_rnn(L, m, path, x, hx=None):
+    b = L.b
+    if _rank(x) != 3:
+        raise UnsupportedOperatorError(_unsupported("nn.RNN on unbatched input", b.opset))
+    H, dirs = m.hidden_size, 2 if m.bidirectional else 1
+    act = "Tanh" if m.nonlinearity == "tanh" else "Relu"
+    if m.batch_first:
+        x = transpose(L, x, [1, 0, 2])
+    hs = []
+    for layer in range(m.num_layers):
+        sfx = [f"_l{layer}" + ("_reverse" if d else "") for d in range(dirs)]
+        W = b.op("Concat", [unsqueeze(L, _p(L, path, "weight_ih" + s), [0]) for s in sfx], x.dtype, 3, axis=0)
+        R = b.op("Concat", [unsqueeze(L, _p(L, path, "weight_hh" + s), [0]) for s in sfx], x.dtype, 3, axis=0)
+        B = None
+        if m.bias:
+            B = b.op("Concat", [unsqueeze(L, b.op("Concat", [_p(L, path, "bias_ih" + s), _p(L, path, "bias_hh" + s)],
+                                                  x.dtype, 1, axis=0), [0]) for s in sfx], x.dtype, 2, axis=0)
+        h0 = None
+        if hx is not None:
+            h0 = b.op("Slice", [hx, b.i64([layer * dirs]), b.i64([(layer + 1) * dirs]), b.i64([0])], hx.dtype, 3)
+        y, y_h = b.op("RNN", [x, W, R, B, None, h0], x.dtype, 4, n_out=2, hidden_size=H,
+                      direction="bidirectional" if dirs == 2 else "forward", activations=[act] * dirs)
+        y_h.rank = 3
+        hs.append(y_h)
+        x = b.op("Reshape", [transpose(L, y, [0, 2, 1, 3]), b.i64([0, 0, -1])], x.dtype, 3)
+    out = transpose(L, x, [1, 0, 2]) if m.batch_first else x
+    return out, (hs[0] if len(hs) == 1 else b.op("Concat", hs, x.dtype, 3, axis=0))

@@ -345,3 +345,33 @@ def test_exported_program_input_and_verify():
     onnx.checker.check_model(proto, full_check=True)
     with pytest.raises(NotImplementedError, match="custom_translation_table"):
         fabric.onnx.export(m, (fabric.randn(2, 4),), custom_translation_table={fabric.relu: None})
+
+
+class ActivationZoo(nn.Module):
+    """Activation modules/functions, functional conv/pool/batch_norm/pad and scaled_dot_product_attention."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(fabric.randn(4, 3, 3, 3) * 0.3)
+        self.register_buffer("mean", fabric.randn(4) * 0.1)
+        self.register_buffer("var", fabric.rand(4) + 0.5)
+        self.acts = nn.Sequential(nn.LeakyReLU(0.2), nn.ELU(0.7), nn.Hardtanh(-2.0, 2.0), nn.Softplus(beta=2.0),
+                                  nn.ReLU6(), nn.Hardswish(), nn.Mish())
+        self.rnn = nn.RNN(4, 5, batch_first=True, nonlinearity="relu", bidirectional=True)
+
+    def forward(self, x):
+        h = F.conv2d(F.pad(x, (1, 1, 1, 1)), self.w, stride=1)
+        h = F.batch_norm(h, self.mean, self.var, training=False)
+        h = F.max_pool2d(self.acts(h), 2)
+        h = F.avg_pool2d(F.leaky_relu(h, 0.1), 2, stride=1) + fabric.clamp(h[:, :, :3, :3], -0.5, 0.5)
+        seq = h.flatten(2).transpose(1, 2)                     # (B, 9, 4)
+        q = seq.view(seq.size(0), seq.size(1), 2, 2).transpose(1, 2)
+        a = F.scaled_dot_product_attention(q, q, q, is_causal=True)
+        out, hn = self.rnn(a.transpose(1, 2).reshape(seq.size(0), seq.size(1), 4))
+        return F.hardsigmoid(out) + F.softplus(out) + F.elu(out) + F.relu6(out) + F.mish(out), hn
+
+
+def test_activation_zoo_functional_layers_sdpa_rnn():
+    fabric.manual_seed(0)
+    _check(ActivationZoo(), lambda b: (fabric.randn(b, 3, 8, 8) * 2,), ["x"], ["y", "h"],
+           {"x": {0: "b"}, "y": {0: "b"}, "h": {1: "b"}}, [(2,), (3,)])

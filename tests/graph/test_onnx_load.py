@@ -9,7 +9,15 @@ from fabric import nn
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
-from test_onnx_export import BasicBlock, GPTBlock, RNNModel, SmallCNN, _randomize_bn  # noqa: E402
+from test_onnx_export import (  # noqa: E402
+    ActivationZoo,
+    BasicBlock,
+    GPTBlock,
+    NanoGPTAttention,
+    RNNModel,
+    SmallCNN,
+    _randomize_bn,
+)
 
 import fabric.onnx  # noqa: E402
 
@@ -37,6 +45,8 @@ CASES = {
     "encoder": (lambda: nn.TransformerEncoder(nn.TransformerEncoderLayer(16, 4, 32, batch_first=True), 2,
                                               enable_nested_tensor=False), lambda: (fabric.randn(2, 5, 16),)),
     "gpt": (GPTBlock, lambda: (fabric.randint(0, 20, (2, 7)),)),
+    "nanogpt": (NanoGPTAttention, lambda: (fabric.randn(2, 6, 16),)),
+    "zoo": (ActivationZoo, lambda: (fabric.randn(2, 3, 8, 8) * 2,)),
 }
 
 
