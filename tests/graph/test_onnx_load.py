@@ -12,6 +12,7 @@ pytest.importorskip("onnxruntime")
 from test_onnx_export import (  # noqa: E402
     ActivationZoo,
     BasicBlock,
+    ControlFlow,
     GPTBlock,
     NanoGPTAttention,
     RNNModel,
@@ -47,6 +48,7 @@ CASES = {
     "gpt": (GPTBlock, lambda: (fabric.randint(0, 20, (2, 7)),)),
     "nanogpt": (NanoGPTAttention, lambda: (fabric.randn(2, 6, 16),)),
     "zoo": (ActivationZoo, lambda: (fabric.randn(2, 3, 8, 8) * 2,)),
+    "control_flow": (ControlFlow, lambda: (fabric.randn(3, 4),)),
 }
 
 
@@ -118,3 +120,13 @@ def test_loads_a_file_written_by_torch():
     x = np.random.default_rng(0).standard_normal((2, 3, 6, 6)).astype(np.float32)
     np.testing.assert_allclose(loaded(fabric.tensor(x)).detach().numpy(), tm(torch.tensor(x)).detach().numpy(),
                                rtol=1e-4, atol=1e-5)
+
+
+def test_if_and_loop_come_back_as_control_flow_ops():
+    fabric.manual_seed(0)
+    m = ControlFlow()
+    loaded = _roundtrip(m, (fabric.randn(3, 4),), input_names=["x"], dynamic_axes={"x": [0]})
+    assert "fabric.fx.control_flow.cond" in loaded.code and "fabric.fx.control_flow.while_loop" in loaded.code
+    for b, s in [(2, 1.0), (5, -1.0), (1, 3.0)]:
+        x = fabric.randn(b, 4) * s
+        np.testing.assert_allclose(loaded(x).detach().numpy(), m(x).detach().numpy(), rtol=1e-4, atol=1e-5)
