@@ -256,6 +256,9 @@ class ConcreteTracer(Tracer):
             out.append(ConcreteProxy(self.create_node("placeholder", p.name, (), {}), self, value))
         return out
 
+    def _root_callable(self, fn):
+        return fn   # *args elements are separate placeholders here
+
     def _finish(self, result):
         self.trace_result = _unwrap(result)
         return result

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -203,11 +204,15 @@ class Tracer(TracerBase):
                 patcher.patch_module_functions(m)
             for f in self._autowrap_functions:
                 patcher.patch_wrapped([(getattr(f, "__globals__", fn_globals), f.__name__)])
-            result = self._finish(fn(*args))
+            result = self._finish(self._root_callable(fn)(*args))
             self.create_node("output", "output", (self.create_arg(result),), {}, type_expr=None)
         self._patcher = None
         self.submodule_paths = None
         return self.graph
+
+    def _root_callable(self, fn):
+        """The function actually called with the placeholders' proxies."""
+        return _without_varargs(fn)
 
     def _finish(self, result):
         """Hook on the value ``forward`` returned, before the output node is made."""
@@ -242,6 +247,18 @@ class Tracer(TracerBase):
         if concrete_args:
             raise TypeError(f"concrete_args names unknown parameters: {sorted(concrete_args)}")
         return args
+
+
+def _without_varargs(fn):
+    """``def f(x, *rest)`` as ``def f(x, rest)``: the ``*rest`` placeholder's proxy is passed as one value, so
+    ``rest[0]`` records a getitem (as torch.fx does)."""
+    co = getattr(fn, "__code__", None)
+    if co is None or not co.co_flags & inspect.CO_VARARGS:
+        return fn
+    new_co = co.replace(co_flags=co.co_flags & ~inspect.CO_VARARGS, co_argcount=co.co_argcount + 1)
+    new = types.FunctionType(new_co, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    new.__kwdefaults__ = fn.__kwdefaults__
+    return new
 
 
 def symbolic_trace(root, concrete_args: dict | None = None) -> GraphModule:
