@@ -127,8 +127,6 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
                        (not autograd_inlining, "autograd_inlining=False")):
         if flag:
             raise NotImplementedError(f"fabric.onnx.export does not support {name}")
-    if kwargs:
-        raise NotImplementedError("fabric.onnx.export: keyword inputs (kwargs=) are not supported yet")
     if isinstance(model, ExportedProgram):
         args = args or model.example_inputs
         model = model.module()
@@ -140,20 +138,20 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     if isinstance(args, Tensor):
         args = (args,)
     args = tuple(args)
-    if args and isinstance(args[-1], dict):
-        raise NotImplementedError("fabric.onnx.export: a trailing dict of keyword inputs is not supported yet")
+    if args and isinstance(args[-1], dict) and kwargs is None:   # PyTorch's (args..., {kwargs}) convention
+        args, kwargs = args[:-1], args[-1]
 
     with _eval_mode(model, training):
-        proto = _export(onnx, model, args, f, export_params, input_names, output_names, opset, dynamic_axes,
+        proto, tensor_inputs = _export(onnx, model, args, dict(kwargs or {}), f, export_params, input_names, output_names, opset, dynamic_axes,
                         keep_initializers_as_inputs, dynamic_shapes, do_constant_folding)
         if verbose:
             print(onnx.printer.to_text(proto.graph))
         if verify:
-            _verify(model, args, proto, export_params)
+            _verify(model, args, dict(kwargs or {}), tensor_inputs, proto, export_params)
     return proto
 
 
-def _verify(model, args, proto, export_params: bool) -> None:
+def _verify(model, args, kwargs, tensor_inputs, proto, export_params: bool) -> None:
     """Run the exported file in onnxruntime on ``args`` and compare with the model (rtol/atol 1e-4)."""
     try:
         import onnxruntime as ort
@@ -163,10 +161,10 @@ def _verify(model, args, proto, export_params: bool) -> None:
     if not export_params:
         raise ValueError("verify=True needs export_params=True")
     sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
-    feeds = {i.name: a.detach().cpu().numpy() for i, a in zip(sess.get_inputs(), args)}
+    feeds = {i.name: a.detach().cpu().numpy() for i, a in zip(sess.get_inputs(), tensor_inputs)}
     got = sess.run(None, feeds)
     with no_grad():
-        want = model(*args)
+        want = model(*args, **kwargs)
     flat: list = []
 
     def visit(o):
@@ -185,7 +183,7 @@ def _verify(model, args, proto, export_params: bool) -> None:
                                     f"(max abs difference {np.max(np.abs(g - w)) if g.shape == w.shape else 'shape'})")
 
 
-def _export(onnx, model, args, f, export_params, input_names, output_names, opset, dynamic_axes,
+def _export(onnx, model, args, kwargs, f, export_params, input_names, output_names, opset, dynamic_axes,
             keep_initializers_as_inputs, dynamic_shapes, do_constant_folding):
     from .. import export as _export_mod
     from .._tensor import Tensor
@@ -199,8 +197,12 @@ def _export(onnx, model, args, f, export_params, input_names, output_names, opse
     traced = model
     if Tracer().is_leaf_module(model, ""):
         import inspect
-        params = [p for p in inspect.signature(type(model).forward).parameters][1:len(args) + 1]
-        src = f"def forward(self, {', '.join(params)}):\n    return self.root({', '.join(params)})\n"
+        sig = inspect.signature(type(model).forward)
+        given = sig.bind(model, *args, **kwargs).arguments
+        params = [p for p in sig.parameters][1:]
+        params = params[:max(params.index(n) for n in given if n != "self") + 1]
+        src = f"def forward(self, {', '.join(p + '=None' for p in params)}):\n" \
+              f"    return self.root({', '.join(params)})\n"
         ns: dict = {}
         exec(src, ns)
         traced = type("Root", (Module,), {"forward": ns["forward"]})()
@@ -209,11 +211,20 @@ def _export(onnx, model, args, f, export_params, input_names, output_names, opse
         prefix = "root."
     _in_export = True
     try:
-        ep = _export_mod.export(traced, args)
+        ep = _export_mod.export(traced, args, kwargs)
     finally:
         _in_export = False
     gm = ep.graph_module
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    values = list(ep.example_inputs)
+    all_placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    b_env: dict = {}
+    placeholders = []
+    for node, value in zip(all_placeholders, values):
+        if isinstance(value, Tensor):
+            placeholders.append(node)
+        else:                       # a Python value (a None mask ...): a constant of the graph, not an input
+            b_env[node] = value
+    args = [v for v in values if isinstance(v, Tensor)]
     names = list(input_names or [])
     if len(names) > len(placeholders):
         raise ValueError(f"input_names has {len(names)} names for {len(placeholders)} inputs")
@@ -225,6 +236,7 @@ def _export(onnx, model, args, f, export_params, input_names, output_names, opse
     for n in names:
         b.reserve(n)
     L = Lowering(gm, b)
+    L.env.update(b_env)
     graph_inputs = []
     for node, name, value in zip(placeholders, names, args):
         if not isinstance(value, Tensor):
@@ -234,8 +246,6 @@ def _export(onnx, model, args, f, export_params, input_names, output_names, opse
         L.env[node] = V(name, arr_dtype, value.dim())
         dims = [axes.get(name, {}).get(d, int(s)) for d, s in enumerate(value.shape)]
         graph_inputs.append(onnx.helper.make_tensor_value_info(name, _elem(onnx, arr_dtype), dims))
-    for node in placeholders[len(args):]:
-        raise OnnxExporterError(f"fabric.onnx.export: no example value for input '{node.target}'")
 
     out_node = None
     for node in gm.graph.nodes:
@@ -296,7 +306,7 @@ def _export(onnx, model, args, f, export_params, input_names, output_names, opse
                 fh.write(data)
         else:
             f.write(data)
-    return proto
+    return proto, args
 
 
 def _version() -> str:

@@ -375,3 +375,24 @@ def test_activation_zoo_functional_layers_sdpa_rnn():
     fabric.manual_seed(0)
     _check(ActivationZoo(), lambda b: (fabric.randn(b, 3, 8, 8) * 2,), ["x"], ["y", "h"],
            {"x": {0: "b"}, "y": {0: "b"}, "h": {1: "b"}}, [(2,), (3,)])
+
+
+def test_keyword_inputs_and_leaf_root_with_mask():
+    fabric.manual_seed(0)
+    enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True), 1,
+                                enable_nested_tensor=False).eval()
+    x = fabric.randn(2, 5, 8)
+    pad = fabric.zeros(2, 5, dtype=fabric.bool)
+    pad[0, -2:] = True
+    f = io.BytesIO()
+    proto = fabric.onnx.export(enc, (x,), f, kwargs={"src_key_padding_mask": pad}, input_names=["x", "pad"],
+                               dynamic_axes={"x": {0: "b", 1: "t"}, "pad": {0: "b", 1: "t"}}, verify=True)
+    assert [i.name for i in proto.graph.input] == ["x", "pad"]
+    sess = ort.InferenceSession(f.getvalue())
+    x2, pad2 = fabric.randn(3, 4, 8), fabric.zeros(3, 4, dtype=fabric.bool)
+    pad2[1, -1] = True
+    np.testing.assert_allclose(sess.run(None, {"x": x2.numpy(), "pad": pad2.numpy()})[0],
+                               enc(x2, src_key_padding_mask=pad2).detach().numpy(), rtol=1e-4, atol=1e-5)
+    # PyTorch's convention: a trailing dict in args holds keyword inputs
+    p2 = fabric.onnx.export(enc, (x, {"src_key_padding_mask": pad}), None)
+    assert len(p2.graph.input) == 2
