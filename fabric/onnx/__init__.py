@@ -142,8 +142,9 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
         args, kwargs = args[:-1], args[-1]
 
     with _eval_mode(model, training):
-        proto, tensor_inputs = _export(onnx, model, args, dict(kwargs or {}), f, export_params, input_names, output_names, opset, dynamic_axes,
-                        keep_initializers_as_inputs, dynamic_shapes, do_constant_folding)
+        proto, tensor_inputs = _export(onnx, model, args, dict(kwargs or {}), f, export_params, input_names,
+                                       output_names, opset, dynamic_axes, keep_initializers_as_inputs,
+                                       dynamic_shapes, do_constant_folding)
         if verbose:
             print(onnx.printer.to_text(proto.graph))
         if verify:
