@@ -158,6 +158,15 @@ class Node:
             changed.append(user)
         return changed
 
+    @property
+    def stack_trace(self) -> str | None:
+        """Where the traced code made this node (set when ``Tracer.record_stack_traces`` is True)."""
+        return self.meta.get("stack_trace")
+
+    @stack_trace.setter
+    def stack_trace(self, trace: str | None) -> None:
+        self.meta["stack_trace"] = trace
+
     # --- printing -----------------------------------------------------------
     def __repr__(self) -> str:
         return self.name

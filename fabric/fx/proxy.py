@@ -34,9 +34,13 @@ class TracerBase:
     """What a :class:`Proxy` needs from its tracer: ``create_proxy``, ``create_arg``, control-flow hooks."""
 
     graph = None
+    record_stack_traces = False
 
     def create_node(self, kind, target, args, kwargs, name=None, type_expr=None) -> Node:
-        return self.graph.create_node(kind, target, args, kwargs, name, type_expr)
+        node = self.graph.create_node(kind, target, args, kwargs, name, type_expr)
+        if self.record_stack_traces:
+            node.stack_trace = _user_stack()
+        return node
 
     def proxy(self, node: Node) -> Proxy:
         return Proxy(node, self)
@@ -72,6 +76,15 @@ class TracerBase:
     def to_len(self, obj: Proxy) -> int:
         raise RuntimeError("'len' is not supported in symbolic tracing by default. If you want this call to "
                            "be recorded, please call fabric.fx.wrap('len') at module scope")
+
+
+def _user_stack() -> str:
+    """The traceback of the traced code, without fabric.fx's own frames."""
+    import os
+    import traceback
+    here = os.path.dirname(os.path.abspath(__file__))
+    frames = [f for f in traceback.extract_stack() if not os.path.abspath(f.filename).startswith(here)]
+    return "".join(traceback.format_list(frames[-5:]))
 
 
 class Proxy:

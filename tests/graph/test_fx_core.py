@@ -163,3 +163,21 @@ def test_varargs_function_and_graph_printing():
     assert text.splitlines() == ["graph():", "    %x : [num_users=1] = placeholder[target=x]",
                                  "    %relu : [num_users=1] = call_function[target=fabric.relu](args = (%x,), "
                                  "kwargs = {})", "    return relu"]
+
+
+def test_reflected_operators_and_stack_traces():
+    class T(fx.Tracer):
+        record_stack_traces = True
+
+    def f(x):
+        return (2 - x) * (3 / x) + (-x) ** 2 @ fabric.ones(2, 2) - abs(x)
+
+    tracer = T()
+    g = tracer.trace(f)
+    gm = fx.GraphModule(tracer.root, g)      # the root holds the tensor constant fabric.ones(2, 2)
+    assert "_tensor_constant0" in dict(gm.named_buffers())
+    x = fabric.tensor([[1.0, -2.0]])
+    np.testing.assert_allclose(gm(x).numpy(), f(x).numpy())
+    sub = next(n for n in g.nodes if n.op == "call_function" and n.target is operator.sub)
+    assert sub.args == (2, next(iter(g.nodes)))
+    assert "return (2 - x)" in sub.stack_trace
