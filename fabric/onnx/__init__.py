@@ -24,7 +24,8 @@ import os
 import numpy as np
 
 __all__ = ["export", "load_model", "is_in_onnx_export", "UnsupportedOperatorError", "OnnxExporterError",
-           "TrainingMode", "errors"]
+           "TrainingMode", "OperatorExportTypes", "errors", "select_model_mode_for_export",
+           "register_custom_op_symbolic", "unregister_custom_op_symbolic"]
 
 _in_export = False
 
@@ -50,6 +51,30 @@ class TrainingMode(enum.IntEnum):
     EVAL = 0
     PRESERVE = 1
     TRAINING = 2
+
+
+class OperatorExportTypes(enum.IntEnum):
+    ONNX = 0
+    ONNX_ATEN = 1
+    ONNX_ATEN_FALLBACK = 2
+    ONNX_FALLTHROUGH = 3
+
+
+@contextlib.contextmanager
+def select_model_mode_for_export(model, mode: TrainingMode):
+    """Put ``model`` in the mode ``export`` would use (eval for ``TrainingMode.EVAL``) for the block."""
+    with _eval_mode(model, mode):
+        yield
+
+
+def register_custom_op_symbolic(symbolic_name: str, symbolic_fn, opset_version: int):
+    """PyTorch's hook for TorchScript-exporter symbolics; fabric's lowering table is not open to them."""
+    raise NotImplementedError("fabric.onnx has no custom symbolic registry: export lowers fabric's graph IR "
+                              "through fabric.onnx._lower (FUNCTIONS / METHODS / MODULES tables)")
+
+
+def unregister_custom_op_symbolic(symbolic_name: str, opset_version: int):
+    raise NotImplementedError("fabric.onnx has no custom symbolic registry")
 
 
 def is_in_onnx_export() -> bool:
