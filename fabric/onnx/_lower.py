@@ -1454,3 +1454,31 @@ def _m_plain_rnn(L, m, path, x, hx=None):
         x = b.op("Reshape", [transpose(L, y, [0, 2, 1, 3]), b.i64([0, 0, -1])], x.dtype, 3)
     out = transpose(L, x, [1, 0, 2]) if m.batch_first else x
     return out, (hs[0] if len(hs) == 1 else b.op("Concat", hs, x.dtype, 3, axis=0))
+
+
+@_reg_fn(operator.invert, operator.not_)
+@_reg_method("logical_not", "bitwise_not", "__invert__")
+def _invert(L, x):
+    if not _is_v(x):
+        return ~x
+    if x.dtype != np.bool_:
+        raise UnsupportedOperatorError(_unsupported("bitwise not of an integer tensor", L.b.opset))
+    return L.b.op("Not", [x], np.bool_, x.rank)
+
+
+def _register_math():
+    import fabric
+    FUNCTIONS[fabric.logical_not] = _invert
+
+    def scalar(np_fn, onnx_op):
+        def rule(L, x):
+            if not _is_v(x):
+                return np_fn(x)
+            return L.b.op(onnx_op, [cast(L, x, np.float64)], np.float64, x.rank)
+        return rule
+    FUNCTIONS[math.sqrt] = scalar(math.sqrt, "Sqrt")
+    FUNCTIONS[math.exp] = scalar(math.exp, "Exp")
+    FUNCTIONS[math.log] = scalar(math.log, "Log")
+
+
+_register_math()

@@ -26,7 +26,7 @@ def _export(model, args, input_names, output_names, dynamic_axes, **kw):
 def _flat(out):
     if isinstance(out, (tuple, list)):
         return [t for o in out for t in _flat(o)]
-    return [out]
+    return [] if out is None else [out]
 
 
 def _check(model, make_inputs, input_names, output_names, dynamic_axes, sizes, **kw):
@@ -396,3 +396,21 @@ def test_keyword_inputs_and_leaf_root_with_mask():
     # PyTorch's convention: a trailing dict in args holds keyword inputs
     p2 = fabric.onnx.export(enc, (x, {"src_key_padding_mask": pad}), None)
     assert len(p2.graph.input) == 2
+
+
+def char_gpt_model():
+    """The GPT of examples/char_gpt.py, small."""
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "char_gpt.py")
+    spec = importlib.util.spec_from_file_location("char_gpt_example", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.GPT(vocab=30, context=16, d_model=32, n_layer=2, n_head=4)
+
+
+def test_the_char_gpt_example_exports():
+    fabric.manual_seed(0)
+    m = char_gpt_model()
+    _check(m, lambda b, t: (fabric.randint(0, 30, (b, t)),), ["idx"], ["logits"],
+           {"idx": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}}, [(2, 5), (3, 16)])

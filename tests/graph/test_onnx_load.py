@@ -18,6 +18,7 @@ from test_onnx_export import (  # noqa: E402
     RNNModel,
     SmallCNN,
     _randomize_bn,
+    char_gpt_model,
 )
 
 import fabric.onnx  # noqa: E402
@@ -49,6 +50,7 @@ CASES = {
     "nanogpt": (NanoGPTAttention, lambda: (fabric.randn(2, 6, 16),)),
     "zoo": (ActivationZoo, lambda: (fabric.randn(2, 3, 8, 8) * 2,)),
     "control_flow": (ControlFlow, lambda: (fabric.randn(3, 4),)),
+    "char_gpt": (char_gpt_model, lambda: (fabric.randint(0, 30, (2, 9)),)),
 }
 
 
