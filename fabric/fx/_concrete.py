@@ -199,6 +199,7 @@ class ConcreteTracer(Tracer):
         fwd = type(m).forward
         if hasattr(fwd, "__globals__"):
             self._patcher.patch_globals(fwd.__globals__)
+        self._patcher.patch_class(type(m))
         return forward(*args, **kwargs)
 
     def getattr(self, attr: str, attr_val, parameter_proxy_cache: dict):
@@ -238,6 +239,8 @@ class ConcreteTracer(Tracer):
 
     def _create_args_for_root(self, fn, is_module: bool, concrete_args) -> list:
         args, kwargs = self._example
+        if is_module:
+            self._patcher.patch_class(type(self.root))
         sig = inspect.signature(fn)
         params = list(sig.parameters.values())[1 if is_module else 0:]
         bound = inspect.Signature(params).bind(*args, **kwargs)

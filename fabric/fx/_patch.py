@@ -144,11 +144,18 @@ class Patcher:
                 continue
             self.patch_dict(g, name, self.wrapper_for(obj))
 
-    def patch_module_functions(self, mod) -> None:
-        """Wrap every public function of ``mod`` (``Tracer(autowrap_modules=(mod,))``)."""
-        for name, obj in list(vars(mod).items()):
-            if not name.startswith("_") and _is_op(obj):
-                self.patch_dict(vars(mod), name, self.wrapper_for(obj))
+    def patch_class(self, cls) -> None:
+        """Wrap ops a class holds as ``staticmethod`` attributes (``Conv2d._conv_fn = staticmethod(F.conv2d)``),
+        which globals patching cannot reach."""
+        _scan()
+        for klass in cls.__mro__:
+            if id(klass) in self._patched_dicts or not klass.__module__.startswith("fabric."):
+                continue
+            self._patched_dicts.add(id(klass))
+            for name, raw in list(vars(klass).items()):
+                if isinstance(raw, staticmethod) and id(raw.__func__) in _wrappable:
+                    self._undo.append(("attr", klass, name, raw))
+                    setattr(klass, name, staticmethod(self.wrapper_for(raw.__func__)))
 
     def patch_wrapped(self, entries) -> None:
         """``fx.wrap`` registrations: (globals dict, name)."""
@@ -162,6 +169,12 @@ class Patcher:
             if getattr(obj, "_fx_patch_wrapper", False):
                 continue
             self.patch_dict(g, name, self.wrapper_for(obj))
+
+    def patch_module_functions(self, mod) -> None:
+        """Wrap every public function of ``mod`` (``Tracer(autowrap_modules=(mod,))``)."""
+        for name, obj in list(vars(mod).items()):
+            if not name.startswith("_") and _is_op(obj):
+                self.patch_dict(vars(mod), name, self.wrapper_for(obj))
 
 
 _MISSING = object()

@@ -248,3 +248,12 @@ def test_tuple_unpacking_of_a_proxy_and_iteration_error():
         return [y for y in x]
     with pytest.raises(fx.TraceError, match="cannot be iterated"):
         fx.symbolic_trace(g)
+
+
+def test_concrete_trace_sees_ops_held_as_staticmethods():
+    fabric.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU())
+    gm = concrete_trace(m, (fabric.randn(1, 1, 5, 5),))
+    assert [n.target.__name__ for n in gm.graph.nodes if n.op == "call_function"] == ["conv2d", "relu"]
+    x = fabric.randn(2, 1, 6, 6)
+    np.testing.assert_allclose(_np(gm(x)), _np(m(x)), rtol=1e-6, atol=1e-6)
