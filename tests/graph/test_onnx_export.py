@@ -414,3 +414,31 @@ def test_the_char_gpt_example_exports():
     m = char_gpt_model()
     _check(m, lambda b, t: (fabric.randint(0, 30, (b, t)),), ["idx"], ["logits"],
            {"idx": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}}, [(2, 5), (3, 16)])
+
+
+class Scripted(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.lin(x)
+        if h.sum() > 0:
+            h = h * 2
+        else:
+            h = h - 1
+        for i in range(3):
+            h = fabric.tanh(h) + i
+        return h
+
+
+def test_scripted_control_flow_exports_as_if_and_loop():
+    jit = pytest.importorskip("fabric.jit", reason="fabric.jit (the jit helper's branch) is not merged here")
+    fabric.manual_seed(0)
+    m = Scripted()
+    sm = jit.script(m)
+    proto = _check(sm, lambda b, s: (fabric.randn(b, 4) * s + s,), ["x"], ["y"], {"x": [0], "y": [0]},
+                   [(2, 1.0), (3, -1.0)])
+    assert {n.op_type for n in proto.graph.node} >= {"If", "Loop"}
+    x = fabric.randn(3, 4) - 1
+    np.testing.assert_allclose(sm(x).detach().numpy(), m(x).detach().numpy(), rtol=1e-6)
