@@ -257,3 +257,37 @@ def test_concrete_trace_sees_ops_held_as_staticmethods():
     assert [n.target.__name__ for n in gm.graph.nodes if n.op == "call_function"] == ["conv2d", "relu"]
     x = fabric.randn(2, 1, 6, 6)
     np.testing.assert_allclose(_np(gm(x)), _np(m(x)), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.torch
+def test_resnet_block_graph_matches_torch_fx():
+    import torch
+
+    def build(lib):
+        class Block(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv1 = lib.nn.Conv2d(4, 4, 3, padding=1, bias=False)
+                self.bn1 = lib.nn.BatchNorm2d(4)
+                self.relu = lib.nn.ReLU()
+                self.convs = lib.nn.Sequential(lib.nn.Conv2d(4, 4, 3, padding=1), lib.nn.BatchNorm2d(4))
+
+            def forward(self, x):
+                out = self.relu(self.bn1(self.conv1(x)))
+                out = self.convs(out)
+                out += x
+                return lib.flatten(self.relu(out), 1).mean(dim=-1, keepdim=True)
+        return Block().eval()
+
+    fm, tm = build(fabric), build(torch)
+    tm.load_state_dict({k: torch.tensor(v.detach().numpy()) for k, v in fm.state_dict().items()})
+    fg, tg = fx.symbolic_trace(fm), torch.fx.symbolic_trace(tm)
+
+    def sig(g):
+        return [(n.op, n.name, n.target if isinstance(n.target, str) else n.target.__name__, len(n.args))
+                for n in g.graph.nodes]
+    assert sig(fg) == sig(tg)
+    assert fg.code.replace("fabric.", "torch.") == tg.code
+    x = np.random.default_rng(0).standard_normal((2, 4, 5, 5)).astype(np.float32)
+    np.testing.assert_allclose(_np(fg(fabric.tensor(x))), tg(torch.tensor(x)).detach().numpy(), rtol=1e-5,
+                               atol=1e-6)
