@@ -297,6 +297,32 @@ def _reduce(fn):
 
 
 OPS["ReduceMean"] = _op("ReduceMean")(_reduce(lambda x, d, k: x.mean(dim=d, keepdim=k)))
+OPS["ReduceMax"] = _op("ReduceMax")(_reduce(lambda x, d, k: fabric.amax(x, dim=d, keepdim=k)))
+OPS["ReduceMin"] = _op("ReduceMin")(_reduce(lambda x, d, k: fabric.amin(x, dim=d, keepdim=k)))
+OPS["ReduceL2"] = _op("ReduceL2")(_reduce(lambda x, d, k: (x * x).sum(dim=d, keepdim=k).sqrt()))
+OPS["ReduceL1"] = _op("ReduceL1")(_reduce(lambda x, d, k: x.abs().sum(dim=d, keepdim=k)))
+
+
+def _arg(fn):
+    def impl(x, axis=0, keepdims=1, select_last_index=0):
+        if select_last_index:
+            raise NotImplementedError("fabric.onnx.load_model: ArgMax/ArgMin with select_last_index")
+        return fn(x, dim=axis, keepdim=bool(keepdims))
+    return impl
+
+
+OPS["ArgMax"] = _op("ArgMax")(_arg(fabric.argmax))
+OPS["ArgMin"] = _op("ArgMin")(_arg(fabric.argmin))
+
+
+@_op("Einsum")
+def _einsum(*xs, equation):
+    return fabric.einsum(equation, *xs)
+
+
+@_op("Tile")
+def _tile(x, repeats):
+    return x.repeat(*_ints(repeats))
 OPS["ReduceSum"] = _op("ReduceSum")(_reduce(lambda x, d, k: x.sum(dim=d, keepdim=k)))
 
 

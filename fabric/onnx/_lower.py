@@ -1482,3 +1482,100 @@ def _register_math():
 
 
 _register_math()
+
+
+# --- likes, casts, einsum, arg/max reductions, repeat, normalize ------------------------------------------------
+
+def _register_more():
+    import fabric
+
+    def like(fill):
+        def rule(L, x, *args, dtype=None, **kw):
+            from onnx import numpy_helper
+            value = args[0] if (fill is None and args) else fill
+            dt = np.dtype(dtype.to_numpy()) if dtype is not None else x.dtype
+            if _is_v(value):
+                raise UnsupportedOperatorError(_unsupported("full_like with a traced fill value", L.b.opset))
+            return L.b.op("ConstantOfShape", [shape_of(L, x)], dt, x.rank,
+                          value=numpy_helper.from_array(np.asarray([value], dt), name="value"))
+        return rule
+    FUNCTIONS[fabric.zeros_like] = like(0)
+    FUNCTIONS[fabric.ones_like] = like(1)
+    FUNCTIONS[fabric.full_like] = like(None)
+
+    for name, dt in (("long", np.int64), ("int", np.int32), ("bool", np.bool_), ("double", np.float64),
+                     ("half", np.float16)):
+        METHODS[name] = (lambda d: lambda L, x, *a, **k: cast(L, x, d))(dt)
+
+    def einsum(L, equation, *operands):
+        if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+            operands = operands[0]
+        return L.b.op("Einsum", list(operands), operands[0].dtype, L.out_rank(), equation=equation.replace(" ", ""))
+    FUNCTIONS[fabric.einsum] = einsum
+
+    def arg_reduce(onnx_op):
+        def rule(L, x, dim=None, keepdim=False):
+            if dim is None:
+                x = L.b.op("Reshape", [x, L.b.i64([-1])], x.dtype, 1)
+                dim = 0
+            r = _rank(x)
+            return L.b.op(onnx_op, [x], np.int64, r if keepdim else r - 1, axis=_dim(dim, r), keepdims=int(keepdim))
+        return rule
+    FUNCTIONS[fabric.argmax] = METHODS["argmax"] = arg_reduce("ArgMax")
+    FUNCTIONS[fabric.argmin] = METHODS["argmin"] = arg_reduce("ArgMin")
+
+    def amax(onnx_op):
+        def rule(L, x, dim=(), keepdim=False):
+            r = _rank(x)
+            dims = list(range(r)) if dim in ((), None) else [_dim(d, r) for d in
+                                                          (dim if isinstance(dim, (tuple, list)) else [dim])]
+            return reduce(L, onnx_op, x, dims, keepdim)
+        return rule
+    FUNCTIONS[fabric.amax] = METHODS["amax"] = amax("ReduceMax")
+    FUNCTIONS[fabric.amin] = METHODS["amin"] = amax("ReduceMin")
+
+    def max_min(onnx_reduce, onnx_arg, onnx_pair):
+        def rule(L, x, dim=None, keepdim=False, **kw):
+            other = kw.get("other")
+            if _is_v(dim) or other is not None:     # elementwise max(x, y)
+                y = other if other is not None else dim
+                return L.b.op(onnx_pair, [x, tensor(L, y, like=x)], x.dtype, x.rank)
+            if dim is None:
+                return reduce(L, onnx_reduce, x, list(range(_rank(x))), False)
+            r = _rank(x)
+            d = _dim(dim, r)
+            values = reduce(L, onnx_reduce, x, [d], keepdim)
+            idx = L.b.op(onnx_arg, [x], np.int64, r if keepdim else r - 1, axis=d, keepdims=int(keepdim))
+            return values, idx
+        return rule
+    FUNCTIONS[fabric.max] = METHODS["max"] = max_min("ReduceMax", "ArgMax", "Max")
+    FUNCTIONS[fabric.min] = METHODS["min"] = max_min("ReduceMin", "ArgMin", "Min")
+    FUNCTIONS[fabric.maximum] = lambda L, x, y: L.b.op("Max", [x, tensor(L, y, like=x)], x.dtype, x.rank)
+    FUNCTIONS[fabric.minimum] = lambda L, x, y: L.b.op("Min", [x, tensor(L, y, like=x)], x.dtype, x.rank)
+
+    def repeat(L, x, *sizes):
+        if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+            sizes = sizes[0]
+        r = _rank(x)
+        if len(sizes) > r:      # PyTorch prepends dimensions of size 1
+            x = unsqueeze(L, x, list(range(len(sizes) - r)))
+        return L.b.op("Tile", [x, shape_tensor(L, sizes)], x.dtype, len(sizes))
+    METHODS["repeat"] = repeat
+
+    def normalize(L, x, p=2.0, dim=1, eps=1e-12, out=None):
+        r = _rank(x)
+        d = _dim(dim, r)
+        if p == 2.0:
+            norm = reduce(L, "ReduceL2", x, [d], True)
+        elif p == 1.0:
+            norm = reduce(L, "ReduceL1", x, [d], True)
+        else:
+            raise UnsupportedOperatorError(_unsupported(f"F.normalize(p={p})", L.b.opset))
+        norm = L.b.op("Max", [norm, tensor(L, eps, like=x)], x.dtype, r)
+        return L.b.op("Div", [x, norm], x.dtype, r)
+    FUNCTIONS[F.normalize] = normalize
+    FUNCTIONS[fabric.rsqrt] = _rsqrt
+    FUNCTIONS[fabric.pow] = FUNCTIONS[operator.pow]
+
+
+_register_more()

@@ -442,3 +442,28 @@ def test_scripted_control_flow_exports_as_if_and_loop():
     assert {n.op_type for n in proto.graph.node} >= {"If", "Loop"}
     x = fabric.randn(3, 4) - 1
     np.testing.assert_allclose(sm(x).detach().numpy(), m(x).detach().numpy(), rtol=1e-6)
+
+
+class TensorCodeZoo(nn.Module):
+    """Tensor code from modern models: RMSNorm, einsum, like-constructors, casts, max/argmax, repeat, normalize."""
+
+    def __init__(self):
+        super().__init__()
+        self.g = nn.Parameter(fabric.rand(6) + 0.5)
+        self.w = nn.Parameter(fabric.randn(6, 6) * 0.3)
+
+    def forward(self, x):
+        h = x * fabric.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.g        # RMSNorm
+        h = fabric.einsum("btd,de->bte", h, self.w)
+        z = fabric.zeros_like(h) + fabric.ones_like(h) * 0.5 + fabric.full_like(h, 2.0)
+        m, idx = h.max(dim=-1)
+        top = h.argmax(dim=-1).float() + idx.long().float()
+        r = h[:, :1, :].repeat(1, 2, 1)
+        n = F.normalize(h, dim=-1)
+        return (z + h).amax(dim=1) + m.sum(dim=-1, keepdim=True), top, r, n, fabric.maximum(h, z)
+
+
+def test_tensor_code_zoo():
+    fabric.manual_seed(0)
+    _check(TensorCodeZoo(), lambda b, t: (fabric.randn(b, t, 6),), ["x"], ["a", "b", "c", "d", "e"],
+           {"x": {0: "b", 1: "t"}}, [(2, 3), (4, 5)])

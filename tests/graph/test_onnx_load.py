@@ -17,6 +17,7 @@ from test_onnx_export import (  # noqa: E402
     NanoGPTAttention,
     RNNModel,
     SmallCNN,
+    TensorCodeZoo,
     _randomize_bn,
     char_gpt_model,
 )
@@ -51,6 +52,7 @@ CASES = {
     "zoo": (ActivationZoo, lambda: (fabric.randn(2, 3, 8, 8) * 2,)),
     "control_flow": (ControlFlow, lambda: (fabric.randn(3, 4),)),
     "char_gpt": (char_gpt_model, lambda: (fabric.randint(0, 30, (2, 9)),)),
+    "tensor_code": (TensorCodeZoo, lambda: (fabric.randn(2, 3, 6),)),
 }
 
 
