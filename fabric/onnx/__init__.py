@@ -259,7 +259,11 @@ def _export(onnx, model, args, kwargs, f, export_params, input_names, output_nam
     axes.update(_dynamic_axes_from_shapes(dynamic_shapes, [p.target for p in placeholders]))
 
     b = Builder(onnx, opset, strip_prefix=prefix)
-    for n in names:
+    clash = set(names) & set(output_names or [])
+    if clash:
+        raise ValueError(f"fabric.onnx.export: {sorted(clash)} named both an input and an output")
+    # graph inputs and (possible) output names are taken before any intermediate value is named
+    for n in [*names, *(output_names or []), "output", *(f"output_{i}" for i in range(64))]:
         b.reserve(n)
     L = Lowering(gm, b)
     L.env.update(b_env)
@@ -293,8 +297,6 @@ def _export(onnx, model, args, kwargs, f, export_params, input_names, output_nam
         raise ValueError(f"output_names has {len(out_names)} names for {len(outputs)} outputs")
     default = ["output"] if len(outputs) == 1 else [f"output_{i}" for i in range(len(outputs))]
     out_names += default[len(out_names):]
-    for name in out_names:
-        b.reserve(name)
     graph_outputs = []
     any_dynamic = bool(axes)
     for v, name, node in zip(outputs, out_names, _flatten_nodes(out_node.args[0])):
