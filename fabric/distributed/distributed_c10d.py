@@ -232,13 +232,14 @@ class Future:
 class ProcessGroup:
     """A set of ranks (global ranks, sorted) sharing the world's connections."""
 
-    def __init__(self, world: _World, ranks: list, timeout: float, name: str, mpi=None):
+    def __init__(self, world: _World, ranks: list, timeout: float, name: str, engine=None):
         self._world = world
         self._ranks = list(ranks)
         self._group_rank = {g: i for i, g in enumerate(self._ranks)}
         self._timeout = timeout
         self.group_name = name
-        self._mpi = mpi          # the group's MPI communicator (_mpi.MpiComm) on the MPI engine, else None
+        # the group's communicator on an engine (_mpi.MpiComm); None on the built-in TCP transport
+        self._engine = engine
 
     def rank(self) -> int:
         return self._group_rank.get(self._world.rank, -1)
@@ -612,7 +613,7 @@ def _init_mpi(name, rank, world_size, timeout, group_name) -> None:
     seconds = timeout.total_seconds()
     world = _World(None, comm.rank, comm.size, seconds, None, mpi=comm)
     _world, _backend = world, Backend(name)
-    pg = ProcessGroup(world, list(range(comm.size)), seconds, group_name or "0", mpi=comm)
+    pg = ProcessGroup(world, list(range(comm.size)), seconds, group_name or "0", engine=comm)
     _groups.clear()
     _groups[pg.group_name] = pg
     GroupMember.WORLD = pg
@@ -627,8 +628,8 @@ def destroy_process_group(group: ProcessGroup | None = None) -> None:
                              "init_process_group.")
         if _world.mpi is not None:
             for g in _groups.values():
-                if g._mpi is not None and g._mpi is not _world.mpi:
-                    g._mpi.free()
+                if g._engine is not None and g._engine is not _world.mpi:
+                    g._engine.free()
             _world.mpi.free()
             _world = None
             _groups.clear()
@@ -687,7 +688,7 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
         name += "'"
     sub = _world.mpi.split(_world.rank in ranks, ranks.index(_world.rank) if _world.rank in ranks else 0) \
         if _world.mpi is not None else None   # every rank takes part in MPI's split, members get a communicator
-    pg = ProcessGroup(_world, ranks, seconds, name, mpi=sub)
+    pg = ProcessGroup(_world, ranks, seconds, name, engine=sub)
     _groups[name] = pg
     if _world.rank not in ranks:
         return GroupMember.NON_GROUP_MEMBER
@@ -725,8 +726,8 @@ def _all_reduce_array(g: ProcessGroup, buf: np.ndarray, op: str):
 
     The array primitives return None when the work is done (gloo), or the
     MPI engine's Pending (requests in flight)."""
-    if g._mpi is not None:
-        return g._mpi.all_reduce(buf, op)
+    if g._engine is not None:
+        return g._engine.all_reduce(buf, op)
     n_ranks, me, peers = g.size(), g.rank(), g._ranks
     flat = buf.reshape(-1)
     if n_ranks == 1:
@@ -744,8 +745,8 @@ def _all_reduce_array(g: ProcessGroup, buf: np.ndarray, op: str):
 
 
 def _broadcast_array(g, buf, root):
-    if g._mpi is not None:
-        return g._mpi.broadcast(buf, root)
+    if g._engine is not None:
+        return g._engine.broadcast(buf, root)
     me, peers = g.rank(), g._ranks
     if me == root:
         _x(g, [(peers[p], _TAG, buf) for p in range(g.size()) if p != me], [])
@@ -755,8 +756,8 @@ def _broadcast_array(g, buf, root):
 
 def _gather_arrays(g, buf, root, outs):
     """``outs`` (on root): one array per group rank."""
-    if g._mpi is not None:
-        return g._mpi.gather(buf, root, outs)
+    if g._engine is not None:
+        return g._engine.gather(buf, root, outs)
     me, peers = g.rank(), g._ranks
     if me == root:
         outs[me][...] = buf
@@ -766,8 +767,8 @@ def _gather_arrays(g, buf, root, outs):
 
 
 def _all_gather_arrays(g, buf, outs):
-    if g._mpi is not None:
-        return g._mpi.all_gather(buf, outs)
+    if g._engine is not None:
+        return g._engine.all_gather(buf, outs)
     me, peers = g.rank(), g._ranks
     if outs[me] is not buf:
         outs[me][...] = buf
@@ -777,8 +778,8 @@ def _all_gather_arrays(g, buf, outs):
 
 def _reduce_scatter_arrays(g, ins, out, op):
     """``ins``: one array per group rank; ``out`` gets the reduction of every rank's ``ins[me]``."""
-    if g._mpi is not None:
-        return g._mpi.reduce_scatter_block(np.concatenate([a.reshape(-1) for a in ins]), out, op)
+    if g._engine is not None:
+        return g._engine.reduce_scatter_block(np.concatenate([a.reshape(-1) for a in ins]), out, op)
     me, peers, n_ranks = g.rank(), g._ranks, g.size()
     parts = [np.empty_like(out) for _ in range(n_ranks)]
     parts[me] = ins[me]
@@ -836,11 +837,11 @@ def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op
     root = _global(g, group_dst, dst, "dst")
     name = _op_name(op)
     buf = _host(tensor)
-    if g._mpi is not None:
+    if g._engine is not None:
         if g.rank() != root:
             buf = buf.copy()   # MPI reads it after this returns (async): the user's tensor stays unchanged
         after = [lambda: _store_back(tensor, buf)] if g.rank() == root else []
-        return _complete(g, g._mpi.reduce(buf, root, name), async_op, [tensor], after)
+        return _complete(g, g._engine.reduce(buf, root, name), async_op, [tensor], after)
     if g.rank() == root:
         parts = [np.empty_like(buf) for _ in range(g.size())]
         _gather_arrays(g, buf, root, parts)
@@ -889,8 +890,8 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
     if output_tensor.dtype != input_tensor.dtype:
         raise ValueError("output tensor must have the same type as input tensor")
     out, done = _recv_target(output_tensor)
-    if g._mpi is not None:
-        return _complete(g, g._mpi.all_gather_into(_host(input_tensor), out), async_op, [output_tensor], [done])
+    if g._engine is not None:
+        return _complete(g, g._engine.all_gather_into(_host(input_tensor), out), async_op, [output_tensor], [done])
     flat = out.reshape(g.size(), -1)
     _all_gather_arrays(g, _host(input_tensor).reshape(-1), [flat[i] for i in range(g.size())])
     done()
@@ -938,9 +939,9 @@ def scatter(tensor, scatter_list=None, src: int | None = None, group=None, async
             raise RuntimeError(f"ProcessGroupGloo::scatter: Incorrect input list size {len(scatter_list)}. Input "
                                f"list size should be {g.size()}, same as size of the process group.")
         _check_same(scatter_list, tensor, "scatter")
-        if g._mpi is not None:
+        if g._engine is not None:
             target, done = _recv_target(tensor)
-            pending = g._mpi.scatter([_host(t) for t in scatter_list], target, root)
+            pending = g._engine.scatter([_host(t) for t in scatter_list], target, root)
             return _complete(g, pending, async_op, [tensor], [done])
         _x(g, [(peers[p], _TAG, _host(scatter_list[p])) for p in range(g.size()) if p != me], [])
         _store_back(tensor, _host(scatter_list[me]).copy())
@@ -948,8 +949,8 @@ def scatter(tensor, scatter_list=None, src: int | None = None, group=None, async
         if scatter_list:
             raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
         target, done = _recv_target(tensor)
-        if g._mpi is not None:
-            return _complete(g, g._mpi.scatter(None, target, root), async_op, [tensor], [done])
+        if g._engine is not None:
+            return _complete(g, g._engine.scatter(None, target, root), async_op, [tensor], [done])
         _x(g, [], [(peers[root], _TAG, target)])
         done()
     return _work(async_op, [tensor])
@@ -983,8 +984,8 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: 
         raise ValueError("output tensor must have the same type as input tensor")
     flat = _host(input).reshape(g.size(), -1)
     out = np.empty(output.numel(), dtype=flat.dtype)
-    if g._mpi is not None:
-        pending = g._mpi.reduce_scatter_block(flat, out, _op_name(op))
+    if g._engine is not None:
+        pending = g._engine.reduce_scatter_block(flat, out, _op_name(op))
     else:
         pending = _reduce_scatter_arrays(g, [flat[i] for i in range(g.size())], out, _op_name(op))
     return _complete(g, pending, async_op, [output], [lambda: _store_back(output, out)])
@@ -1015,8 +1016,8 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
 
     ins = pieces(src, input_split_sizes, "input")
     outs = pieces(target, output_split_sizes, "output")
-    if g._mpi is not None:
-        return _complete(g, g._mpi.all_to_all(ins, outs), async_op, [output], [done])
+    if g._engine is not None:
+        return _complete(g, g._engine.all_to_all(ins, outs), async_op, [output], [done])
     outs[me][...] = ins[me]
     _x(g, [(peers[p], _TAG, np.ascontiguousarray(ins[p])) for p in range(n) if p != me],
        [(peers[p], _TAG, outs[p]) for p in range(n) if p != me])
@@ -1035,8 +1036,8 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool
     if len(output_tensor_list) != n or len(input_tensor_list) != n:
         raise ValueError(f"all_to_all needs {n} input and {n} output tensors")
     targets = [_recv_target(t) for t in output_tensor_list]
-    if g._mpi is not None:
-        pending = g._mpi.all_to_all([_host(t) for t in input_tensor_list], [a for a, _ in targets])
+    if g._engine is not None:
+        pending = g._engine.all_to_all([_host(t) for t in input_tensor_list], [a for a, _ in targets])
         return _complete(g, pending, async_op, output_tensor_list, [done for _, done in targets])
     targets[me][0][...] = _host(input_tensor_list[me]).reshape(targets[me][0].shape)
     _x(g, [(peers[p], _TAG, _host(input_tensor_list[p])) for p in range(n) if p != me],
@@ -1066,8 +1067,8 @@ def isend(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: i
     if _not_in_group(g, "isend"):
         return None
     peer = _p2p_peer(g, dst, group_dst, "dst")
-    if g._mpi is not None:
-        return Work([tensor], g, g._mpi.send(_host(tensor).copy(), g._group_rank[peer], int(tag)))
+    if g._engine is not None:
+        return Work([tensor], g, g._engine.send(_host(tensor).copy(), g._group_rank[peer], int(tag)))
     _world.pending_sends.append((peer, int(tag), _host(tensor).copy()))
     return Work([tensor], g, pending=True)
 
@@ -1083,8 +1084,8 @@ def irecv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: i
         return Work([tensor], g)
     peer = _p2p_peer(g, src, group_src, "src")
     target, done = _recv_target(tensor)
-    if g._mpi is not None:
-        pending = g._mpi.recv(target, g._group_rank[peer], int(tag))
+    if g._engine is not None:
+        pending = g._engine.recv(target, g._group_rank[peer], int(tag))
         pending.after.append(done)
         return Work([tensor], g, pending)
     _world.pending_recvs.append((peer, int(tag), target))
@@ -1105,9 +1106,9 @@ def recv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: in
     g = _resolve(group)
     if _not_in_group(g, "recv"):
         return -1
-    if src is None and group_src is None and g._mpi is not None:
+    if src is None and group_src is None and g._engine is not None:
         target, done = _recv_target(tensor)
-        sender = g._ranks[g._mpi.recv_any(target, int(tag))]
+        sender = g._ranks[g._engine.recv_any(target, int(tag))]
         done()
         return sender
     if src is None and group_src is None:
@@ -1118,7 +1119,7 @@ def recv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: in
         done()
         return sender
     peer = _p2p_peer(g, src, group_src, "src")
-    if g._mpi is not None:
+    if g._engine is not None:
         irecv(tensor, src, group, tag, group_src).wait()
         return peer
     target, done = _recv_target(tensor)
@@ -1156,8 +1157,8 @@ def barrier(group=None, async_op: bool = False, device_ids=None, timeout: timede
     g = _resolve(group)
     if _not_in_group(g, "barrier"):
         return None
-    if g._mpi is not None:
-        return _complete(g, g._mpi.barrier(), async_op, [])
+    if g._engine is not None:
+        return _complete(g, g._engine.barrier(), async_op, [])
     buf = np.zeros(1, dtype=np.int64)
     _all_reduce_array(g, buf, "sum")
     return _work(async_op)
@@ -1245,13 +1246,13 @@ def scatter_object_list(scatter_object_output_list, scatter_object_input_list=No
         return
     root = _global(g, group_src, src, "src")
     me, peers = g.rank(), g._ranks
-    if g._mpi is not None:   # sizes first (scattered), then the payloads
+    if g._engine is not None:   # sizes first (scattered), then the payloads
         size = np.zeros(1, dtype=np.int64)
         payloads = [_dumps(o) for o in scatter_object_input_list] if me == root else None
         sizes = [np.array([p.size], dtype=np.int64) for p in payloads] if me == root else None
-        _sync(g._mpi.scatter(sizes, size, root))
+        _sync(g._engine.scatter(sizes, size, root))
         payload = np.empty(int(size[0]), dtype=np.uint8)
-        _sync(g._mpi.scatter(payloads, payload, root))
+        _sync(g._engine.scatter(payloads, payload, root))
         scatter_object_output_list[0] = pickle.loads(payload.tobytes())
         return
     if me == root:
