@@ -1,11 +1,15 @@
 """Process groups and collectives with ``torch.distributed``'s API.
 
-The only backend is "gloo" (:mod:`fabric.distributed._gloo`: pure Python,
-TCP sockets, NumPy arrays).  Collectives run eagerly: ``async_op=True``
-returns a :class:`Work` that is already complete, except ``isend``/``irecv``,
-whose transfers are queued and run at ``wait()`` or with the next blocking
-communication of the process, so a symmetric ``isend``+``irecv`` exchange
-cannot deadlock on full socket buffers.
+Two engines carry the data.  On MPI (:mod:`fabric.distributed._mpi`, the
+``mpi`` extra) every collective is a non-blocking MPI call and
+``async_op=True`` returns a :class:`Work` with the requests in flight; the
+group's ``_engine`` is its communicator.  Without it, the "gloo" transport
+(:mod:`fabric.distributed._gloo`: pure Python, TCP sockets, NumPy arrays)
+runs collectives eagerly: ``async_op=True`` returns a :class:`Work` that is
+already complete, except ``isend``/``irecv``, whose transfers are queued and
+run at ``wait()`` or with the next blocking communication of the process, so
+a symmetric ``isend``+``irecv`` exchange cannot deadlock on full socket
+buffers.
 
 Example (one process, world size 1)::
 
