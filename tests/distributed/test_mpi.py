@@ -23,6 +23,22 @@ if MPIEXEC is None:
     pytest.skip("no mpiexec (pip install 'fabric-dl[mpi]')", allow_module_level=True)
 
 
+@pytest.fixture(autouse=True)
+def _no_stale_segments():
+    """An aborted or killed MPI job leaves MPICH's shared-memory segments behind: remove those its
+    ranks created (the job is over when the test ends)."""
+    shm = "/dev/shm"
+    before = set(os.listdir(shm)) if os.path.isdir(shm) else set()
+    yield
+    if os.path.isdir(shm):
+        for name in set(os.listdir(shm)) - before:
+            if name.startswith("mpich_shm_"):
+                try:
+                    os.unlink(os.path.join(shm, name))
+                except OSError:
+                    pass
+
+
 def _env():
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.pop("FABRIC_DISTRIBUTED_ENGINE", None)
