@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._tensor import Tensor
-from ..nn.modules.module import Module
-from ..nn.parameter import Parameter
 from ..fx import GraphModule, Tracer
 from ..fx.passes.shape_prop import ShapeProp
+from ..nn.modules.module import Module
+from ..nn.parameter import Parameter
 
 __all__ = ["export", "ExportedProgram", "Dim", "ExportGraphSignature", "InputSpec", "OutputSpec", "InputKind",
            "OutputKind", "TensorArgument", "ExportBackwardSignature", "dims"]
@@ -42,9 +42,9 @@ class Dim:
     ``Dim.AUTO`` / ``Dim.DYNAMIC`` mark a dimension dynamic without a name, ``Dim.STATIC`` keeps it static.
     """
 
-    AUTO: "Dim"
-    DYNAMIC: "Dim"
-    STATIC: "Dim"
+    AUTO: Dim
+    DYNAMIC: Dim
+    STATIC: Dim
 
     def __init__(self, name: str, *, min: int | None = None, max: int | None = None):
         if min is not None and max is not None and min > max:
@@ -180,7 +180,7 @@ class ExportedProgram:
         gm.register_forward_pre_hook(check)
         return gm
 
-    def run_decompositions(self, decomp_table=None, decompose_custom_triton_ops: bool = False) -> "ExportedProgram":
+    def run_decompositions(self, decomp_table=None, decompose_custom_triton_ops: bool = False) -> ExportedProgram:
         """The graph is already at fabric's op level; returns the program unchanged."""
         return self
 
@@ -213,23 +213,32 @@ class _ExportTracer(Tracer):
     pass
 
 
-def _normalize_dynamic_shapes(fn, args: tuple, kwargs: dict, dynamic_shapes) -> list:
-    """One ``{dim: Dim}`` dict (or None) per positional input."""
-    params = [p for p in inspect.signature(fn).parameters.values()][1:]
-    specs: list = [None] * len(args)
+class _ExampleProp(ShapeProp):
+    """ShapeProp that also keeps the example value of Python numbers (sizes) in ``meta["example_value"]``."""
+
+    def run_node(self, n):
+        result = super().run_node(n)
+        if isinstance(result, (int, float, bool)):
+            n.meta["example_value"] = result
+        return result
+
+
+def _normalize_dynamic_shapes(names: list, inputs: list, dynamic_shapes) -> list:
+    """One ``{dim: Dim}`` dict (or None) per input, in forward's parameter order."""
+    specs: list = [None] * len(inputs)
     if dynamic_shapes is None:
         return specs
     if isinstance(dynamic_shapes, dict):
-        names = [p.name for p in params]
         for k, v in dynamic_shapes.items():
-            if k not in names[:len(args)]:
+            if k not in names:
                 raise ValueError(f"dynamic_shapes names '{k}', which is not a (positional) input of forward; "
-                                 f"inputs are {names[:len(args)]}")
+                                 f"inputs are {names}")
             specs[names.index(k)] = v
     else:
-        if len(dynamic_shapes) != len(args):
-            raise ValueError(f"dynamic_shapes has {len(dynamic_shapes)} entries for {len(args)} inputs")
-        specs = list(dynamic_shapes)
+        if len(dynamic_shapes) > len(inputs):
+            raise ValueError(f"dynamic_shapes has {len(dynamic_shapes)} entries for {len(inputs)} inputs")
+        specs[:len(dynamic_shapes)] = list(dynamic_shapes)
+    args = inputs
     out = []
     for i, s in enumerate(specs):
         if s is None:
@@ -257,20 +266,28 @@ def export(mod: Module, args: tuple, kwargs: dict | None = None, *, dynamic_shap
     if not isinstance(args, tuple):
         raise ValueError(f"Expecting `args` to be a tuple of example positional inputs, got {type(args)}")
     kwargs = dict(kwargs or {})
-    if kwargs:
-        raise NotImplementedError("fabric.export.export: keyword inputs are not supported yet; pass them "
-                                  "positionally")
-    specs = _normalize_dynamic_shapes(type(mod).forward, args, kwargs, dynamic_shapes)
+    sig = inspect.signature(type(mod).forward)
+    try:
+        bound = sig.bind(mod, *args, **kwargs)
+    except TypeError as e:
+        raise TypeError(f"fabric.export.export: the example inputs do not match forward{sig}: {e}") from None
+    inputs: list = []        # one value per placeholder, in forward's parameter order
+    concrete: dict = {}
+    for p in list(sig.parameters.values())[1:]:
+        if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            raise NotImplementedError(f"fabric.export.export: forward's *{p.name} / **{p.name} parameters are "
+                                      "not supported")
+        if p.name in bound.arguments:
+            inputs.append(bound.arguments[p.name])
+        else:                # not given: specialised to its default (a placeholder name_1 keeps the signature)
+            concrete[p.name] = p.default
+            inputs.append(p.default)
+    names = [p for p in sig.parameters][1:]
+    specs = _normalize_dynamic_shapes(names, inputs, dynamic_shapes)
     tracer = _ExportTracer()
-    n_params = len(list(p for p in inspect.signature(type(mod).forward).parameters.values())) - 1
-    concrete = None
-    if len(args) < n_params:
-        names = list(inspect.signature(type(mod).forward).parameters)[1:]
-        sig_params = inspect.signature(type(mod).forward).parameters
-        concrete = {n: sig_params[n].default for n in names[len(args):]}
-    graph = tracer.trace(mod, concrete_args=concrete)
+    graph = tracer.trace(mod, concrete_args=concrete or None)
     gm = GraphModule(tracer.root, graph, type(mod).__name__)
-    ShapeProp(gm).propagate(*args)
+    _ExampleProp(gm).propagate(*inputs)
     for node in gm.graph.nodes:
         if "tensor_meta" in node.meta:
             node.meta["val"] = node.meta["tensor_meta"]
@@ -293,7 +310,7 @@ def export(mod: Module, args: tuple, kwargs: dict | None = None, *, dynamic_shap
     output_specs = [OutputSpec(OutputKind.USER_OUTPUT, TensorArgument(getattr(o, "name", repr(o))), None)
                     for o in outs]
     input_shapes, ranges = [], {}
-    for a, s in zip(args, specs):
+    for a, s in zip(inputs, specs):
         if not isinstance(a, Tensor):
             input_shapes.append(None)
             continue
@@ -307,8 +324,8 @@ def export(mod: Module, args: tuple, kwargs: dict | None = None, *, dynamic_shap
             shape[d] = dim
             ranges[dim.__name__] = (max(dim.min, 0), dim.max)
         input_shapes.append(shape)
-    sig = ExportGraphSignature(input_specs, output_specs)
-    return ExportedProgram(gm, sig, state, ranges, input_shapes, args)
+    signature = ExportGraphSignature(input_specs, output_specs)
+    return ExportedProgram(gm, signature, state, ranges, input_shapes, tuple(inputs))
 
 
 def _is_buffer(mod: Module, target: str) -> bool:

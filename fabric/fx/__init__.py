@@ -12,13 +12,13 @@ Example::
 """
 from __future__ import annotations
 
-from .node import Node, map_arg, map_aggregate  # noqa: F401
-from .graph import Graph, PythonCode  # noqa: F401
-from .graph_module import GraphModule  # noqa: F401
-from .proxy import Proxy, Attribute, TraceError  # noqa: F401
-from ._symbolic_trace import Tracer, symbolic_trace, wrap, PH  # noqa: F401
-from .interpreter import Interpreter, Transformer  # noqa: F401
 from . import control_flow  # noqa: F401
+from ._symbolic_trace import PH, Tracer, symbolic_trace, wrap  # noqa: F401
+from .graph import Graph, PythonCode  # noqa: F401
+from .graph_module import GraphModule
+from .interpreter import Interpreter, Transformer
+from .node import Node, map_aggregate, map_arg  # noqa: F401
+from .proxy import Attribute, Proxy, TraceError  # noqa: F401
 
 __all__ = ["Graph", "GraphModule", "Interpreter", "Node", "Proxy", "Tracer", "Transformer", "map_arg",
            "replace_pattern",

@@ -29,11 +29,11 @@ from typing import Any
 
 from .._tensor import Tensor
 from ..nn.modules.module import Module
+from ._symbolic_trace import Tracer
 from .graph import Graph
 from .graph_module import GraphModule
 from .node import map_aggregate
 from .proxy import Proxy
-from ._symbolic_trace import Tracer
 
 __all__ = ["ConcreteProxy", "ConcreteTracer", "concrete_trace"]
 
@@ -258,6 +258,9 @@ class ConcreteTracer(Tracer):
                                           "are not supported")
             out.append(ConcreteProxy(self.create_node("placeholder", p.name, (), {}), self, value))
         return out
+
+    def _root_callable(self, fn):
+        return fn   # *args elements are separate placeholders here
 
     def _finish(self, result):
         self.trace_result = _unwrap(result)

@@ -170,5 +170,11 @@ class Patcher:
                 continue
             self.patch_dict(g, name, self.wrapper_for(obj))
 
+    def patch_module_functions(self, mod) -> None:
+        """Wrap every public function of ``mod`` (``Tracer(autowrap_modules=(mod,))``)."""
+        for name, obj in list(vars(mod).items()):
+            if not name.startswith("_") and _is_op(obj):
+                self.patch_dict(vars(mod), name, self.wrapper_for(obj))
+
 
 _MISSING = object()

@@ -16,19 +16,20 @@ from __future__ import annotations
 
 import builtins
 import inspect
-from typing import Any, Callable
+import types
+from collections.abc import Callable
+from typing import Any
 
-from .._tensor import Tensor
-from .._dtype import dtype as _dtype_cls
 from .._device import device as _device_cls
-from ..nn.modules.module import Module
+from .._dtype import dtype as _dtype_cls
+from .._tensor import Tensor
 from ..nn.modules.container import Sequential
-from ..nn.parameter import Parameter
+from ..nn.modules.module import Module
 from ._patch import Patcher
 from .graph import Graph
 from .graph_module import GraphModule
 from .node import Node, map_aggregate
-from .proxy import Proxy, TracerBase, TraceError
+from .proxy import Proxy, TraceError, TracerBase
 
 __all__ = ["Tracer", "symbolic_trace", "wrap", "PH"]
 
@@ -143,6 +144,9 @@ class Tracer(TracerBase):
                 self.tensor_attrs[id(a)] = path
             return self.create_node("get_attr", path, (), {})
         if isinstance(a, Module):
+            path = self.submodule_paths.get(id(a)) if self.submodule_paths else None
+            if path:  # a submodule passed as a value (a branch of control_flow.cond): read it with get_attr
+                return self.create_node("get_attr", path, (), {})
             raise TraceError(f"a module ({type(a).__name__}) cannot be passed as an argument while tracing; "
                              "call it instead")
         if isinstance(a, _BASE_TYPES) or callable(a):
@@ -196,13 +200,19 @@ class Tracer(TracerBase):
             patcher.patch_namespaces()
             patcher.patch_globals(fn_globals)
             patcher.patch_wrapped(_wrapped_fns_to_patch)
+            for m in self._autowrap_modules:
+                patcher.patch_module_functions(m)
             for f in self._autowrap_functions:
                 patcher.patch_wrapped([(getattr(f, "__globals__", fn_globals), f.__name__)])
-            result = self._finish(fn(*args))
+            result = self._finish(self._root_callable(fn)(*args))
             self.create_node("output", "output", (self.create_arg(result),), {}, type_expr=None)
         self._patcher = None
         self.submodule_paths = None
         return self.graph
+
+    def _root_callable(self, fn):
+        """The function actually called with the placeholders' proxies."""
+        return _without_varargs(fn)
 
     def _finish(self, result):
         """Hook on the value ``forward`` returned, before the output node is made."""
@@ -227,7 +237,7 @@ class Tracer(TracerBase):
                 value = concrete_args.pop(p.name)
                 counter = [0]
 
-                def replace_ph(x, name=p.name, default=default):
+                def replace_ph(x, name=p.name, default=default, counter=counter):
                     counter[0] += 1
                     out = self.create_proxy("placeholder", f"{name}_{counter[0]}", default, {})
                     return out if isinstance(x, PHBase) else x
@@ -237,6 +247,18 @@ class Tracer(TracerBase):
         if concrete_args:
             raise TypeError(f"concrete_args names unknown parameters: {sorted(concrete_args)}")
         return args
+
+
+def _without_varargs(fn):
+    """``def f(x, *rest)`` as ``def f(x, rest)``: the ``*rest`` placeholder's proxy is passed as one value, so
+    ``rest[0]`` records a getitem (as torch.fx does)."""
+    co = getattr(fn, "__code__", None)
+    if co is None or not co.co_flags & inspect.CO_VARARGS:
+        return fn
+    new_co = co.replace(co_flags=co.co_flags & ~inspect.CO_VARARGS, co_argcount=co.co_argcount + 1)
+    new = types.FunctionType(new_co, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    new.__kwdefaults__ = fn.__kwdefaults__
+    return new
 
 
 def symbolic_trace(root, concrete_args: dict | None = None) -> GraphModule:

@@ -39,8 +39,17 @@ def _as_tuple(out, what: str) -> tuple:
     raise TypeError(f"{what} must return a tuple, got {type(out).__name__}")
 
 
+def _recording(args):
+    """The proxy among ``args`` when called while tracing (the op then becomes one graph node)."""
+    from ._patch import find_proxy
+    return find_proxy(args, {})
+
+
 def cond(pred, true_fn, false_fn, operands: tuple):
     """``true_fn(*operands)`` if ``pred`` else ``false_fn(*operands)``; both return tuples of one structure."""
+    p = _recording((pred, tuple(operands)))
+    if p is not None:
+        return p.tracer.create_proxy("call_function", cond, (pred, true_fn, false_fn, tuple(operands)), {})
     fn = true_fn if _as_bool(pred) else false_fn
     return _as_tuple(fn(*operands), "cond branch")
 
@@ -48,6 +57,9 @@ def cond(pred, true_fn, false_fn, operands: tuple):
 def while_loop(cond_fn, body_fn, carried: tuple):
     """``while cond_fn(*c): c = body_fn(*c)``; returns ``c``."""
     carried = tuple(carried)
+    p = _recording((carried,))
+    if p is not None:
+        return p.tracer.create_proxy("call_function", while_loop, (cond_fn, body_fn, carried), {})
     while _as_bool(cond_fn(*carried)):
         new = _as_tuple(body_fn(*carried), "while_loop body")
         if len(new) != len(carried):
@@ -59,6 +71,9 @@ def while_loop(cond_fn, body_fn, carried: tuple):
 def range_loop(start, stop, step, body_fn, carried: tuple):
     """``for i in range(start, stop, step): c = body_fn(i, *c)``; returns ``c``."""
     carried = tuple(carried)
+    p = _recording((start, stop, step, carried))
+    if p is not None:
+        return p.tracer.create_proxy("call_function", range_loop, (start, stop, step, body_fn, carried), {})
     for i in range(int(start), int(stop), int(step)):
         new = _as_tuple(body_fn(i, *carried), "range_loop body")
         if len(new) != len(carried):

@@ -19,15 +19,15 @@ Example::
 from __future__ import annotations
 
 import builtins
-import contextlib
 import keyword
 import math
 import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from .node import Node, _OPERATOR_FUNCS, _format_target, _qualified_name, map_arg
+from .node import _OPERATOR_FUNCS, Node, _format_target, _qualified_name, map_arg
 
 __all__ = ["Graph", "PythonCode"]
 
@@ -213,7 +213,7 @@ class Graph:
         result.meta = dict(node.meta)
         return result
 
-    def graph_copy(self, g: "Graph", val_map: dict, return_output_node: bool = False):
+    def graph_copy(self, g: Graph, val_map: dict, return_output_node: bool = False):
         """Copy every node of ``g`` except its output; returns the value the output returned."""
         for node in g.nodes:
             if node in val_map:
@@ -267,9 +267,10 @@ class Graph:
 
     def __deepcopy__(self, memo):
         g = Graph(tracer_cls=self._tracer_cls)
-        out = g.graph_copy(self, {}, return_output_node=True)
-        if out is not None:
-            rv, old_out = out
+        val_map: dict = {}
+        rv = g.graph_copy(self, val_map)
+        old_out = next((n for n in self.nodes if n.op == "output"), None)
+        if old_out is not None:
             g.output(rv, old_out.type)
         return g
 
@@ -312,7 +313,7 @@ class _CodeGen:
         self.graph, self.root = graph, root
         import fabric
         self.globals: dict = {"fabric": fabric, "inf": math.inf, "nan": math.nan, "device": fabric.device,
-                              "operator": operator, "builtins": builtins}
+                              "operator": operator, "builtins": builtins, "math": math}
         self._global_names: dict[int, str] = {}
         self._taken = {n.name for n in graph.nodes} | {n.target.lstrip("*") for n in graph.nodes
                                                        if n.op == "placeholder"}
@@ -332,9 +333,8 @@ class _CodeGen:
 
     def fn_name(self, fn) -> str:
         qn = _qualified_name(fn)
-        if qn.startswith("fabric.") or qn.startswith("operator.") or qn.startswith("builtins."):
-            if self._resolves(qn, fn):
-                return qn
+        if qn.split(".")[0] in ("fabric", "operator", "builtins", "math") and self._resolves(qn, fn):
+            return qn
         return self.add_global(getattr(fn, "__name__", "fn"), fn)
 
     def _resolves(self, qn: str, fn) -> bool:

@@ -16,11 +16,11 @@ Example::
 """
 from __future__ import annotations
 
-import linecache
 import itertools
+import linecache
 
-from ..nn.modules.module import Module
 from .._tensor import Tensor
+from ..nn.modules.module import Module
 from ..nn.parameter import Parameter
 from .graph import Graph
 

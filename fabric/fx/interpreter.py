@@ -93,7 +93,8 @@ class Interpreter:
         except StopIteration:
             if len(args) > 0:
                 return args[0]
-            raise RuntimeError(f"Expected positional argument for parameter {target}, but one was not passed in!")
+            raise RuntimeError(f"Expected positional argument for parameter {target}, but one was not passed in!"
+                               ) from None
 
     def get_attr(self, target: str, args, kwargs):
         return self.fetch_attr(target)

@@ -15,7 +15,8 @@ from __future__ import annotations
 import builtins
 import operator
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["Node", "map_arg", "map_aggregate", "Argument"]
 
@@ -74,14 +75,14 @@ class Node:
 
     # --- linked list --------------------------------------------------------
     @property
-    def next(self) -> "Node":
+    def next(self) -> Node:
         return self._next
 
     @property
-    def prev(self) -> "Node":
+    def prev(self) -> Node:
         return self._prev
 
-    def prepend(self, x: "Node") -> None:
+    def prepend(self, x: Node) -> None:
         """Move ``x`` right before this node."""
         if x is self:
             return
@@ -89,7 +90,7 @@ class Node:
         p = self._prev
         p._next, x._prev, x._next, self._prev = x, p, self, x
 
-    def append(self, x: "Node") -> None:
+    def append(self, x: Node) -> None:
         """Move ``x`` right after this node."""
         self._next.prepend(x)
 
@@ -116,7 +117,7 @@ class Node:
         self._update_args_kwargs(self._args, map_arg(k, lambda n: n))
 
     @property
-    def all_input_nodes(self) -> list["Node"]:
+    def all_input_nodes(self) -> list[Node]:
         return list(self._input_nodes)
 
     def _update_args_kwargs(self, new_args, new_kwargs) -> None:
@@ -137,14 +138,14 @@ class Node:
     def update_kwarg(self, key: str, arg) -> None:
         self.kwargs = {**self._kwargs, key: arg}
 
-    def replace_input_with(self, old_input: "Node", new_input: "Node") -> None:
+    def replace_input_with(self, old_input: Node, new_input: Node) -> None:
         """Make this node read ``new_input`` wherever it read ``old_input``."""
         def swap(n):
             return new_input if n is old_input else n
         self._update_args_kwargs(map_arg(self._args, swap), map_arg(self._kwargs, swap))
 
-    def replace_all_uses_with(self, replace_with: "Node", delete_user_cb: Callable = lambda user: True, *,
-                              propagate_meta: bool = False) -> list["Node"]:
+    def replace_all_uses_with(self, replace_with: Node, delete_user_cb: Callable = lambda user: True, *,
+                              propagate_meta: bool = False) -> list[Node]:
         """Every user of this node reads ``replace_with`` instead; returns the changed users."""
         if propagate_meta:
             for k, v in self.meta.items():
@@ -156,6 +157,15 @@ class Node:
             user.replace_input_with(self, replace_with)
             changed.append(user)
         return changed
+
+    @property
+    def stack_trace(self) -> str | None:
+        """Where the traced code made this node (set when ``Tracer.record_stack_traces`` is True)."""
+        return self.meta.get("stack_trace")
+
+    @stack_trace.setter
+    def stack_trace(self, trace: str | None) -> None:
+        self.meta["stack_trace"] = trace
 
     # --- printing -----------------------------------------------------------
     def __repr__(self) -> str:

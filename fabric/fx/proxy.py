@@ -34,11 +34,15 @@ class TracerBase:
     """What a :class:`Proxy` needs from its tracer: ``create_proxy``, ``create_arg``, control-flow hooks."""
 
     graph = None
+    record_stack_traces = False
 
     def create_node(self, kind, target, args, kwargs, name=None, type_expr=None) -> Node:
-        return self.graph.create_node(kind, target, args, kwargs, name, type_expr)
+        node = self.graph.create_node(kind, target, args, kwargs, name, type_expr)
+        if self.record_stack_traces:
+            node.stack_trace = _user_stack()
+        return node
 
-    def proxy(self, node: Node) -> "Proxy":
+    def proxy(self, node: Node) -> Proxy:
         return Proxy(node, self)
 
     def create_proxy(self, kind, target, args, kwargs, name=None, type_expr=None, proxy_factory_fn=None):
@@ -56,22 +60,31 @@ class TracerBase:
             return x
         return map_aggregate(a, leaf)
 
-    def to_bool(self, obj: "Proxy") -> bool:
+    def to_bool(self, obj: Proxy) -> bool:
         raise TraceError("symbolically traced variables cannot be used as inputs to control flow")
 
-    def iter(self, obj: "Proxy"):
+    def iter(self, obj: Proxy):
         raise TraceError("Proxy object cannot be iterated. This can be attempted when the Proxy is used in a loop "
                          "or as a *args or **kwargs function argument. See the fabric.fx docs on "
                          "docs/graph.md for a more detailed explanation of what types of control flow can be "
                          "traced, and check out the Proxy docstring for help troubleshooting Proxy iteration "
                          "errors")
 
-    def keys(self, obj: "Proxy"):
+    def keys(self, obj: Proxy):
         return Attribute(obj, "keys")()
 
-    def to_len(self, obj: "Proxy") -> int:
+    def to_len(self, obj: Proxy) -> int:
         raise RuntimeError("'len' is not supported in symbolic tracing by default. If you want this call to "
                            "be recorded, please call fabric.fx.wrap('len') at module scope")
+
+
+def _user_stack() -> str:
+    """The traceback of the traced code, without fabric.fx's own frames."""
+    import os
+    import traceback
+    here = os.path.dirname(os.path.abspath(__file__))
+    frames = [f for f in traceback.extract_stack() if not os.path.abspath(f.filename).startswith(here)]
+    return "".join(traceback.format_list(frames[-5:]))
 
 
 class Proxy:
@@ -93,17 +106,15 @@ class Proxy:
         return self.tracer.create_proxy("call_method", "__call__", (self,) + args, kwargs)
 
     def __iter__(self):
+        # ``a, b = proxy`` unpacks into getitem nodes; any other iteration is control flow
         frame = inspect.currentframe().f_back
         insts = list(dis.get_instructions(frame.f_code))
         if sys.version_info >= (3, 11):
             idx = bisect_left([i.offset for i in insts], frame.f_lasti)
         else:
             idx = frame.f_lasti // 2
-        if idx + 1 < len(insts) + 1:
-            inst = insts[idx] if idx < len(insts) else None
-            for cand in (inst, insts[idx + 1] if idx + 1 < len(insts) else None):
-                if cand is not None and cand.opname == "UNPACK_SEQUENCE":
-                    return (self[i] for i in range(cand.argval))
+        if idx < len(insts) and insts[idx].opname == "UNPACK_SEQUENCE":
+            return (self[i] for i in range(insts[idx].argval))
         return self.tracer.iter(self)
 
     def __bool__(self) -> bool:

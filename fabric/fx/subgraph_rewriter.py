@@ -13,7 +13,8 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 from .graph import Graph
 from .graph_module import GraphModule
@@ -124,14 +125,14 @@ def replace_pattern(gm: GraphModule, pattern: Callable | GraphModule, replacemen
                 if rn.op == "placeholder":
                     continue
                 if rn.op == "output":
-                    result = map_arg(rn.args[0], lambda n: val_map[n])
+                    result = map_arg(rn.args[0], val_map.__getitem__)
                     if isinstance(result, (tuple, list)):
                         result = result[0]
                     break
                 if rn.op in ("get_attr", "call_module") and isinstance(replacement, GraphModule):
                     from .graph_module import _copy_attr
                     _copy_attr(replacement, gm, rn.target)
-                val_map[rn] = original.node_copy(rn, lambda n: val_map[n])
+                val_map[rn] = original.node_copy(rn, val_map.__getitem__)
         m.anchor.replace_all_uses_with(result)
         replaced[m.anchor] = result
         # nodes_map lists the anchor first, then its producers: erase in that order

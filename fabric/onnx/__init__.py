@@ -24,7 +24,8 @@ import os
 import numpy as np
 
 __all__ = ["export", "load_model", "is_in_onnx_export", "UnsupportedOperatorError", "OnnxExporterError",
-           "TrainingMode", "errors"]
+           "TrainingMode", "OperatorExportTypes", "errors", "select_model_mode_for_export",
+           "register_custom_op_symbolic", "unregister_custom_op_symbolic"]
 
 _in_export = False
 
@@ -39,6 +40,7 @@ def __getattr__(name):
         return UnsupportedOperatorError
     if name == "errors":
         import types
+
         from ._lower import UnsupportedOperatorError
         return types.SimpleNamespace(UnsupportedOperatorError=UnsupportedOperatorError,
                                      OnnxExporterError=OnnxExporterError)
@@ -49,6 +51,30 @@ class TrainingMode(enum.IntEnum):
     EVAL = 0
     PRESERVE = 1
     TRAINING = 2
+
+
+class OperatorExportTypes(enum.IntEnum):
+    ONNX = 0
+    ONNX_ATEN = 1
+    ONNX_ATEN_FALLBACK = 2
+    ONNX_FALLTHROUGH = 3
+
+
+@contextlib.contextmanager
+def select_model_mode_for_export(model, mode: TrainingMode):
+    """Put ``model`` in the mode ``export`` would use (eval for ``TrainingMode.EVAL``) for the block."""
+    with _eval_mode(model, mode):
+        yield
+
+
+def register_custom_op_symbolic(symbolic_name: str, symbolic_fn, opset_version: int):
+    """PyTorch's hook for TorchScript-exporter symbolics; fabric's lowering table is not open to them."""
+    raise NotImplementedError("fabric.onnx has no custom symbolic registry: export lowers fabric's graph IR "
+                              "through fabric.onnx._lower (FUNCTIONS / METHODS / MODULES tables)")
+
+
+def unregister_custom_op_symbolic(symbolic_name: str, opset_version: int):
+    raise NotImplementedError("fabric.onnx has no custom symbolic registry")
 
 
 def is_in_onnx_export() -> bool:
@@ -97,45 +123,98 @@ def _dynamic_axes_from_shapes(dynamic_shapes, input_names):
     return out
 
 
-def export(model, args, f=None, *, kwargs=None, export_params: bool = True, verbose=None,
-           input_names=None, output_names=None, opset_version: int | None = None,
-           dynamic_axes=None, keep_initializers_as_inputs: bool = False, dynamic_shapes=None,
-           do_constant_folding: bool = True, training: TrainingMode = TrainingMode.EVAL, **unsupported):
-    """Export ``model`` called on ``args`` to ONNX, written to ``f`` (a path or a binary file object).
+def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=None, output_names=None,
+           opset_version: int | None = None, dynamo: bool = True, external_data: bool = True,
+           dynamic_shapes=None, custom_translation_table=None, report: bool = False, optimize: bool = True,
+           verify: bool = False, profile: bool = False, dump_exported_program: bool = False,
+           artifacts_dir=".", export_params: bool = True, keep_initializers_as_inputs: bool = False,
+           dynamic_axes=None, training: TrainingMode = TrainingMode.EVAL, operator_export_type=None,
+           do_constant_folding: bool = True, custom_opsets=None, export_modules_as_functions=False,
+           autograd_inlining: bool = True):
+    """Export ``model`` (a Module or an ``ExportedProgram``) called on ``args`` to ONNX, written to ``f``
+    (a path, a binary file object, or None).
 
     Returns the ``onnx.ModelProto``.  ``dynamic_axes`` (``{name: {dim: "label"}}`` or ``{name: [dims]}``) or
-    ``dynamic_shapes`` (``{forward_arg: {dim: Dim(...)}}``) make dimensions symbolic.
+    ``dynamic_shapes`` (``{forward_arg: {dim: Dim(...)}}``) make dimensions symbolic.  ``dynamo`` is accepted
+    and ignored (fabric has one exporter); ``verify=True`` runs the file in onnxruntime and checks that it
+    reproduces the model's outputs.  ``optimize`` and ``external_data`` are accepted; the file is written in
+    one piece (models under 2 GB).
     """
     onnx = _require_onnx()
-    from ..nn.modules.module import Module
     from .._tensor import Tensor
+    from ..export import ExportedProgram
+    from ..nn.modules.module import Module
 
-    if unsupported:
-        raise TypeError(f"export() got unexpected keyword arguments {sorted(unsupported)}")
-    if kwargs:
-        raise NotImplementedError("fabric.onnx.export: keyword inputs (kwargs=) are not supported yet")
+    for flag, name in ((custom_translation_table, "custom_translation_table"), (report, "report"),
+                       (profile, "profile"), (dump_exported_program, "dump_exported_program"),
+                       (custom_opsets, "custom_opsets"), (export_modules_as_functions, "export_modules_as_functions"),
+                       (operator_export_type not in (None, 0), "operator_export_type"),
+                       (not autograd_inlining, "autograd_inlining=False")):
+        if flag:
+            raise NotImplementedError(f"fabric.onnx.export does not support {name}")
+    if isinstance(model, ExportedProgram):
+        args = args or model.example_inputs
+        model = model.module()
     if not isinstance(model, Module):
-        raise TypeError(f"fabric.onnx.export expects an nn.Module, got {type(model).__name__}")
+        raise TypeError(f"fabric.onnx.export expects an nn.Module or an ExportedProgram, got {type(model).__name__}")
     opset = DEFAULT_OPSET if opset_version is None else int(opset_version)
     if not _MIN_OPSET <= opset <= _MAX_OPSET:
         raise ValueError(f"fabric.onnx supports opset_version {_MIN_OPSET} to {_MAX_OPSET}, got {opset}")
     if isinstance(args, Tensor):
         args = (args,)
     args = tuple(args)
-    if args and isinstance(args[-1], dict):
-        raise NotImplementedError("fabric.onnx.export: a trailing dict of keyword inputs is not supported yet")
+    if args and isinstance(args[-1], dict) and kwargs is None:   # PyTorch's (args..., {kwargs}) convention
+        args, kwargs = args[:-1], args[-1]
 
     with _eval_mode(model, training):
-        return _export(onnx, model, args, f, export_params, input_names, output_names, opset, dynamic_axes,
-                       keep_initializers_as_inputs, dynamic_shapes, do_constant_folding)
+        proto, tensor_inputs = _export(onnx, model, args, dict(kwargs or {}), f, export_params, input_names,
+                                       output_names, opset, dynamic_axes, keep_initializers_as_inputs,
+                                       dynamic_shapes, do_constant_folding)
+        if verbose:
+            print(onnx.printer.to_text(proto.graph))
+        if verify:
+            _verify(model, args, dict(kwargs or {}), tensor_inputs, proto, export_params)
+    return proto
 
 
-def _export(onnx, model, args, f, export_params, input_names, output_names, opset, dynamic_axes,
+def _verify(model, args, kwargs, tensor_inputs, proto, export_params: bool) -> None:
+    """Run the exported file in onnxruntime on ``args`` and compare with the model (rtol/atol 1e-4)."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        raise ImportError("fabric.onnx.export(verify=True) needs onnxruntime: pip install onnxruntime") from None
+    from ..autograd.grad_mode import no_grad
+    if not export_params:
+        raise ValueError("verify=True needs export_params=True")
+    sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    feeds = {i.name: a.detach().cpu().numpy() for i, a in zip(sess.get_inputs(), tensor_inputs)}
+    got = sess.run(None, feeds)
+    with no_grad():
+        want = model(*args, **kwargs)
+    flat: list = []
+
+    def visit(o):
+        if isinstance(o, (tuple, list)):
+            for e in o:
+                visit(e)
+        elif isinstance(o, dict):
+            for e in o.values():
+                visit(e)
+        elif o is not None:
+            flat.append(o.detach().cpu().numpy())
+    visit(want)
+    for i, (g, w) in enumerate(zip(got, flat)):
+        if g.shape != w.shape or not np.allclose(g, w, rtol=1e-4, atol=1e-4):
+            raise OnnxExporterError(f"fabric.onnx.export(verify=True): output {i} differs from the model's "
+                                    f"(max abs difference {np.max(np.abs(g - w)) if g.shape == w.shape else 'shape'})")
+
+
+def _export(onnx, model, args, kwargs, f, export_params, input_names, output_names, opset, dynamic_axes,
             keep_initializers_as_inputs, dynamic_shapes, do_constant_folding):
     from .. import export as _export_mod
-    from ..nn.modules.module import Module
     from .._tensor import Tensor
     from ..fx import Tracer
+    from ..nn.modules.module import Module
     from ._builder import Builder, V
     from ._lower import Lowering, UnsupportedOperatorError
 
@@ -144,8 +223,12 @@ def _export(onnx, model, args, f, export_params, input_names, output_names, opse
     traced = model
     if Tracer().is_leaf_module(model, ""):
         import inspect
-        params = [p for p in inspect.signature(type(model).forward).parameters][1:len(args) + 1]
-        src = f"def forward(self, {', '.join(params)}):\n    return self.root({', '.join(params)})\n"
+        sig = inspect.signature(type(model).forward)
+        given = sig.bind(model, *args, **kwargs).arguments
+        params = [p for p in sig.parameters][1:]
+        params = params[:max(params.index(n) for n in given if n != "self") + 1]
+        src = f"def forward(self, {', '.join(p + '=None' for p in params)}):\n" \
+              f"    return self.root({', '.join(params)})\n"
         ns: dict = {}
         exec(src, ns)
         traced = type("Root", (Module,), {"forward": ns["forward"]})()
@@ -154,11 +237,20 @@ def _export(onnx, model, args, f, export_params, input_names, output_names, opse
         prefix = "root."
     _in_export = True
     try:
-        ep = _export_mod.export(traced, args)
+        ep = _export_mod.export(traced, args, kwargs)
     finally:
         _in_export = False
     gm = ep.graph_module
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    values = list(ep.example_inputs)
+    all_placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    b_env: dict = {}
+    placeholders = []
+    for node, value in zip(all_placeholders, values):
+        if isinstance(value, Tensor):
+            placeholders.append(node)
+        else:                       # a Python value (a None mask ...): a constant of the graph, not an input
+            b_env[node] = value
+    args = [v for v in values if isinstance(v, Tensor)]
     names = list(input_names or [])
     if len(names) > len(placeholders):
         raise ValueError(f"input_names has {len(names)} names for {len(placeholders)} inputs")
@@ -167,9 +259,14 @@ def _export(onnx, model, args, f, export_params, input_names, output_names, opse
     axes.update(_dynamic_axes_from_shapes(dynamic_shapes, [p.target for p in placeholders]))
 
     b = Builder(onnx, opset, strip_prefix=prefix)
-    for n in names:
+    clash = set(names) & set(output_names or [])
+    if clash:
+        raise ValueError(f"fabric.onnx.export: {sorted(clash)} named both an input and an output")
+    # graph inputs and (possible) output names are taken before any intermediate value is named
+    for n in [*names, *(output_names or []), "output", *(f"output_{i}" for i in range(64))]:
         b.reserve(n)
     L = Lowering(gm, b)
+    L.env.update(b_env)
     graph_inputs = []
     for node, name, value in zip(placeholders, names, args):
         if not isinstance(value, Tensor):
@@ -179,8 +276,6 @@ def _export(onnx, model, args, f, export_params, input_names, output_names, opse
         L.env[node] = V(name, arr_dtype, value.dim())
         dims = [axes.get(name, {}).get(d, int(s)) for d, s in enumerate(value.shape)]
         graph_inputs.append(onnx.helper.make_tensor_value_info(name, _elem(onnx, arr_dtype), dims))
-    for node in placeholders[len(args):]:
-        raise OnnxExporterError(f"fabric.onnx.export: no example value for input '{node.target}'")
 
     out_node = None
     for node in gm.graph.nodes:
@@ -202,8 +297,6 @@ def _export(onnx, model, args, f, export_params, input_names, output_names, opse
         raise ValueError(f"output_names has {len(out_names)} names for {len(outputs)} outputs")
     default = ["output"] if len(outputs) == 1 else [f"output_{i}" for i in range(len(outputs))]
     out_names += default[len(out_names):]
-    for name in out_names:
-        b.reserve(name)
     graph_outputs = []
     any_dynamic = bool(axes)
     for v, name, node in zip(outputs, out_names, _flatten_nodes(out_node.args[0])):
@@ -241,7 +334,7 @@ def _export(onnx, model, args, f, export_params, input_names, output_names, opse
                 fh.write(data)
         else:
             f.write(data)
-    return proto
+    return proto, args
 
 
 def _version() -> str:
@@ -318,6 +411,17 @@ def _count(tm) -> int:
     return 0
 
 
+def _node_inputs(n) -> list[str]:
+    """The values a node reads, including those its subgraphs (If / Loop bodies) read from outer scope."""
+    names = [i for i in n.input if i]
+    for a in n.attribute:
+        graphs = [a.g] if a.HasField("g") else list(a.graphs)
+        for g in graphs:
+            for sub in g.node:
+                names.extend(_node_inputs(sub))
+    return names
+
+
 def _prune(nodes, inits, outputs):
     """Drop nodes (and initializers) no output depends on."""
     needed = set(outputs)
@@ -325,7 +429,7 @@ def _prune(nodes, inits, outputs):
     for n in reversed(nodes):
         if any(o in needed for o in n.output):
             kept.append(n)
-            needed.update(i for i in n.input if i)
+            needed.update(_node_inputs(n))
     kept.reverse()
     return kept, {k: v for k, v in inits.items() if k in needed}
 
@@ -338,10 +442,6 @@ def _fold_constants(onnx, nodes, inits, opset):
     """Evaluate nodes whose inputs are all initializers (weight layout changes) at export time."""
     from onnx.reference import ReferenceEvaluator
     inits = dict(inits)
-    uses: dict[str, int] = {}
-    for n in nodes:
-        for i in n.input:
-            uses[i] = uses.get(i, 0) + 1
     out_nodes = []
     for n in nodes:
         if n.op_type in _FOLDABLE and n.input and all(i in inits for i in n.input if i):
@@ -360,7 +460,7 @@ def _fold_constants(onnx, nodes, inits, opset):
                 inits[o] = np.asarray(r)
             continue
         out_nodes.append(n)
-    needed = {i for n in out_nodes for i in n.input} | {o for n in out_nodes for o in n.output}
+    needed = {i for n in out_nodes for i in _node_inputs(n)} | {o for n in out_nodes for o in n.output}
     return out_nodes, {k: v for k, v in inits.items() if k in needed}
 
 

@@ -25,9 +25,10 @@ import re
 import numpy as np
 
 import fabric
+
 from .. import nn
-from ..nn import functional as F
 from ..fx import Graph, GraphModule
+from ..nn import functional as F
 from ..nn.parameter import Parameter
 
 OPS: dict = {}
@@ -296,6 +297,32 @@ def _reduce(fn):
 
 
 OPS["ReduceMean"] = _op("ReduceMean")(_reduce(lambda x, d, k: x.mean(dim=d, keepdim=k)))
+OPS["ReduceMax"] = _op("ReduceMax")(_reduce(lambda x, d, k: fabric.amax(x, dim=d, keepdim=k)))
+OPS["ReduceMin"] = _op("ReduceMin")(_reduce(lambda x, d, k: fabric.amin(x, dim=d, keepdim=k)))
+OPS["ReduceL2"] = _op("ReduceL2")(_reduce(lambda x, d, k: (x * x).sum(dim=d, keepdim=k).sqrt()))
+OPS["ReduceL1"] = _op("ReduceL1")(_reduce(lambda x, d, k: x.abs().sum(dim=d, keepdim=k)))
+
+
+def _arg(fn):
+    def impl(x, axis=0, keepdims=1, select_last_index=0):
+        if select_last_index:
+            raise NotImplementedError("fabric.onnx.load_model: ArgMax/ArgMin with select_last_index")
+        return fn(x, dim=axis, keepdim=bool(keepdims))
+    return impl
+
+
+OPS["ArgMax"] = _op("ArgMax")(_arg(fabric.argmax))
+OPS["ArgMin"] = _op("ArgMin")(_arg(fabric.argmin))
+
+
+@_op("Einsum")
+def _einsum(*xs, equation):
+    return fabric.einsum(equation, *xs)
+
+
+@_op("Tile")
+def _tile(x, repeats):
+    return x.repeat(*_ints(repeats))
 OPS["ReduceSum"] = _op("ReduceSum")(_reduce(lambda x, d, k: x.sum(dim=d, keepdim=k)))
 
 
@@ -398,7 +425,104 @@ def _gru(X, W, R, B=None, sequence_lens=None, initial_h=None, **attrs):
     return _recurrent("GRU", X, W, R, B, sequence_lens, initial_h, None, **attrs)
 
 
-_N_OUTPUTS = {"LSTM": 3, "GRU": 2, "Split": None}
+def _rnn_step(act):
+    def step(xw, h, c, R, Rb):
+        g = xw + fabric.matmul(h, R.t())
+        if Rb is not None:
+            g = g + Rb
+        return act(g), None
+    return step
+
+
+@_op("RNN")
+def _plain_rnn(X, W, R, B=None, sequence_lens=None, initial_h=None, hidden_size=None, direction="forward",
+               activations=None, layout=0, **unsupported):
+    if unsupported or sequence_lens is not None:
+        raise NotImplementedError(f"fabric.onnx.load_model: RNN with {sorted(unsupported) or ['sequence_lens']}")
+    acts = {"Tanh": fabric.tanh, "Relu": fabric.relu}
+    if layout:
+        X = X.transpose(0, 1)
+    H = hidden_size
+    dirs = 2 if direction == "bidirectional" else 1
+    names = activations or ["Tanh"] * dirs
+    ys, hs = [], []
+    for d in range(dirs):
+        if names[d] not in acts:
+            raise NotImplementedError(f"fabric.onnx.load_model: RNN activation {names[d]}")
+        Wb = Rb = None
+        if B is not None:
+            Wb, Rb = B[d, :H], B[d, H:]
+        h = initial_h[d] if initial_h is not None else fabric.zeros(X.shape[1], H, dtype=X.dtype)
+        y, h, _ = _run_direction(X, W[d], R[d], Wb, Rb, h, None, _rnn_step(acts[names[d]]),
+                                 direction == "reverse" or d == 1)
+        ys.append(y)
+        hs.append(h)
+    Y, Y_h = fabric.stack(ys, 1), fabric.stack(hs, 0)
+    if layout:
+        Y, Y_h = Y.permute(2, 0, 1, 3), Y_h.transpose(0, 1)
+    return Y, Y_h
+
+
+@_op("Clip")
+def _clip(x, lo=None, hi=None):
+    return fabric.clamp(x, None if lo is None else lo.item(), None if hi is None else hi.item())
+
+
+@_op("LeakyRelu")
+def _leaky_relu(x, alpha=0.01):
+    return F.leaky_relu(x, alpha)
+
+
+@_op("Elu")
+def _elu(x, alpha=1.0):
+    return F.elu(x, alpha)
+
+
+@_op("HardSigmoid")
+def _hard_sigmoid(x, alpha=0.2, beta=0.5):
+    return fabric.clamp(x * alpha + beta, 0.0, 1.0)
+
+
+@_op("HardSwish")
+def _hard_swish(x):
+    return F.hardswish(x)
+
+
+@_op("Softplus")
+def _softplus(x):
+    return F.softplus(x)
+
+
+@_op("Pad")
+def _pad(x, pads, constant_value=None, axes=None, mode="constant"):
+    if axes is not None:
+        raise NotImplementedError("fabric.onnx.load_model: Pad with axes")
+    p = _ints(pads)
+    r = x.dim()
+    torch_pad = []
+    for i in reversed(range(r)):
+        torch_pad += [p[i], p[i + r]]
+    while len(torch_pad) > 2 and torch_pad[-2:] == [0, 0]:
+        torch_pad = torch_pad[:-2]
+    torch_mode = {"constant": "constant", "reflect": "reflect", "edge": "replicate", "wrap": "circular"}[mode]
+    value = None if constant_value is None or mode != "constant" else constant_value.item()
+    return F.pad(x, torch_pad, torch_mode, value) if value is not None else F.pad(x, torch_pad, torch_mode)
+
+
+@_op("Max")
+def _max(*xs):
+    out = xs[0]
+    for x in xs[1:]:
+        out = fabric.maximum(out, x)
+    return out
+
+
+@_op("Min")
+def _min(*xs):
+    out = xs[0]
+    for x in xs[1:]:
+        out = fabric.minimum(out, x)
+    return out
 
 
 # --- building the module ------------------------------------------------------------------------------------
@@ -451,10 +575,148 @@ def _attrs(onnx, node) -> dict:
     return out
 
 
+def _free_vars(g) -> list[str]:
+    """Names a (sub)graph reads from an enclosing scope, in order of first use."""
+    defined = {i.name for i in g.input} | {i.name for i in g.initializer}
+    free: list[str] = []
+
+    def use(name):
+        if name and name not in defined and name not in free:
+            free.append(name)
+    for node in g.node:
+        for i in node.input:
+            use(i)
+        for a in node.attribute:
+            for sub in ([a.g] if a.HasField("g") else list(a.graphs)):
+                for name in _free_vars(sub):
+                    use(name)
+        defined.update(node.output)
+    for o in g.output:
+        use(o.name)
+    return free
+
+
+class _Importer:
+    """Turns an ONNX GraphProto (and its If / Loop subgraphs) into GraphModules."""
+
+    def __init__(self, onnx):
+        self.onnx = onnx
+        self.n_sub = 0
+
+    def graph_module(self, g, input_names: list, free: list, name: str, as_tuple: bool) -> GraphModule:
+        from onnx import numpy_helper
+        root = nn.Module()
+        graph = Graph()
+        env: dict = {}
+        inits = {i.name: numpy_helper.to_array(i) for i in g.initializer}
+        for n in list(input_names) + list(free):
+            env[n] = graph.placeholder(_ident(n))
+        used_paths: set = set()
+
+        def constant(cname: str, arr: np.ndarray):
+            path = _attr_name(cname)
+            while path in used_paths:
+                path += "_"
+            used_paths.add(path)
+            t = fabric.tensor(np.array(arr, copy=True))
+            as_param = np.issubdtype(arr.dtype, np.floating) and arr.ndim > 0
+            _register(root, path, t, as_param)
+            return graph.get_attr(path)
+
+        def value(vname: str):
+            if vname == "":
+                return None
+            if vname not in env:
+                if vname not in inits:
+                    raise ValueError(f"fabric.onnx.load_model: value '{vname}' is used before it is defined")
+                env[vname] = constant(vname, inits[vname])
+            return env[vname]
+
+        def submodule(gm: GraphModule, kind: str):
+            self.n_sub += 1
+            attr = f"{kind}_{self.n_sub}"
+            root.add_module(attr, gm)
+            return graph.get_attr(attr)
+
+        for node in g.node:
+            if node.domain not in ("", "ai.onnx"):
+                raise NotImplementedError(f"fabric.onnx.load_model: operator domain '{node.domain}' "
+                                          f"({node.op_type})")
+            if node.op_type == "If":
+                outs = self._if(node, graph, value, submodule)
+            elif node.op_type == "Loop":
+                outs = self._loop(node, graph, value, submodule)
+            else:
+                attrs = _attrs(self.onnx, node)
+                if node.op_type == "Constant":
+                    env[node.output[0]] = constant(node.output[0], attrs["value"])
+                    continue
+                fn = OPS.get(node.op_type)
+                if fn is None:
+                    raise NotImplementedError(f"fabric.onnx.load_model: no fabric implementation of ONNX operator "
+                                              f"'{node.op_type}'")
+                call = graph.call_function(fn, tuple(value(i) for i in node.input), attrs)
+                outs = [call] if len(node.output) == 1 else [
+                    graph.call_function(operator.getitem, (call, k)) for k in range(len(node.output))]
+            for out, v in zip(node.output, outs):
+                if out:
+                    env[out] = v
+        results = [value(o.name) for o in g.output]
+        graph.output(tuple(results) if as_tuple or len(results) != 1 else results[0])
+        return GraphModule(root, graph, name)
+
+    def _if(self, node, graph, value, submodule) -> list:
+        from ..fx.control_flow import cond
+        branches = {a.name: a.g for a in node.attribute}
+        free: list[str] = []
+        for br in (branches["then_branch"], branches["else_branch"]):
+            for n in _free_vars(br):
+                if n not in free:
+                    free.append(n)
+        then_gm = self.graph_module(branches["then_branch"], [], free, "then_branch", True)
+        else_gm = self.graph_module(branches["else_branch"], [], free, "else_branch", True)
+        call = graph.call_function(cond, (value(node.input[0]), submodule(then_gm, "then"),
+                                          submodule(else_gm, "else"), tuple(value(n) for n in free)))
+        return [graph.call_function(operator.getitem, (call, k)) for k in range(len(node.output))]
+
+    def _loop(self, node, graph, value, submodule) -> list:
+        from ..fx.control_flow import while_loop
+        body = next(a.g for a in node.attribute if a.name == "body")
+        n_carried = len(node.input) - 2
+        if len(body.output) != 1 + n_carried:
+            raise NotImplementedError("fabric.onnx.load_model: Loop with scan outputs")
+        free = _free_vars(body)
+        body_inputs = [i.name for i in body.input]
+        body_gm = self.graph_module(body, body_inputs, free, "loop_body", True)
+        n_free = len(free)
+        # the loop state is (iteration, condition, trip count, *free values, *carried values)
+        wrap = Graph()
+        i, c, m = wrap.placeholder("i"), wrap.placeholder("c"), wrap.placeholder("m")
+        fv = [wrap.placeholder(f"f{k}") for k in range(n_free)]
+        cv = [wrap.placeholder(f"v{k}") for k in range(n_carried)]
+        res = wrap.call_module("body", (i, c, *cv, *fv))
+        outs = [wrap.call_function(operator.getitem, (res, k)) for k in range(1 + n_carried)]
+        wrap.output((wrap.call_function(operator.add, (i, 1)), outs[0], m, *fv, *outs[1:]))
+        body_wrap = GraphModule({"body": body_gm}, wrap, "loop_step")
+        cg = Graph()
+        ci, cc, cm = cg.placeholder("i"), cg.placeholder("c"), cg.placeholder("m")
+        for k in range(n_free + n_carried):
+            cg.placeholder(f"s{k}")
+        cg.output(cg.call_function(fabric.logical_and, (cg.call_function(fabric.lt, (ci, cm)), cc)))
+        cond_gm = GraphModule({}, cg, "loop_cond")
+        i0 = graph.call_function(fabric.tensor, (0,), {"dtype": fabric.int64})
+        m0 = value(node.input[0]) if node.input[0] else graph.call_function(
+            fabric.tensor, (np.iinfo(np.int64).max,), {"dtype": fabric.int64})
+        c0 = value(node.input[1]) if node.input[1] else graph.call_function(fabric.tensor, (True,))
+        state = (i0, c0, m0, *(value(n) for n in free), *(value(n) for n in node.input[2:]))
+        call = graph.call_function(while_loop, (submodule(cond_gm, "loop_cond"), submodule(body_wrap, "loop"),
+                                                state))
+        return [graph.call_function(operator.getitem, (call, 3 + n_free + k)) for k in range(n_carried)]
+
+
 def load_model(f) -> GraphModule:
     from . import _require_onnx
     onnx = _require_onnx()
-    from onnx import numpy_helper
     if isinstance(f, onnx.ModelProto):
         model = f
     elif isinstance(f, (str, os.PathLike)):
@@ -465,54 +727,6 @@ def load_model(f) -> GraphModule:
     if opsets.get("", 0) < 13:
         raise NotImplementedError(f"fabric.onnx.load_model reads opset 13 or newer, the file uses {opsets.get('')}")
     g = model.graph
-    root = nn.Module()
-    graph = Graph()
-    env: dict = {}
-    inits = {i.name: numpy_helper.to_array(i) for i in g.initializer}
-    for i in g.input:
-        if i.name in inits:
-            continue
-        env[i.name] = graph.placeholder(_ident(i.name))
-    used_paths: set = set()
-
-    def constant(name: str, arr: np.ndarray):
-        path = _attr_name(name)
-        while path in used_paths:
-            path += "_"
-        used_paths.add(path)
-        t = fabric.tensor(np.array(arr, copy=True))
-        as_param = np.issubdtype(arr.dtype, np.floating) and arr.ndim > 0
-        _register(root, path, t, as_param)
-        return graph.get_attr(path)
-
-    def value(name: str):
-        if name == "":
-            return None
-        if name not in env:
-            if name not in inits:
-                raise ValueError(f"fabric.onnx.load_model: value '{name}' is used before it is defined")
-            env[name] = constant(name, inits[name])
-        return env[name]
-
-    for node in g.node:
-        if node.domain not in ("", "ai.onnx"):
-            raise NotImplementedError(f"fabric.onnx.load_model: operator domain '{node.domain}' ({node.op_type})")
-        attrs = _attrs(onnx, node)
-        if node.op_type == "Constant":
-            env[node.output[0]] = constant(node.output[0], attrs["value"])
-            continue
-        fn = OPS.get(node.op_type)
-        if fn is None:
-            raise NotImplementedError(f"fabric.onnx.load_model: no fabric implementation of ONNX operator "
-                                      f"'{node.op_type}'")
-        args = [value(i) for i in node.input]
-        call = graph.call_function(fn, tuple(args), attrs)
-        if len(node.output) == 1:
-            env[node.output[0]] = call
-        else:
-            for k, out in enumerate(node.output):
-                if out:
-                    env[out] = graph.call_function(operator.getitem, (call, k))
-    outs = [env[o.name] if o.name in env else value(o.name) for o in g.output]
-    graph.output(outs[0] if len(outs) == 1 else tuple(outs))
-    return GraphModule(root, graph, _ident(g.name or "OnnxModel"))
+    inits = {i.name for i in g.initializer}
+    inputs = [i.name for i in g.input if i.name not in inits]
+    return _Importer(onnx).graph_module(g, inputs, [], _ident(g.name or "OnnxModel"), False)

@@ -68,6 +68,13 @@ class Lowering:
         tm = self.node.meta.get("tensor_meta")
         if tm is not None and hasattr(tm, "dtype"):
             return np.dtype(tm.dtype.to_numpy())
+        ex = self.node.meta.get("example_value")   # a Python number computed from sizes
+        if isinstance(ex, bool):
+            return np.dtype(np.bool_)
+        if isinstance(ex, int):
+            return np.dtype(np.int64)
+        if isinstance(ex, float):
+            return np.dtype(np.float64)
         return np.dtype(default)
 
     def out_rank(self):
@@ -1018,7 +1025,7 @@ def rnn(L, m, path, x, hx=None):
         R = b.op("Concat", [unsqueeze(L, r, [0]) for r in Rs], x.dtype, 3, axis=0)
         B = b.op("Concat", [unsqueeze(L, bb, [0]) for bb in Bs], x.dtype, 2, axis=0) if Bs else None
 
-        def init(state):
+        def init(state, layer=layer):
             if state is None:
                 return None
             return b.op("Slice", [state, b.i64([layer * dirs]), b.i64([(layer + 1) * dirs]), b.i64([0])],
@@ -1050,3 +1057,525 @@ def _m_rnn(L, m, path, x, hx=None):
 
 
 _register_misc()
+
+
+def _split_sizes(L, x: V, split, dim: int) -> list[int]:
+    tm = L.node.args[0].meta.get("tensor_meta")
+    if tm is None or not hasattr(tm, "shape"):
+        raise UnsupportedOperatorError("fabric.onnx: split needs the size of the split dimension")
+    total = int(tm.shape[dim])
+    if isinstance(split, int):
+        return [split] * (total // split) + ([total % split] if total % split else [])
+    return [int(s) for s in split]
+
+
+def _static(L, value, position: int):
+    """The example value of a size argument that ONNX needs as a constant (a split size)."""
+    if not _is_v(value):
+        return value
+    src = L.node.args[position] if position < len(L.node.args) else None
+    ex = getattr(src, "meta", {}).get("example_value")
+    if ex is None:
+        raise UnsupportedOperatorError(f"fabric.onnx: {L.node.format_node()} needs a constant size")
+    return ex
+
+
+@_reg_method("split")
+def _split(L, x, split_size_or_sections, dim=0):
+    split_size_or_sections = _static(L, split_size_or_sections, 1)
+    d = _dim(dim, _rank(x))
+    sizes = _split_sizes(L, x, split_size_or_sections, d)
+    outs = L.b.op("Split", [x, L.b.i64(sizes)], x.dtype, x.rank, n_out=len(sizes), axis=d)
+    return outs if isinstance(outs, tuple) else (outs,)
+
+
+@_reg_method("chunk")
+def _chunk(L, x, chunks, dim=0):
+    d = _dim(dim, _rank(x))
+    tm = L.node.args[0].meta["tensor_meta"]
+    size = -(-int(tm.shape[d]) // chunks)
+    return _split(L, x, size, d)
+
+
+def _register_split():
+    import fabric
+    FUNCTIONS[fabric.split] = _split
+    FUNCTIONS[fabric.chunk] = _chunk
+
+
+_register_split()
+
+
+# --- control flow: fx.control_flow ops become ONNX If / Loop with subgraphs ----------------------------------
+
+def _as_graph_module(fn):
+    from ..fx import GraphModule, symbolic_trace
+    return fn if isinstance(fn, GraphModule) else symbolic_trace(fn)
+
+
+def _example(L, v, fx_arg):
+    """A zero tensor (or the Python value) shaped like an fx argument, to propagate shapes through a sub-graph."""
+    import fabric
+    if not _is_v(v):
+        return v
+    tm = getattr(fx_arg, "meta", {}).get("tensor_meta")
+    if tm is not None and hasattr(tm, "shape"):
+        return fabric.zeros(tuple(tm.shape), dtype=tm.dtype)
+    ex = getattr(fx_arg, "meta", {}).get("example_value")
+    if ex is not None:
+        return ex
+    return fabric.zeros((), dtype=fabric.int64) if np.issubdtype(v.dtype, np.integer) else fabric.zeros(())
+
+
+def _subgraph(L, fn, inputs: list, examples: list, graph_inputs: list, extra_outputs: tuple = (),
+              inline: bool = False):
+    """Lower ``fn(*inputs)`` (a GraphModule or function) into its own node list.
+
+    Returns (onnx GraphProto or None when ``inline``, list of output values)."""
+    from ..fx.passes.shape_prop import ShapeProp
+    b = L.b
+    gm = _as_graph_module(fn)
+    ShapeProp(gm).propagate(*examples)
+    sub = Lowering(gm, b)
+    saved, b.nodes = b.nodes, ([] if not inline else b.nodes)
+    try:
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        for n, v in zip(placeholders, inputs):
+            sub.env[n] = v
+        result = None
+        for n in gm.graph.nodes:
+            if n.op == "placeholder":
+                continue
+            if n.op == "output":
+                result = _load(sub.env, n.args[0])
+                break
+            sub.env[n] = sub.lower_node(n)
+        outs = [tensor(L, o) for o in (result if isinstance(result, (tuple, list)) else (result,))]
+        outs = list(extra_outputs) + outs
+        if inline:
+            return None, outs
+        onnx = b.onnx
+        out_infos = []
+        for o in outs:
+            name = b.fresh(f"{o.name}_out")
+            b.nodes.append(onnx.helper.make_node("Identity", [o.name], [name], name=b.fresh("/Identity")))
+            out_infos.append(_value_info(onnx, name, o))
+        body = onnx.helper.make_graph(b.nodes, b.fresh("subgraph"), graph_inputs, out_infos)
+        return body, outs
+    finally:
+        if not inline:
+            b.nodes = saved
+
+
+def _value_info(onnx, name: str, v: V):
+    shape = None if v.rank is None else [None] * v.rank
+    return onnx.helper.make_tensor_value_info(name, _onnx_type(v.dtype), shape)
+
+
+def _pred(L, p) -> V:
+    p = tensor(L, p)
+    p = cast(L, p, np.bool_)
+    return L.b.op("Reshape", [p, L.b.i64([])], np.bool_, 0)
+
+
+def _register_control_flow():
+    from ..fx import control_flow as cf
+
+    def lower_cond(L, pred, true_fn, false_fn, operands):
+        fx_ops = L.node.args[3]
+        examples = [_example(L, v, a) for v, a in zip(operands, fx_ops)]
+        then_g, then_outs = _subgraph(L, true_fn, list(operands), examples, [])
+        else_g, _ = _subgraph(L, false_fn, list(operands), examples, [])
+        outs = L.b.op("If", [_pred(L, pred)], then_outs[0].dtype, None, n_out=len(then_outs),
+                      then_branch=then_g, else_branch=else_g)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        for o, t in zip(outs, then_outs):
+            o.dtype, o.rank = t.dtype, t.rank
+        return outs
+
+    def loop(L, body_fn, carried, fx_carried, index_fn, trip, cond_fn=None, cond_init=None):
+        b = L.b
+        carried = [tensor(L, c) for c in carried]
+        it = b.fresh("iter")
+        cond_in = b.fresh("cond_in")
+        names = [b.fresh(f"{c.name}_in") for c in carried]
+        ins = [V(n, c.dtype, c.rank) for n, c in zip(names, carried)]
+        onnx = b.onnx
+        graph_inputs = [onnx.helper.make_tensor_value_info(it, onnx.TensorProto.INT64, []),
+                        onnx.helper.make_tensor_value_info(cond_in, onnx.TensorProto.BOOL, [])] + [
+            _value_info(onnx, n, c) for n, c in zip(names, carried)]
+        examples = [_example(L, c, a) for c, a in zip(carried, fx_carried)]
+        saved, b.nodes = b.nodes, []
+        try:
+            i_val, i_example = index_fn(V(it, np.int64, 0))
+            _, new = _subgraph(L, body_fn, ([i_val] if i_example is not None else []) + ins,
+                               ([i_example] if i_example is not None else []) + examples, [], inline=True)
+            new = [cast(L, n, c.dtype) for n, c in zip(new, carried)]
+            if cond_fn is not None:
+                _, (c_out,) = _subgraph(L, cond_fn, new, examples, [], inline=True)
+                c_out = _pred(L, c_out)
+            else:
+                c_out = V(cond_in, np.bool_, 0)
+            outs = [c_out] + new
+            out_infos = []
+            for o in outs:
+                name = b.fresh(f"{o.name}_out")
+                b.nodes.append(onnx.helper.make_node("Identity", [o.name], [name], name=b.fresh("/Identity")))
+                out_infos.append(_value_info(onnx, name, o))
+            body = onnx.helper.make_graph(b.nodes, b.fresh("loop_body"), graph_inputs, out_infos)
+        finally:
+            b.nodes = saved
+        outs = b.op("Loop", [trip, cond_init] + carried, np.float32, None, n_out=len(carried), body=body)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        for o, c in zip(outs, carried):
+            o.dtype, o.rank = c.dtype, c.rank
+        return outs
+
+    def lower_range_loop(L, start, stop, step, body_fn, carried):
+        b = L.b
+        if _is_v(step) or step <= 0:
+            raise UnsupportedOperatorError("fabric.onnx: range_loop needs a positive constant step")
+        if not _is_v(start) and not _is_v(stop):
+            trip = b.i64(max(0, -(-(stop - start) // step)))
+        else:
+            span = b.op("Sub", [cast(L, tensor(L, stop), np.int64), cast(L, tensor(L, start), np.int64)], np.int64, 0)
+            span = b.op("Add", [span, b.i64(step - 1)], np.int64, 0)
+            trip = b.op("Max", [b.op("Div", [span, b.i64(step)], np.int64, 0), b.i64(0)], np.int64, 0)
+
+        def index(it):
+            i = it
+            if step != 1:
+                i = b.op("Mul", [i, b.i64(step)], np.int64, 0)
+            if _is_v(start) or start != 0:
+                i = b.op("Add", [i, cast(L, tensor(L, start), np.int64)], np.int64, 0)
+            return i, 0
+        return loop(L, body_fn, list(carried), L.node.args[4], index, trip, None,
+                    b.const(np.asarray(True)))
+
+    def lower_while_loop(L, cond_fn, body_fn, carried):
+        fx_carried = L.node.args[2]
+        examples = [_example(L, c, a) for c, a in zip(carried, fx_carried)]
+        _, (c0,) = _subgraph(L, cond_fn, list(carried), examples, [], inline=True)
+        return loop(L, body_fn, list(carried), fx_carried, lambda it: (None, None), None, cond_fn, _pred(L, c0))
+
+    FUNCTIONS[cf.cond] = lower_cond
+    FUNCTIONS[cf.range_loop] = lower_range_loop
+    FUNCTIONS[cf.while_loop] = lower_while_loop
+
+
+_register_control_flow()
+
+
+# --- more activations, functional layers, sdpa, nn.RNN ------------------------------------------------------
+
+def _clip(L, x, lo, hi):
+    lo_v = None if lo is None else tensor(L, lo, like=x)
+    hi_v = None if hi is None else tensor(L, hi, like=x)
+    return L.b.op("Clip", [x, lo_v, hi_v], x.dtype, x.rank)
+
+
+def _register_activations():
+    import fabric
+    b_ops = {
+        "leaky_relu": lambda L, x, negative_slope=0.01, inplace=False: L.b.op("LeakyRelu", [x], x.dtype, x.rank,
+                                                                               alpha=float(negative_slope)),
+        "elu": lambda L, x, alpha=1.0, inplace=False: L.b.op("Elu", [x], x.dtype, x.rank, alpha=float(alpha)),
+        "hardtanh": lambda L, x, min_val=-1.0, max_val=1.0, inplace=False: _clip(L, x, min_val, max_val),
+        "relu6": lambda L, x, inplace=False: _clip(L, x, 0.0, 6.0),
+        "hardsigmoid": lambda L, x, inplace=False: L.b.op("HardSigmoid", [x], x.dtype, x.rank, alpha=1 / 6, beta=0.5),
+        "hardswish": lambda L, x, inplace=False: L.b.op("HardSwish", [x], x.dtype, x.rank),
+        "mish": lambda L, x, inplace=False: L.b.op("Mul", [x, L.b.op("Tanh", [L.b.op("Softplus", [x])])],
+                                                  x.dtype, x.rank),
+    }
+    for name, rule in b_ops.items():
+        FUNCTIONS[getattr(F, name)] = rule
+
+    def softplus(L, x, beta=1.0, threshold=20.0):
+        if beta == 1.0:
+            sp = L.b.op("Softplus", [x], x.dtype, x.rank)
+        else:
+            bx = L.b.op("Mul", [x, tensor(L, beta, like=x)], x.dtype, x.rank)
+            sp = L.b.op("Div", [L.b.op("Softplus", [bx]), tensor(L, beta, like=x)], x.dtype, x.rank)
+            x = bx
+        # PyTorch returns x itself where beta * x > threshold
+        big = L.b.op("Greater", [x if beta == 1.0 else x, tensor(L, threshold, like=x)], np.bool_, x.rank)
+        orig = x if beta == 1.0 else L.b.op("Div", [x, tensor(L, beta, like=x)], x.dtype, x.rank)
+        return L.b.op("Where", [big, orig, sp], x.dtype, x.rank)
+    FUNCTIONS[F.softplus] = softplus
+
+    def clamp(L, x, min=None, max=None):
+        return _clip(L, x, min, max)
+    FUNCTIONS[fabric.clamp] = clamp
+    METHODS["clamp"] = clamp
+    MODULES[nn.LeakyReLU] = lambda L, m, path, x: b_ops["leaky_relu"](L, x, m.negative_slope)
+    MODULES[nn.ELU] = lambda L, m, path, x: b_ops["elu"](L, x, m.alpha)
+    MODULES[nn.Hardtanh] = lambda L, m, path, x: _clip(L, x, m.min_val, m.max_val)
+    MODULES[nn.ReLU6] = lambda L, m, path, x: _clip(L, x, 0.0, 6.0)
+    MODULES[nn.Hardswish] = lambda L, m, path, x: b_ops["hardswish"](L, x)
+    MODULES[nn.Mish] = lambda L, m, path, x: b_ops["mish"](L, x)
+    MODULES[nn.Softplus] = lambda L, m, path, x: softplus(L, x, m.beta, m.threshold)
+
+
+_register_activations()
+
+
+class _Conf:
+    """Attribute bag so a functional call reuses a module's lowering rule."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def _register_functional_layers():
+    def conv(n):
+        def rule(L, x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+            k = tuple(int(s) for s in L.node.args[1].meta["tensor_meta"].shape[2:])
+            if isinstance(padding, str):
+                pad = padding
+            else:
+                pad = _tuple(padding, n)
+            pads = ([0] * (2 * n)) if pad == "valid" else (
+                [dd * (kk - 1) // 2 for kk, dd in zip(k, _tuple(dilation, n))]
+                + [dd * (kk - 1) - dd * (kk - 1) // 2 for kk, dd in zip(k, _tuple(dilation, n))]
+                if pad == "same" else list(pad) + list(pad))
+            inputs = [x, weight] + ([bias] if bias is not None else [])
+            return L.b.op("Conv", inputs, x.dtype, x.rank, kernel_shape=list(k), strides=list(_tuple(stride, n)),
+                          pads=pads, dilations=list(_tuple(dilation, n)), group=int(groups))
+        return rule
+    FUNCTIONS[F.conv1d] = conv(1)
+    FUNCTIONS[F.conv2d] = conv(2)
+
+    def max_pool(L, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+        m = _Conf(kernel_size=kernel_size, stride=stride or kernel_size, padding=padding, dilation=dilation,
+                  ceil_mode=ceil_mode, return_indices=return_indices)
+        return _m_max_pool(L, m, None, x)
+
+    def avg_pool(L, x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+        m = _Conf(kernel_size=kernel_size, stride=stride or kernel_size, padding=padding, ceil_mode=ceil_mode,
+                  count_include_pad=count_include_pad, divisor_override=divisor_override)
+        return _m_avg_pool(L, m, None, x)
+    for f in (F.max_pool1d, F.max_pool2d):
+        FUNCTIONS[f] = max_pool
+    for f in (F.avg_pool1d, F.avg_pool2d):
+        FUNCTIONS[f] = avg_pool
+    for f in (F.adaptive_avg_pool1d, F.adaptive_avg_pool2d):
+        FUNCTIONS[f] = lambda L, x, output_size: _m_adaptive_avg_pool(L, _Conf(output_size=output_size), None, x)
+
+    def batch_norm(L, x, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
+                   eps=1e-5):
+        if training or running_mean is None:
+            raise UnsupportedOperatorError("fabric.onnx exports F.batch_norm in inference form (training=False, "
+                                           "running statistics given)")
+        c = int(L.node.args[0].meta["tensor_meta"].shape[1])
+        scale = weight if weight is not None else L.b.const(np.ones(c, x.dtype))
+        shift = bias if bias is not None else L.b.const(np.zeros(c, x.dtype))
+        return L.b.op("BatchNormalization", [x, scale, shift, running_mean, running_var], x.dtype, x.rank,
+                      epsilon=float(eps))
+    FUNCTIONS[F.batch_norm] = batch_norm
+
+    def pad(L, x, pad, mode="constant", value=None):
+        r = _rank(x)
+        k = len(pad) // 2
+        begins, ends = [0] * r, [0] * r
+        for i in range(k):     # pad lists the last dimension first
+            begins[r - 1 - i], ends[r - 1 - i] = pad[2 * i], pad[2 * i + 1]
+        onnx_mode = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}.get(mode)
+        if onnx_mode is None:
+            raise UnsupportedOperatorError(_unsupported(f"F.pad(mode='{mode}')", L.b.opset))
+        inputs = [x, L.b.i64(begins + ends)]
+        if mode == "constant":
+            inputs.append(tensor(L, 0.0 if value is None else value, like=x))
+        return L.b.op("Pad", inputs, x.dtype, r, mode=onnx_mode)
+    FUNCTIONS[F.pad] = pad
+
+    def sdpa(L, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+        b = L.b
+        if enable_gqa:
+            raise UnsupportedOperatorError(_unsupported("scaled_dot_product_attention(enable_gqa=True)", b.opset))
+        r = _rank(q)
+        perm = list(range(r - 2)) + [r - 1, r - 2]
+        if scale is None:
+            d = size_at(L, q, r - 1)
+            s = b.op("Div", [b.const(np.asarray(1.0, q.dtype)), b.op("Sqrt", [cast(L, d, q.dtype)], q.dtype, 0)],
+                     q.dtype, 0)
+        else:
+            s = b.const(np.asarray(scale, q.dtype))
+        scores = b.op("Mul", [b.op("MatMul", [q, transpose(L, k, perm)], q.dtype, r), s], q.dtype, r)
+        ninf, zero = b.const(np.asarray(-np.inf, q.dtype)), b.const(np.asarray(0.0, q.dtype))
+        if is_causal:
+            t_len, s_len = size_at(L, scores, r - 2), size_at(L, scores, r - 1)
+            from onnx import numpy_helper
+            full = b.op("ConstantOfShape", [shape_tensor(L, [t_len, s_len])], q.dtype, 2,
+                        value=numpy_helper.from_array(np.asarray([-np.inf], q.dtype), name="value"))
+            scores = b.op("Add", [scores, b.op("Trilu", [full, b.i64(1)], q.dtype, 2, upper=1)], q.dtype, r)
+        if attn_mask is not None:
+            m = attn_mask
+            if m.dtype == np.bool_:    # True = may attend
+                m = b.op("Where", [m, zero, ninf], q.dtype, m.rank)
+            scores = b.op("Add", [scores, cast(L, m, q.dtype)], q.dtype, r)
+        attn = b.op("Softmax", [scores], q.dtype, r, axis=-1)
+        return b.op("MatMul", [attn, v], q.dtype, r)
+    FUNCTIONS[F.scaled_dot_product_attention] = sdpa
+
+
+_register_functional_layers()
+
+
+_GATES["RNN_TANH"] = (1, [0])
+_GATES["RNN_RELU"] = (1, [0])
+
+
+@_reg_module(nn.RNN)
+def _m_plain_rnn(L, m, path, x, hx=None):
+    b = L.b
+    if _rank(x) != 3:
+        raise UnsupportedOperatorError(_unsupported("nn.RNN on unbatched input", b.opset))
+    H, dirs = m.hidden_size, 2 if m.bidirectional else 1
+    act = "Tanh" if m.nonlinearity == "tanh" else "Relu"
+    if m.batch_first:
+        x = transpose(L, x, [1, 0, 2])
+    hs = []
+    for layer in range(m.num_layers):
+        sfx = [f"_l{layer}" + ("_reverse" if d else "") for d in range(dirs)]
+        W = b.op("Concat", [unsqueeze(L, _p(L, path, "weight_ih" + s), [0]) for s in sfx], x.dtype, 3, axis=0)
+        R = b.op("Concat", [unsqueeze(L, _p(L, path, "weight_hh" + s), [0]) for s in sfx], x.dtype, 3, axis=0)
+        B = None
+        if m.bias:
+            B = b.op("Concat", [unsqueeze(L, b.op("Concat", [_p(L, path, "bias_ih" + s), _p(L, path, "bias_hh" + s)],
+                                                  x.dtype, 1, axis=0), [0]) for s in sfx], x.dtype, 2, axis=0)
+        h0 = None
+        if hx is not None:
+            h0 = b.op("Slice", [hx, b.i64([layer * dirs]), b.i64([(layer + 1) * dirs]), b.i64([0])], hx.dtype, 3)
+        y, y_h = b.op("RNN", [x, W, R, B, None, h0], x.dtype, 4, n_out=2, hidden_size=H,
+                      direction="bidirectional" if dirs == 2 else "forward", activations=[act] * dirs)
+        y_h.rank = 3
+        hs.append(y_h)
+        x = b.op("Reshape", [transpose(L, y, [0, 2, 1, 3]), b.i64([0, 0, -1])], x.dtype, 3)
+    out = transpose(L, x, [1, 0, 2]) if m.batch_first else x
+    return out, (hs[0] if len(hs) == 1 else b.op("Concat", hs, x.dtype, 3, axis=0))
+
+
+@_reg_fn(operator.invert, operator.not_)
+@_reg_method("logical_not", "bitwise_not", "__invert__")
+def _invert(L, x):
+    if not _is_v(x):
+        return ~x
+    if x.dtype != np.bool_:
+        raise UnsupportedOperatorError(_unsupported("bitwise not of an integer tensor", L.b.opset))
+    return L.b.op("Not", [x], np.bool_, x.rank)
+
+
+def _register_math():
+    import fabric
+    FUNCTIONS[fabric.logical_not] = _invert
+
+    def scalar(np_fn, onnx_op):
+        def rule(L, x):
+            if not _is_v(x):
+                return np_fn(x)
+            return L.b.op(onnx_op, [cast(L, x, np.float64)], np.float64, x.rank)
+        return rule
+    FUNCTIONS[math.sqrt] = scalar(math.sqrt, "Sqrt")
+    FUNCTIONS[math.exp] = scalar(math.exp, "Exp")
+    FUNCTIONS[math.log] = scalar(math.log, "Log")
+
+
+_register_math()
+
+
+# --- likes, casts, einsum, arg/max reductions, repeat, normalize ------------------------------------------------
+
+def _register_more():
+    import fabric
+
+    def like(fill):
+        def rule(L, x, *args, dtype=None, **kw):
+            from onnx import numpy_helper
+            value = args[0] if (fill is None and args) else fill
+            dt = np.dtype(dtype.to_numpy()) if dtype is not None else x.dtype
+            if _is_v(value):
+                raise UnsupportedOperatorError(_unsupported("full_like with a traced fill value", L.b.opset))
+            return L.b.op("ConstantOfShape", [shape_of(L, x)], dt, x.rank,
+                          value=numpy_helper.from_array(np.asarray([value], dt), name="value"))
+        return rule
+    FUNCTIONS[fabric.zeros_like] = like(0)
+    FUNCTIONS[fabric.ones_like] = like(1)
+    FUNCTIONS[fabric.full_like] = like(None)
+
+    for name, dt in (("long", np.int64), ("int", np.int32), ("bool", np.bool_), ("double", np.float64),
+                     ("half", np.float16)):
+        METHODS[name] = (lambda d: lambda L, x, *a, **k: cast(L, x, d))(dt)
+
+    def einsum(L, equation, *operands):
+        if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+            operands = operands[0]
+        return L.b.op("Einsum", list(operands), operands[0].dtype, L.out_rank(), equation=equation.replace(" ", ""))
+    FUNCTIONS[fabric.einsum] = einsum
+
+    def arg_reduce(onnx_op):
+        def rule(L, x, dim=None, keepdim=False):
+            if dim is None:
+                x = L.b.op("Reshape", [x, L.b.i64([-1])], x.dtype, 1)
+                dim = 0
+            r = _rank(x)
+            return L.b.op(onnx_op, [x], np.int64, r if keepdim else r - 1, axis=_dim(dim, r), keepdims=int(keepdim))
+        return rule
+    FUNCTIONS[fabric.argmax] = METHODS["argmax"] = arg_reduce("ArgMax")
+    FUNCTIONS[fabric.argmin] = METHODS["argmin"] = arg_reduce("ArgMin")
+
+    def amax(onnx_op):
+        def rule(L, x, dim=(), keepdim=False):
+            r = _rank(x)
+            dims = list(range(r)) if dim in ((), None) else [_dim(d, r) for d in
+                                                          (dim if isinstance(dim, (tuple, list)) else [dim])]
+            return reduce(L, onnx_op, x, dims, keepdim)
+        return rule
+    FUNCTIONS[fabric.amax] = METHODS["amax"] = amax("ReduceMax")
+    FUNCTIONS[fabric.amin] = METHODS["amin"] = amax("ReduceMin")
+
+    def max_min(onnx_reduce, onnx_arg, onnx_pair):
+        def rule(L, x, dim=None, keepdim=False, **kw):
+            other = kw.get("other")
+            if _is_v(dim) or other is not None:     # elementwise max(x, y)
+                y = other if other is not None else dim
+                return L.b.op(onnx_pair, [x, tensor(L, y, like=x)], x.dtype, x.rank)
+            if dim is None:
+                return reduce(L, onnx_reduce, x, list(range(_rank(x))), False)
+            r = _rank(x)
+            d = _dim(dim, r)
+            values = reduce(L, onnx_reduce, x, [d], keepdim)
+            idx = L.b.op(onnx_arg, [x], np.int64, r if keepdim else r - 1, axis=d, keepdims=int(keepdim))
+            return values, idx
+        return rule
+    FUNCTIONS[fabric.max] = METHODS["max"] = max_min("ReduceMax", "ArgMax", "Max")
+    FUNCTIONS[fabric.min] = METHODS["min"] = max_min("ReduceMin", "ArgMin", "Min")
+    FUNCTIONS[fabric.maximum] = lambda L, x, y: L.b.op("Max", [x, tensor(L, y, like=x)], x.dtype, x.rank)
+    FUNCTIONS[fabric.minimum] = lambda L, x, y: L.b.op("Min", [x, tensor(L, y, like=x)], x.dtype, x.rank)
+
+    def repeat(L, x, *sizes):
+        if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+            sizes = sizes[0]
+        r = _rank(x)
+        if len(sizes) > r:      # PyTorch prepends dimensions of size 1
+            x = unsqueeze(L, x, list(range(len(sizes) - r)))
+        return L.b.op("Tile", [x, shape_tensor(L, sizes)], x.dtype, len(sizes))
+    METHODS["repeat"] = repeat
+
+    def normalize(L, x, p=2.0, dim=1, eps=1e-12, out=None):
+        r = _rank(x)
+        d = _dim(dim, r)
+        if p == 2.0:
+            norm = reduce(L, "ReduceL2", x, [d], True)
+        elif p == 1.0:
+            norm = reduce(L, "ReduceL1", x, [d], True)
+        else:
+            raise UnsupportedOperatorError(_unsupported(f"F.normalize(p={p})", L.b.opset))
+        norm = L.b.op("Max", [norm, tensor(L, eps, like=x)], x.dtype, r)
+        return L.b.op("Div", [x, norm], x.dtype, r)
+    FUNCTIONS[F.normalize] = normalize
+    FUNCTIONS[fabric.rsqrt] = _rsqrt
+    FUNCTIONS[fabric.pow] = FUNCTIONS[operator.pow]
+
+
+_register_more()

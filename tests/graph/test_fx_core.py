@@ -102,3 +102,82 @@ def test_proxy_control_flow_raises():
         return -x
     with pytest.raises(fx.TraceError, match="control flow"):
         fx.symbolic_trace(f)
+
+
+def test_edit_graph_then_recompile_dce_and_copies():
+    import copy
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(2, 2)
+            self.b = nn.Linear(2, 2)
+
+        def forward(self, x):
+            unused = self.b(x)  # noqa: F841  (dead, but a module call is impure and stays)
+            y = fabric.relu(self.a(x))
+            z = y * 3  # noqa: F841  (dead and pure: removed)
+            return y
+    gm = fx.symbolic_trace(M())
+    assert gm.graph.eliminate_dead_code()
+    assert [n.name for n in gm.graph.nodes] == ["x", "b", "a", "relu", "output"]
+    relu = next(n for n in gm.graph.nodes if n.name == "relu")
+    with gm.graph.inserting_after(relu):
+        neg = gm.graph.call_function(fabric.neg, (relu,))
+    relu.replace_all_uses_with(neg, delete_user_cb=lambda u: u is not neg)
+    gm.recompile()
+    x = fabric.randn(3, 2)
+    np.testing.assert_allclose(gm(x).detach().numpy(), (-fabric.relu(gm.a(x))).detach().numpy())
+    dup = copy.deepcopy(gm)
+    assert dup.code == gm.code and dup.a is not gm.a
+    np.testing.assert_allclose(dup(x).detach().numpy(), gm(x).detach().numpy())
+    b_node = next(n for n in gm.graph.nodes if n.op == "call_module" and n.target == "b")
+    gm.graph.erase_node(b_node)
+    gm.delete_all_unused_submodules()
+    gm.recompile()
+    assert [name for name, _ in gm.named_modules()] == ["", "a"]
+    new_graph = copy.deepcopy(gm.graph)
+    gm.graph = new_graph            # assigning a graph recompiles
+    assert gm.graph is new_graph and "self.a(x)" in gm.code
+
+
+def test_lint_reports_use_before_definition():
+    g = fx.Graph()
+    x = g.placeholder("x")
+    y = g.call_function(fabric.relu, (x,))
+    g.output(y)
+    with g.inserting_before(y):
+        bad = g.call_function(fabric.neg, (x,))
+    bad.args = (y,)
+    with pytest.raises(RuntimeError, match="used before it has been defined"):
+        g.lint()
+
+
+def test_varargs_function_and_graph_printing():
+    def f(x, *rest):
+        return x + rest[0]
+    gm = fx.symbolic_trace(f)
+    assert gm.code.splitlines()[3] == "def forward(self, x, *rest):"
+    np.testing.assert_array_equal(gm(fabric.ones(2), fabric.ones(2)).numpy(), [2.0, 2.0])
+    text = str(fx.symbolic_trace(lambda x: fabric.relu(x)).graph)
+    assert text.splitlines() == ["graph():", "    %x : [num_users=1] = placeholder[target=x]",
+                                 "    %relu : [num_users=1] = call_function[target=fabric.relu](args = (%x,), "
+                                 "kwargs = {})", "    return relu"]
+
+
+def test_reflected_operators_and_stack_traces():
+    class T(fx.Tracer):
+        record_stack_traces = True
+
+    def f(x):
+        return (2 - x) * (3 / x) + (-x) ** 2 @ fabric.ones(2, 2) - abs(x)
+
+    tracer = T()
+    g = tracer.trace(f)
+    gm = fx.GraphModule(tracer.root, g)      # the root holds the tensor constant fabric.ones(2, 2)
+    assert "_tensor_constant0" in dict(gm.named_buffers())
+    x = fabric.tensor([[1.0, -2.0]])
+    np.testing.assert_allclose(gm(x).numpy(), f(x).numpy())
+    sub = next(n for n in g.nodes if n.op == "call_function" and n.target is operator.sub)
+    assert sub.args == (2, next(iter(g.nodes)))
+    assert "return (2 - x)" in sub.stack_trace

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import fabric
-import fabric.nn.functional as F
 from fabric import fx, nn
 from fabric.fx._concrete import ConcreteTracer, concrete_trace
 from fabric.fx.control_flow import cond, range_loop, while_loop
@@ -234,3 +233,61 @@ def test_same_graph_and_code_shape_as_torch_fx():
     x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
     for a, b in zip(fg(fabric.tensor(x)), tg(torch.tensor(x))):
         np.testing.assert_allclose(_np(a), b.detach().numpy(), rtol=1e-6)
+
+
+def test_tuple_unpacking_of_a_proxy_and_iteration_error():
+    def f(x):
+        b, t, c = x.shape
+        return x.view(b * t, c)
+    gm = fx.symbolic_trace(f)
+    assert gm(fabric.ones(2, 3, 4)).shape == (6, 4)
+    assert gm(fabric.ones(5, 1, 2)).shape == (5, 2)     # sizes are nodes, not constants
+    assert "math.sqrt" in fx.symbolic_trace(lambda x: x * math.sqrt(x.size(0))).code
+
+    def g(x):
+        return [y for y in x]
+    with pytest.raises(fx.TraceError, match="cannot be iterated"):
+        fx.symbolic_trace(g)
+
+
+def test_concrete_trace_sees_ops_held_as_staticmethods():
+    fabric.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU())
+    gm = concrete_trace(m, (fabric.randn(1, 1, 5, 5),))
+    assert [n.target.__name__ for n in gm.graph.nodes if n.op == "call_function"] == ["conv2d", "relu"]
+    x = fabric.randn(2, 1, 6, 6)
+    np.testing.assert_allclose(_np(gm(x)), _np(m(x)), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.torch
+def test_resnet_block_graph_matches_torch_fx():
+    import torch
+
+    def build(lib):
+        class Block(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv1 = lib.nn.Conv2d(4, 4, 3, padding=1, bias=False)
+                self.bn1 = lib.nn.BatchNorm2d(4)
+                self.relu = lib.nn.ReLU()
+                self.convs = lib.nn.Sequential(lib.nn.Conv2d(4, 4, 3, padding=1), lib.nn.BatchNorm2d(4))
+
+            def forward(self, x):
+                out = self.relu(self.bn1(self.conv1(x)))
+                out = self.convs(out)
+                out += x
+                return lib.flatten(self.relu(out), 1).mean(dim=-1, keepdim=True)
+        return Block().eval()
+
+    fm, tm = build(fabric), build(torch)
+    tm.load_state_dict({k: torch.tensor(v.detach().numpy()) for k, v in fm.state_dict().items()})
+    fg, tg = fx.symbolic_trace(fm), torch.fx.symbolic_trace(tm)
+
+    def sig(g):
+        return [(n.op, n.name, n.target if isinstance(n.target, str) else n.target.__name__, len(n.args))
+                for n in g.graph.nodes]
+    assert sig(fg) == sig(tg)
+    assert fg.code.replace("fabric.", "torch.") == tg.code
+    x = np.random.default_rng(0).standard_normal((2, 4, 5, 5)).astype(np.float32)
+    np.testing.assert_allclose(_np(fg(fabric.tensor(x))), tg(torch.tensor(x)).detach().numpy(), rtol=1e-5,
+                               atol=1e-6)

@@ -9,9 +9,20 @@ from fabric import nn
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
-import fabric.onnx  # noqa: E402
+from test_onnx_export import (  # noqa: E402
+    ActivationZoo,
+    BasicBlock,
+    ControlFlow,
+    GPTBlock,
+    NanoGPTAttention,
+    RNNModel,
+    SmallCNN,
+    TensorCodeZoo,
+    _randomize_bn,
+    char_gpt_model,
+)
 
-from test_onnx_export import GPTBlock, RNNModel, SmallCNN, BasicBlock, _randomize_bn  # noqa: E402
+import fabric.onnx  # noqa: E402
 
 
 def _roundtrip(model, args, **kw):
@@ -37,6 +48,11 @@ CASES = {
     "encoder": (lambda: nn.TransformerEncoder(nn.TransformerEncoderLayer(16, 4, 32, batch_first=True), 2,
                                               enable_nested_tensor=False), lambda: (fabric.randn(2, 5, 16),)),
     "gpt": (GPTBlock, lambda: (fabric.randint(0, 20, (2, 7)),)),
+    "nanogpt": (NanoGPTAttention, lambda: (fabric.randn(2, 6, 16),)),
+    "zoo": (ActivationZoo, lambda: (fabric.randn(2, 3, 8, 8) * 2,)),
+    "control_flow": (ControlFlow, lambda: (fabric.randn(3, 4),)),
+    "char_gpt": (char_gpt_model, lambda: (fabric.randint(0, 30, (2, 9)),)),
+    "tensor_code": (TensorCodeZoo, lambda: (fabric.randn(2, 3, 6),)),
 }
 
 
@@ -82,7 +98,7 @@ def test_loaded_module_is_a_graph_module_with_readable_code():
 
 
 def test_unknown_operator_is_named():
-    from onnx import helper, TensorProto
+    from onnx import TensorProto, helper
     node = helper.make_node("Hardmax", ["x"], ["y"])
     g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
@@ -108,3 +124,13 @@ def test_loads_a_file_written_by_torch():
     x = np.random.default_rng(0).standard_normal((2, 3, 6, 6)).astype(np.float32)
     np.testing.assert_allclose(loaded(fabric.tensor(x)).detach().numpy(), tm(torch.tensor(x)).detach().numpy(),
                                rtol=1e-4, atol=1e-5)
+
+
+def test_if_and_loop_come_back_as_control_flow_ops():
+    fabric.manual_seed(0)
+    m = ControlFlow()
+    loaded = _roundtrip(m, (fabric.randn(3, 4),), input_names=["x"], dynamic_axes={"x": [0]})
+    assert "fabric.fx.control_flow.cond" in loaded.code and "fabric.fx.control_flow.while_loop" in loaded.code
+    for b, s in [(2, 1.0), (5, -1.0), (1, 3.0)]:
+        x = fabric.randn(b, 4) * s
+        np.testing.assert_allclose(loaded(x).detach().numpy(), m(x).detach().numpy(), rtol=1e-4, atol=1e-5)
