@@ -35,10 +35,20 @@ from ._modifiers import (  # noqa: F401
 from ._modifiers import jit_isinstance as isinstance
 from ._script import RecursiveScriptModule, ScriptFunction, ScriptModule, script  # noqa: F401
 from ._serialization import load, save
+from ._settings import (
+    enable_onednn_fusion,
+    fuser,
+    interface,
+    onednn_fusion_enabled,
+    optimized_execution,
+    script_if_tracing,
+    set_fusion_strategy,
+)
 from ._state import is_tracing
 from ._trace import trace, trace_module
 
 __all__ = ["Attribute", "Error", "Final", "Future", "annotate", "export", "fork", "ignore", "is_scripting",
            "is_tracing", "unused", "wait", "TracerWarning", "TracingCheckError", "ScriptModule", "ScriptFunction",
            "script", "trace", "trace_module", "save", "load", "freeze", "optimize_for_inference",
-           "run_frozen_optimizations", "isinstance", "ScriptWarning"]
+           "run_frozen_optimizations", "isinstance", "ScriptWarning", "enable_onednn_fusion", "fuser", "interface",
+           "onednn_fusion_enabled", "optimized_execution", "script_if_tracing", "set_fusion_strategy"]

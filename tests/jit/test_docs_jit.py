@@ -12,7 +12,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 @pytest.mark.parametrize("module", ["fabric.jit._modifiers", "fabric.jit._futures", "fabric.jit._state",
                                     "fabric.jit.frontend", "fabric.jit._script", "fabric.jit._trace",
-                                    "fabric.jit._serialization", "fabric.jit._freeze", "fabric.jit",
+                                    "fabric.jit._serialization", "fabric.jit._freeze", "fabric.jit._settings", "fabric.jit",
                                     "fabric.compiler"])
 def test_docstring_examples(module):
     import importlib

@@ -178,3 +178,21 @@ def test_unsupported_constructs_name_construct_and_line(fn, cls, msg, marker):
     first = inspect.getsourcelines(fn)[1]
     line = int(text.split(", line ")[1].split("\n")[0])
     assert first <= line <= first + 4 and __file__ in text
+
+
+def test_executor_settings_are_recorded():
+    prev = fabric.jit.set_fusion_strategy([("DYNAMIC", 3)])
+    assert fabric.jit.set_fusion_strategy(prev) == [("DYNAMIC", 3)]
+    with pytest.raises(RuntimeError, match="Unrecognized fusion strategy"):
+        fabric.jit.set_fusion_strategy([("FAST", 1)])
+    fabric.jit.enable_onednn_fusion(True)
+    assert fabric.jit.onednn_fusion_enabled()
+    fabric.jit.enable_onednn_fusion(False)
+    with fabric.jit.fuser("fuser1"), fabric.jit.optimized_execution(False):
+        pass
+
+    @fabric.jit.script_if_tracing
+    def f(x):
+        return x + 1
+
+    assert f(1) == 2 and fabric.jit.interface(int) is int
