@@ -997,9 +997,8 @@ class Compiler:
                                      {k: self._as_arg(b, v, ctx, e) for k, v in kwargs.items()}, jt)
         if isinstance(fn, _ModuleRef):
             m = fn.module
-            if isinstance(m, ScriptModule):
-                raise NotSupportedError(ctx, e, "calling an already scripted submodule is not supported; script "
-                                        "the parent from the original modules")
+            if isinstance(m, ScriptModule):     # a traced/scripted child: its graph is inlined
+                return self._inline_graph(m, fn.prefix, args, kwargs, b, ctx, e)
             from ..nn import Sequential
             if isinstance(m, Sequential) and type(m).forward is Sequential.forward:
                 if len(args) != 1 or kwargs:
@@ -1063,6 +1062,48 @@ class Compiler:
         if cls is None or self_ref is None:
             raise NotSupportedError(ctx, e, "super() is only supported inside methods of the scripted modules")
         return _SuperRef(self_ref, cls)
+
+    def _inline_graph(self, sm, prefix, args, kwargs, b, ctx, e):
+        placeholders = [n for n in sm.graph.nodes if n.op == "placeholder"]
+        if len(args) > len(placeholders):
+            raise NotSupportedError(ctx, e, f"{sm.original_name}.forward() expected at most {len(placeholders)} "
+                                    f"argument(s) but received {len(args)} argument(s)")
+        values: dict = {}
+        for i, ph in enumerate(placeholders):
+            if i < len(args):
+                values[ph] = args[i]
+            elif ph.target in kwargs:
+                values[ph] = kwargs[ph.target]
+            elif ph.args:
+                values[ph] = ph.args[0]
+            else:
+                raise NotSupportedError(ctx, e, f"{sm.original_name}.forward() is missing value for argument "
+                                        f"'{ph.target}'")
+
+        def value(n):
+            v = values[n]
+            return b.use(v) if isinstance(v, fx.Node) else v
+
+        for node in sm.graph.nodes:
+            if node.op == "placeholder":
+                continue
+            if node.op == "output":
+                return fx.node.map_arg(node.args[0], value)
+            if node.op == "get_attr":
+                obj = sm
+                for atom in node.target.split("."):
+                    obj = getattr(obj, atom)
+                jt = TensorType if isinstance(obj, Tensor) else BoolType if isinstance(obj, bool) else AnyType
+                values[node] = self._get_attr(b, prefix + node.target, obj, jt)
+                continue
+            if node.op == "call_module":
+                raise NotSupportedError(ctx, e, f"the graph of {sm.original_name} calls a submodule "
+                                        f"({node.target}); it cannot be inlined")
+            new = b.graph.create_node(node.op, node.target, fx.node.map_arg(node.args, value),
+                                      fx.node.map_arg(node.kwargs, value))
+            self.types[new] = AnyType
+            values[node] = new
+        return None
 
     def _isinstance(self, args, ctx, e, b=None):
         obj, cls = args

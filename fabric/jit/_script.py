@@ -198,7 +198,9 @@ def _mirror(module: Module, extra: dict) -> Module:
         tree._buffers[name] = b
     tree._non_persistent_buffers_set = set(getattr(module, "_non_persistent_buffers_set", ()))
     for name, child in module._modules.items():
-        tree._modules[name] = _mirror(child, {}) if child is not None else None
+        # control-flow graphs of an already scripted child are kept as they are
+        tree._modules[name] = child if child is None or isinstance(child, fx.GraphModule) and \
+            not isinstance(child, ScriptModule) else _mirror(child, {})
     for name, gm in extra.items():
         tree._modules[name] = gm
     return tree

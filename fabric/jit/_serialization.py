@@ -366,11 +366,19 @@ class _Decoder:
         if not isinstance(subgraphs, dict):
             raise _FormatError("bad subgraphs")
         for name, sub in subgraphs.items():
-            if not isinstance(name, str) or not name.isidentifier():
+            if not isinstance(name, str) or not all(a.isidentifier() or a.isdigit() for a in name.split(".")) \
+                    or "__" in name:
                 raise _FormatError(f"bad sub-graph name {name!r}")
             holder = Module()
             sub_graph = self.graph(sub, holder)
-            root._modules[name] = _graph_module(holder, sub_graph, name)
+            *path, field = name.split(".")
+            owner = root
+            for atom in path:           # a graph of an inlined scripted child lives under its path
+                nxt = owner._modules.get(atom)
+                if nxt is None:
+                    nxt = owner._modules[atom] = Module()
+                owner = nxt
+            owner._modules[field] = _graph_module(holder, sub_graph, field)
         for entry in _list(doc.get("nodes")):
             if not isinstance(entry, dict):
                 raise _FormatError("bad node")

@@ -301,3 +301,41 @@ def test_save_to_path_is_atomic_and_method_form(tmp_path):
     s.save(str(path))
     assert path.exists() and not (tmp_path / "m.fjit.tmp").exists()
     assert fabric.equal(fabric.jit.load(path).weight, s.weight)
+
+
+def test_scripting_a_module_with_traced_and_scripted_children_roundtrips():
+    def loop(x, n: int):
+        for _ in range(n):
+            if x.sum() > 0:
+                x = x * 0.5
+        return x
+
+    class Child(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+
+        def forward(self, x, n: int):
+            return loop(self.lin(x), n)
+
+    class Parent(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc = fabric.jit.trace(nn.Sequential(nn.Linear(3, 3), nn.Tanh()), fabric.randn(2, 3))
+            self.child = fabric.jit.script(Child())
+
+        def forward(self, x, n: int):
+            h = self.enc(x)
+            if h.mean() > 0:
+                h = self.child(h, n)
+            return h
+
+    fabric.manual_seed(0)
+    m = Parent()
+    s = fabric.jit.script(m)
+    loaded = _roundtrip(s)
+    assert list(loaded.state_dict()) == list(m.state_dict())
+    for _ in range(3):
+        x = fabric.randn(4, 3)
+        for n in (0, 3):
+            assert fabric.allclose(s(x, n), m(x, n)) and fabric.allclose(loaded(x, n), m(x, n))
