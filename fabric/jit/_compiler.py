@@ -109,42 +109,105 @@ class _Return(Exception):
     """Internal: a block ended in ``return`` / ``raise`` (value is None for raise)."""
 
 
-def _always_exits(stmts) -> bool:
+_RETURNS = (ast.Return, ast.Raise)
+
+
+def _always_exits(stmts, kinds=_RETURNS) -> bool:
     if not stmts:
         return False
     last = stmts[-1]
-    if isinstance(last, (ast.Return, ast.Raise)):
+    if isinstance(last, kinds + (ast.Raise,)):
         return True
     if isinstance(last, ast.If):
-        return _always_exits(last.body) and _always_exits(last.orelse)
+        return _always_exits(last.body, kinds) and _always_exits(last.orelse, kinds)
     return False
 
 
-def _has_return(stmts) -> bool:
+def _has_return(stmts, kinds=(ast.Return,)) -> bool:
+    """Whether ``stmts`` hold a statement of ``kinds`` outside nested loops."""
     for s in stmts:
-        if isinstance(s, ast.Return):
+        if isinstance(s, kinds):
             return True
-        if isinstance(s, ast.If) and (_has_return(s.body) or _has_return(s.orelse)):
+        if isinstance(s, ast.If) and (_has_return(s.body, kinds) or _has_return(s.orelse, kinds)):
             return True
     return False
 
 
-def _normalize_returns(stmts: list) -> list:
-    """Move the statements after an ``if`` that returns on one path into the paths that
-    fall through, so every ``if`` either returns on all paths or on none (TorchScript's
-    early-return rewrite)."""
+def _normalize_returns(stmts: list, kinds=(ast.Return,)) -> list:
+    """Move the statements after an ``if`` that exits (returns, or ``continue``s in a loop body) on
+    one path into the paths that fall through, so every ``if`` either exits on all paths or on none
+    (TorchScript's early-return rewrite)."""
     out = []
     for i, s in enumerate(stmts):
-        if isinstance(s, ast.If) and _has_return([s]):
+        if isinstance(s, ast.If) and _has_return([s], kinds):
             rest = stmts[i + 1:]
-            body = s.body if _always_exits(s.body) else s.body + rest
-            orelse = s.orelse if _always_exits(s.orelse) else s.orelse + rest
-            new = ast.If(test=s.test, body=_normalize_returns(body), orelse=_normalize_returns(orelse))
+            body = s.body if _always_exits(s.body, kinds) else s.body + rest
+            orelse = s.orelse if _always_exits(s.orelse, kinds) else s.orelse + rest
+            new = ast.If(test=s.test, body=_normalize_returns(body, kinds), orelse=_normalize_returns(orelse, kinds))
             ast.copy_location(new, s)
             out.append(new)
             return out
         out.append(s)
+        if isinstance(s, kinds):
+            return out          # the rest of the block is unreachable
     return out
+
+
+def _replace_breaks(stmts: list, flag: str) -> list:
+    """``break`` → ``flag = True; continue`` (outside nested loops)."""
+    out = []
+    for s in stmts:
+        if isinstance(s, ast.Break):
+            set_flag = ast.Assign(targets=[ast.Name(id=flag, ctx=ast.Store())], value=ast.Constant(value=True))
+            out += [ast.copy_location(set_flag, s), ast.copy_location(ast.Continue(), s)]
+        elif isinstance(s, ast.If):
+            new = ast.If(test=s.test, body=_replace_breaks(s.body, flag), orelse=_replace_breaks(s.orelse, flag))
+            out.append(ast.copy_location(new, s))
+        else:
+            out.append(s)
+    return out
+
+
+def _drop_continues(stmts: list) -> list:
+    out = []
+    for s in stmts:
+        if isinstance(s, ast.Continue):
+            continue
+        if isinstance(s, ast.If):
+            new = ast.If(test=s.test, body=_drop_continues(s.body) or [ast.Pass()],
+                         orelse=_drop_continues(s.orelse))
+            out.append(ast.copy_location(new, s))
+        else:
+            out.append(s)
+    return out
+
+
+def _lower_loop_exits(loop, flag: str):
+    """Rewrite ``break`` / ``continue`` of a loop body into straight control flow.
+
+    ``continue`` ends the iteration: what follows it moves into the other paths.  ``break`` also
+    sets ``flag``; the body then runs only while ``flag`` is False (and a ``while`` condition
+    checks it), so later iterations do nothing.  Returns (new loop, uses_flag)."""
+    body = loop.body
+    uses_flag = _has_return(body, (ast.Break,))
+    if not uses_flag and not _has_return(body, (ast.Continue,)):
+        return loop, False
+    if uses_flag:
+        body = _replace_breaks(body, flag)
+    body = _drop_continues(_normalize_returns(body, (ast.Continue,)))
+    if uses_flag:
+        guard = ast.UnaryOp(op=ast.Not(), operand=ast.Name(id=flag, ctx=ast.Load()))
+        body = [ast.copy_location(ast.If(test=guard, body=body or [ast.Pass()], orelse=[]), loop)]
+    if isinstance(loop, ast.While):
+        test = loop.test
+        if uses_flag:
+            not_flag = ast.UnaryOp(op=ast.Not(), operand=ast.Name(id=flag, ctx=ast.Load()))
+            test = ast.copy_location(ast.BoolOp(op=ast.And(), values=[not_flag, loop.test]), loop.test)
+        new = ast.While(test=test, body=body, orelse=loop.orelse)
+    else:
+        new = ast.For(target=loop.target, iter=loop.iter, body=body, orelse=loop.orelse)
+    ast.fix_missing_locations(ast.copy_location(new, loop))
+    return new, uses_flag
 
 
 def _assigned_names(stmts) -> list:
@@ -311,11 +374,16 @@ class Compiler:
         if isinstance(s, ast.If):
             self._if(s, env, b, scope)
             return
-        if isinstance(s, ast.For):
-            self._for(s, env, b, scope)
-            return
-        if isinstance(s, ast.While):
-            self._while(s, env, b, scope)
+        if isinstance(s, (ast.For, ast.While)):
+            flag = f"__break{id(s)}"
+            loop, uses_flag = _lower_loop_exits(s, flag)
+            if uses_flag:
+                env[flag] = False
+            if isinstance(loop, ast.For):
+                self._for(loop, env, b, scope)
+            else:
+                self._while(loop, env, b, scope)
+            env.pop(flag, None)
             return
         if isinstance(s, ast.Assert):
             test = self._expr(s.test, env, b, scope)
@@ -329,9 +397,8 @@ class Compiler:
         if isinstance(s, ast.Raise):
             self._raise(s, env, b, scope)
             raise _Return(None, True)
-        if isinstance(s, (ast.Break, ast.Continue)):
-            raise NotSupportedError(ctx, s, f"'{type(s).__name__.lower()}' statements are not supported by "
-                                    "fabric.jit.script yet (restructure the loop with a while condition)")
+        if isinstance(s, (ast.Break, ast.Continue)):   # loops rewrite theirs; this one is in no loop
+            raise NotSupportedError(ctx, s, f"'{type(s).__name__.lower()}' outside a loop")
         raise UnsupportedNodeError(ctx, s)
 
     def _raise(self, s, env, b, scope):

@@ -169,14 +169,6 @@ def _undefined_in_branch(x):
     return y
 
 
-def _break_loop(x, n: int):
-    for i in range(n):
-        if i > 2:
-            break
-        x = x + 1
-    return x
-
-
 def _recursive(x, n: int):
     return _recursive(x, n - 1)
 
@@ -194,7 +186,6 @@ def _try_helper(x):
 
 @pytest.mark.parametrize("fn,cls,msg", [
     (_undefined_in_branch, frontend.NotSupportedError, "y is not defined in the false branch"),
-    (_break_loop, frontend.NotSupportedError, "'break' statements are not supported"),
     (_recursive, frontend.NotSupportedError, "is called recursively"),
     (_calls_bad, frontend.UnsupportedNodeError, "try blocks aren't supported"),
 ])
@@ -455,3 +446,59 @@ def test_super_calls_and_nested_modules_of_one_class():
     for m in (_Derived(), _Wrap(_Wrap(_Derived()))):
         x = fabric.randn(2, 3)
         assert fabric.allclose(fabric.jit.script(m)(x), m(x))
+
+
+def _first_above(x, limit: float):
+    i = 0
+    found = -1
+    while i < x.shape[0]:
+        if x[i] > limit:
+            found = i
+            break
+        i += 1
+    return found
+
+
+def _skip_and_stop(x, n: int):
+    total = fabric.zeros(())
+    for i in range(n):
+        if i % 2 == 1:
+            continue
+        if total > 10:
+            break
+        total = total + x[i]
+        for j in range(3):          # the inner loop's break is its own
+            if j == 1:
+                break
+            total = total + 0.5
+    return total
+
+
+def _module_list_break(x, stop: int):
+    k = 0
+    for v in (1.0, 2.0, 3.0, 4.0):
+        if k == stop:
+            break
+        x = x * v
+        k += 1
+    return x, k
+
+
+@pytest.mark.parametrize("fn,cases", [
+    (_first_above, [(fabric.tensor([0.1, 0.5, 2.0, 3.0]), 1.0), (fabric.tensor([0.1, 0.2]), 1.0),
+                    (fabric.tensor([5.0]), 1.0)]),
+    (_skip_and_stop, [(fabric.arange(10.0), 10), (fabric.arange(10.0), 3), (fabric.arange(10.0), 0)]),
+    (_module_list_break, [(fabric.ones(2), 0), (fabric.ones(2), 2), (fabric.ones(2), 9)]),
+])
+def test_break_and_continue(fn, cases):
+    s = fabric.jit.script(fn)
+    for args in cases:
+        got, want = s(*args), fn(*args)
+        if isinstance(want, tuple):
+            assert fabric.equal(got[0], want[0]) and got[1] == want[1]
+        elif isinstance(want, fabric.Tensor):
+            assert fabric.equal(got, want), (got, want)
+        else:
+            assert got == want
+    loops = [t for t in _all_targets(s._gm) if t in (control_flow.while_loop, control_flow.range_loop)]
+    assert loops or fn is _module_list_break
