@@ -182,6 +182,49 @@ def _drop_continues(stmts: list) -> list:
     return out
 
 
+def _replace_returns(stmts: list, flag: str, value: str) -> list:
+    """``return v`` → ``value = v; flag = True; break`` (outside nested loops)."""
+    out = []
+    for s in stmts:
+        if isinstance(s, ast.Return):
+            ret = s.value if s.value is not None else ast.Constant(value=None)
+            out += [ast.copy_location(ast.Assign(targets=[ast.Name(id=value, ctx=ast.Store())], value=ret), s),
+                    ast.copy_location(ast.Assign(targets=[ast.Name(id=flag, ctx=ast.Store())],
+                                                 value=ast.Constant(value=True)), s),
+                    ast.copy_location(ast.Break(), s)]
+        elif isinstance(s, ast.If):
+            new = ast.If(test=s.test, body=_replace_returns(s.body, flag, value),
+                         orelse=_replace_returns(s.orelse, flag, value))
+            out.append(ast.copy_location(new, s))
+        else:
+            out.append(s)
+    return out
+
+
+def _lower_loop_returns(loop, rest: list) -> list:
+    """A loop that returns: it records the value and breaks; after it, ``if returned: return value``
+    and otherwise the statements that followed it."""
+    flag, value = f"__returned{id(loop)}", f"__retval{id(loop)}"
+    body = _replace_returns(loop.body, flag, value)
+    if isinstance(loop, ast.While):
+        new = ast.While(test=loop.test, body=body, orelse=loop.orelse)
+    else:
+        new = ast.For(target=loop.target, iter=loop.iter, body=body, orelse=loop.orelse)
+    ast.copy_location(new, loop)
+
+    def assign(name, v):
+        return ast.copy_location(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=ast.Constant(v)),
+                                 loop)
+
+    after = ast.If(test=ast.Name(id=flag, ctx=ast.Load()),
+                   body=[ast.copy_location(ast.Return(value=ast.Name(id=value, ctx=ast.Load())), loop)],
+                   orelse=rest)
+    out = [assign(flag, False), assign(value, None), new, ast.copy_location(after, loop)]
+    for node in out:
+        ast.fix_missing_locations(node)
+    return out
+
+
 def _lower_loop_exits(loop, flag: str):
     """Rewrite ``break`` / ``continue`` of a loop body into straight control flow.
 
@@ -339,7 +382,14 @@ class Compiler:
                 self._scopes.pop()
 
     def _block(self, stmts, env, b, scope):
-        for s in stmts:
+        for i, s in enumerate(stmts):
+            if isinstance(s, (ast.For, ast.While)) and _has_return(s.body):
+                rest = list(stmts[i + 1:])
+                if not _always_exits(rest):
+                    raise NotSupportedError(scope.ctx, s, "return inside a loop is only supported when the loop "
+                                            "is not itself inside another loop")
+                self._block(_lower_loop_returns(s, rest), env, b, scope)
+                return
             self._stmt(s, env, b, scope)
 
     # ------------------------------------------------------------------ statements

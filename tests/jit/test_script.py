@@ -502,3 +502,30 @@ def test_break_and_continue(fn, cases):
             assert got == want
     loops = [t for t in _all_targets(s._gm) if t in (control_flow.while_loop, control_flow.range_loop)]
     assert loops or fn is _module_list_break
+
+
+def _find(x, target: float):
+    for i in range(x.shape[0]):
+        if x[i] == target:
+            return i
+    return -1
+
+
+def _find_while(x, limit: float):
+    i = 0
+    while i < 100:
+        if x.sum() > limit:
+            return x, i
+        x = x * 2
+        i += 1
+    return x, -1
+
+
+def test_return_inside_loops():
+    f = fabric.jit.script(_find)
+    x = fabric.tensor([3.0, 1.0, 4.0, 1.0])
+    assert f(x, 4.0) == 2 and f(x, 1.0) == 1 and f(x, 9.0) == -1
+    g = fabric.jit.script(_find_while)
+    for start, limit in ((1.0, 10.0), (1.0, 0.5), (0.0, 1.0)):
+        got, want = g(fabric.tensor([start]), limit), _find_while(fabric.tensor([start]), limit)
+        assert fabric.equal(got[0], want[0]) and got[1] == want[1]
