@@ -1,0 +1,336 @@
+"""``fabric.save`` / ``fabric.load``: checkpoints in PyTorch's zip format, with PyTorch 2.x semantics.
+
+* ``save`` pickles any picklable object (a state dict, a whole ``nn.Module``,
+  user classes); tensors are written exactly as ``torch.save`` writes them,
+  so state dicts and containers of tensors load with
+  ``torch.load(..., weights_only=True)``, and PyTorch's files load here
+  without torch installed.
+* ``load`` is weights-only by default: the file may hold tensors,
+  parameters, numbers, strings, ``None``, dtypes, devices and containers of
+  them (PyTorch's allow-list), plus whatever :func:`add_safe_globals` adds.
+  Anything else is refused with PyTorch's ``UnpicklingError`` text before it
+  is built.  A weights-only load can neither run code from the file nor
+  change any object it did not create.
+* ``load(..., weights_only=False)`` (or ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1``
+  when the argument is not passed) is a full unpickle: **it can run
+  arbitrary code from the file; use it only for files you trust.**
+* Path saves are atomic and keep the target's permissions; symlinks are
+  written through; devices and FIFOs are written in place (see
+  :mod:`._files`).  Everything read from a file is checked before memory is
+  allocated for it (see :mod:`._archive`).
+
+Example::
+
+    >>> import io, fabric
+    >>> buf = io.BytesIO()
+    >>> fabric.save({"w": fabric.ones(2)}, buf)
+    >>> _ = buf.seek(0)
+    >>> fabric.load(buf)["w"]
+    tensor([1., 1.])
+"""
+from __future__ import annotations
+
+import importlib
+import io
+import os
+import pickle
+import sys
+import warnings
+
+from .. import _dtype as D
+from .._device import device as _device_cls
+from .._tensor import Tensor
+from . import _allowlist, _files
+from . import _pickler as P
+from . import _rebuild as R
+from ._allowlist import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
+from ._archive import Archive
+from ._unpickler import UNSAFE_MESSAGE, UnpicklingError, WeightsUnpickler, weights_only_message
+
+__all__ = ["save", "load", "UnpicklingError", "add_safe_globals", "safe_globals", "get_safe_globals",
+           "clear_safe_globals", "get_unsafe_globals_in_checkpoint"]
+
+_TRUE = ("1", "y", "yes", "true")
+
+
+# --- save --------------------------------------------------------------------------
+
+def _prefix_for(path):
+    stem = os.path.splitext(os.path.basename(path))[0]
+    return stem if stem and stem.isidentifier() else "archive"
+
+
+def save(obj, f, pickle_module=pickle, pickle_protocol=2, _use_new_zipfile_serialization=True,
+         _disable_byteorder_record=False) -> None:
+    """Save ``obj`` (anything picklable) to a path or a binary file object, in PyTorch's zip format.
+
+    Example::
+
+        >>> import io, fabric
+        >>> buf = io.BytesIO()
+        >>> fabric.save(fabric.nn.Linear(2, 1), buf)   # a whole module: load it with weights_only=False
+        >>> _ = buf.seek(0)
+        >>> type(fabric.load(buf, weights_only=False)).__name__
+        'Linear'
+    """
+    if pickle_module is not None and pickle_module is not pickle:
+        raise NotImplementedError("fabric.save writes with Python's pickle; other pickle_module values (dill ...) "
+                                  "are not supported")
+    if not _use_new_zipfile_serialization:
+        raise NotImplementedError("fabric.save writes only the zip format (_use_new_zipfile_serialization=True); "
+                                  "the legacy pre-1.6 format is not supported")
+    is_path = isinstance(f, (str, os.PathLike))
+    if not is_path and not hasattr(f, "write"):
+        raise AttributeError("expected 'f' to be string, path, or a file-like object with a 'write' attribute")
+    pickled, table = P.dump_pickle(obj, pickle_protocol)  # fails here, before any file is touched
+    if is_path:
+        with _files.open_for_save(f) as fh:
+            _write_zip(fh, pickled, table, _prefix_for(os.fspath(f)), not _disable_byteorder_record)
+    else:
+        _write_zip(f, pickled, table, "archive", not _disable_byteorder_record)
+
+
+def _write_zip(fh, pickled, table, prefix, byteorder=True):
+    P.write_zip(fh, pickled, table, prefix, byteorder)
+
+
+# --- load ---------------------------------------------------------------------------
+
+def _cuda_target(location):
+    from .. import cuda
+
+    if not cuda.is_available():
+        raise RuntimeError("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is "
+                           "False. If you are running on a CPU-only machine, please use torch.load with "
+                           "map_location=torch.device('cpu') to map your storages to the CPU.")
+    dev = _device_cls(location)
+    index = dev.index or 0
+    if index >= cuda.device_count():
+        raise RuntimeError(f"Attempting to deserialize object on CUDA device {index} but torch.cuda.device_count() "
+                           f"is {cuda.device_count()}. Please use torch.load with map_location to map your storages "
+                           "to an existing device.")
+    return dev
+
+
+def _to_location(arr, location):
+    """The storage array on the device a location tag names (``"cpu"``, ``"cuda:1"``)."""
+    if location == "cpu":
+        if arr.__class__.__module__.startswith("numpy"):
+            return arr
+        from ..backends import backend_of
+
+        return backend_of(arr).to_numpy(arr)
+    if location.startswith("cuda"):
+        dev = _cuda_target(location)
+        from ..backends import backend_for
+
+        return backend_for(dev).from_numpy(arr, dev.index or 0)
+    raise RuntimeError(f"don't know how to restore data location of torch.storage.UntypedStorage (tagged with "
+                       f"{location})")
+
+
+class _StorageLoader:
+    """``persistent_load`` for both unpicklers: each storage record is read once, byte-swapped if the
+    file's byte order differs, and placed where ``map_location`` says: the work is one step per record."""
+
+    def __init__(self, archive, map_location, byteorder):
+        self.archive, self.map_location, self.byteorder = archive, map_location, byteorder
+        self.cache = {}
+
+    def __call__(self, pid):
+        if not isinstance(pid, tuple):
+            raise AssertionError(f"saved_id must be a tuple, got {type(pid).__name__}")
+        tag = pid[0].decode("ascii") if isinstance(pid[0], bytes) else pid[0]
+        if tag != "storage":
+            raise AssertionError(f"Unknown typename for persistent_load, expected 'storage' but got '{tag}'")
+        storage_type, key, location, numel = pid[1:]
+        if not isinstance(storage_type, R.StorageType):
+            raise AttributeError(f"'{type(storage_type).__name__}' object has no attribute 'dtype'")
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit
+        dtype = D._BY_NAME.get(storage_type.dtype_name)
+        if dtype is None:
+            raise NotImplementedError(f"fabric.load: storages of dtype torch.{storage_type.dtype_name} are not "
+                                      "supported")
+        if not isinstance(numel, int) or numel < 0:
+            raise RuntimeError(f"storage data/{key} declares an invalid element count {numel!r}")
+        raw = self.archive.storage(f"data/{key}", numel * dtype.itemsize)
+        arr = raw.view(dtype.to_numpy())
+        if self.byteorder != sys.byteorder and dtype.itemsize > 1:
+            arr.byteswap(inplace=True)
+        location = location.decode("ascii") if isinstance(location, bytes) else str(location)
+        storage = self.cache[key] = R.LoadedStorage(self._restore(arr, location))
+        return storage
+
+    def _restore(self, arr, location):
+        m = self.map_location
+        if m is None:
+            return _to_location(arr, location)
+        if isinstance(m, dict):
+            return _to_location(arr, str(m.get(location, location)))
+        if isinstance(m, (str, bytes, _device_cls)):
+            return _to_location(arr, m.decode() if isinstance(m, bytes) else str(m))
+        result = m(Tensor._make(arr), location)  # the callable gets the storage as a flat 1-D tensor
+        if result is None:
+            return _to_location(arr, location)
+        out = result._data if isinstance(result, Tensor) else result
+        if getattr(out, "shape", None) != arr.shape or out.dtype != arr.dtype:
+            raise RuntimeError("map_location callable must return the storage it was given (a flat tensor of the "
+                               f"same size and dtype) or None; got {type(result).__name__}")
+        return out
+
+
+def _full_unpickler(pickle_module):
+    """A full (unsafe) unpickler: PyTorch's names resolve to fabric's objects, everything else is imported."""
+    names = _allowlist.default_globals()
+
+    class FullUnpickler(pickle_module.Unpickler):
+        def find_class(self, module, name):
+            obj = names.get(f"{module}.{name}")
+            if obj is not None:
+                return obj
+            if module == "torch" or module.startswith("torch."):
+                fabric_module = "fabric" + module[len("torch"):]
+                try:
+                    mod = importlib.import_module(fabric_module)
+                    for part in name.split("."):
+                        mod = getattr(mod, part)
+                    return mod
+                except (ImportError, AttributeError):
+                    raise ImportError(f"fabric.load: the checkpoint refers to {module}.{name}, which fabric does "
+                                      f"not provide ({fabric_module}.{name} is missing)") from None
+            return super().find_class(module, name)
+
+    return FullUnpickler
+
+
+def _resolve_weights_only(weights_only, pickle_module):
+    not_set = weights_only is None
+    if not_set:
+        weights_only = pickle_module is None
+    force_on = os.getenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "0").lower() in _TRUE
+    force_off = os.getenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "0").lower() in _TRUE
+    if force_on and force_off:
+        raise RuntimeError("Only one of `TORCH_FORCE_WEIGHTS_ONLY_LOAD` or `TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD` "
+                           "should be set, but both were set.")
+    if force_on:
+        weights_only = True
+    elif force_off and not_set:
+        warnings.warn("Environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected, since the`weights_only` "
+                      "argument was not explicitly passed to `torch.load`, forcing weights_only=False.",
+                      UserWarning, stacklevel=3)
+        weights_only = False
+    return weights_only
+
+
+def _check_is_checkpoint(f):
+    """Clear errors for empty, legacy and non-zip files (``f`` is positioned where it started)."""
+    start = f.tell()
+    head = f.read(4)
+    f.seek(start)
+    if not head:
+        raise RuntimeError("fabric.load: the file is empty")
+    if head != b"PK\x03\x04":
+        if head[:1] == b"\x80":
+            raise RuntimeError("fabric.load: this is a legacy (pre-1.6, non-zip) PyTorch checkpoint, which fabric "
+                               "does not read; re-save it with a current PyTorch")
+        raise RuntimeError("fabric.load: not a fabric/PyTorch checkpoint (expected a zip archive); the file may be "
+                           "truncated or corrupted")
+
+
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args):
+    """Load a checkpoint written by :func:`save` or by ``torch.save``.
+
+    ``weights_only`` (default True) restricts the file to tensors, numbers,
+    strings, dtypes, devices and containers of them, plus the globals allowed
+    with :func:`add_safe_globals`.  ``weights_only=False`` unpickles anything:
+    it can run arbitrary code, so use it only for files you trust.
+    ``map_location`` is a device string, a ``device``, a dict mapping saved
+    locations to new ones, or ``callable(storage, location)`` receiving each
+    storage as a flat 1-D tensor; ``mmap=True`` maps the file's storages
+    instead of reading them (copy-on-write).
+
+    Example::
+
+        >>> import io, fabric
+        >>> buf = io.BytesIO()
+        >>> fabric.save({"w": fabric.ones(2)}, buf)
+        >>> _ = buf.seek(0)
+        >>> fabric.load(buf, map_location="cpu")["w"].device
+        device(type='cpu')
+    """
+    weights_only = _resolve_weights_only(weights_only, pickle_module)
+    if weights_only:
+        if pickle_module is not None:
+            raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
+    elif pickle_module is None:
+        pickle_module = pickle
+    if pickle_load_args and weights_only:
+        warnings.warn("pickle_load_args only works if `weights_only=False`.", stacklevel=2)
+    pickle_load_args.setdefault("encoding", "utf-8")
+    is_path = isinstance(f, (str, os.PathLike))
+    if mmap and not is_path:
+        raise ValueError("f must be a file path in order to use the mmap argument")
+    fh = open(f, "rb") if is_path else f
+    try:
+        if not hasattr(fh, "seek") or (hasattr(fh, "seekable") and not fh.seekable()):
+            fh = io.BytesIO(fh.read())
+        _check_is_checkpoint(fh)
+        archive = Archive(fh, mmap=bool(mmap))
+        if archive.has("constants.pkl") and weights_only:
+            raise RuntimeError("Cannot use ``weights_only=True`` with TorchScript archives passed to "
+                               "``torch.load``. " + UNSAFE_MESSAGE)
+        byteorder = "little"
+        if archive.has("byteorder"):
+            raw = archive.read("byteorder")
+            if raw not in (b"little", b"big"):
+                raise ValueError("Unknown endianness type: " + raw.decode(errors="replace"))
+            byteorder = raw.decode()
+        pickled = io.BytesIO(archive.read("data.pkl"))
+        loader = _StorageLoader(archive, map_location, byteorder)
+        if weights_only:
+            try:
+                return WeightsUnpickler(pickled, encoding=pickle_load_args["encoding"],
+                                        persistent_load=loader).load()
+            except UnpicklingError as e:
+                raise UnpicklingError(weights_only_message(str(e))) from None
+        unpickler = _full_unpickler(pickle_module)(pickled, **pickle_load_args)
+        unpickler.persistent_load = loader
+        return unpickler.load()
+    finally:
+        if is_path:
+            fh.close()
+
+
+def get_unsafe_globals_in_checkpoint(f) -> list:
+    """The globals in a checkpoint's pickle that a weights-only load would refuse (nothing is unpickled).
+
+    Example::
+
+        >>> import io, fabric
+        >>> buf = io.BytesIO()
+        >>> fabric.save({"w": fabric.ones(1)}, buf)
+        >>> _ = buf.seek(0)
+        >>> fabric.serialization.get_unsafe_globals_in_checkpoint(buf)
+        []
+    """
+    from ._unpickler import read_global_name
+
+    is_path = isinstance(f, (str, os.PathLike))
+    fh = open(f, "rb") if is_path else f
+    try:
+        data = io.BytesIO(Archive(fh).read("data.pkl"))
+    finally:
+        if is_path:
+            fh.close()
+    allowed = set(_allowlist.default_globals()) | set(_allowlist.user_globals())
+    found = set()
+    import pickletools
+
+    for op, arg, _pos in pickletools.genops(data):
+        if op.name == "GLOBAL":
+            module, name = arg.split(" ", 1)
+            found.add(f"{module}.{name}")
+    return sorted(found - allowed)
+
