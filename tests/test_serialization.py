@@ -87,11 +87,11 @@ def test_malicious_pickle_is_rejected_before_running():
             return (os.system, ("echo pwned > /tmp/fabric_pwned",))
 
     data = _zip_with_pickle(pickle.dumps(Evil(), protocol=2))
-    with pytest.raises(pickle.UnpicklingError, match="refuses to load the global"):
+    with pytest.raises(pickle.UnpicklingError, match="GLOBAL posix.system whose module posix is blocked"):
         fabric.load(io.BytesIO(data))
     assert not os.path.exists("/tmp/fabric_pwned")
-    data = _zip_with_pickle(pickle.dumps({"x": collections.Counter()}, protocol=2))
-    with pytest.raises(pickle.UnpicklingError, match="collections.Counter"):
+    data = _zip_with_pickle(pickle.dumps({"x": collections.defaultdict(list)}, protocol=2))
+    with pytest.raises(pickle.UnpicklingError, match="GLOBAL collections.defaultdict was not an allowed global"):
         fabric.load(io.BytesIO(data))
 
 
@@ -111,11 +111,12 @@ def test_truncated_and_tampered_files_raise_clear_errors(tmp_path):
         fabric.load(io.BytesIO(b"hello world"))
 
 
-def test_unsupported_objects_are_rejected_at_save():
-    with pytest.raises(TypeError, match="cannot store"):
-        fabric.save({"f": lambda: 1}, io.BytesIO())
-    with pytest.raises(TypeError, match="NumPy arrays"):
-        fabric.save(np.zeros(2), io.BytesIO())
+def test_unpicklable_objects_fail_at_save_before_writing(tmp_path):
+    path = tmp_path / "ck.pt"
+    fabric.save({"v": fabric.ones(1)}, path)
+    with pytest.raises(pickle.PicklingError):
+        fabric.save({"f": lambda: 1}, path)
+    assert fabric.load(path)["v"].tolist() == [1.0]  # the old file is untouched
 
 
 def test_map_location():

@@ -201,8 +201,8 @@ class Archive:
         if info.file_size != nbytes:
             raise RuntimeError(f"record size ({info.file_size} bytes) does not match expected size ({nbytes} bytes = "
                                f"{nbytes} elements * 1 bytes/element) for dtype Byte")
-        if self._map is not None and info.compress_type == zipfile.ZIP_STORED:
-            start = self._check_fits(info)
+        start = self._check_fits(info)  # before allocating: the declared size must really be in the file
+        if self._map is not None and start is not None:
             return np.frombuffer(self._map, np.uint8, count=nbytes, offset=start)
         return self.read_into(info, np.empty(nbytes, np.uint8))
 

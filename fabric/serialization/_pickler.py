@@ -83,9 +83,13 @@ class StorageTable:
             if isinstance(b, np.ndarray):
                 root = b
             b = getattr(b, "base", None)
-        if root.dtype != arr.dtype or not (root.flags.c_contiguous or root.flags.f_contiguous):
+        if not (root.flags.c_contiguous or root.flags.f_contiguous):
             return None
         flat = root.ravel(order="K")
+        if flat.dtype != arr.dtype:  # e.g. a loaded storage: float32 tensors over a uint8 record
+            if flat.nbytes % arr.itemsize:
+                return None
+            flat = flat.view(np.uint8).view(arr.dtype)
         return flat, root, _ptr(arr) - _ptr(flat)
 
     def add(self, arr, location):
@@ -105,12 +109,13 @@ class StorageTable:
             strides = tuple(s // itemsize for s in owner.strides)
         else:
             strides = tuple(s // itemsize for s in arr.strides)
-        hit = self.by_root.get(id(owner))
+        ident = (id(owner), arr.dtype.str)  # one record per memory block and dtype
+        hit = self.by_root.get(ident)
         if hit is None or hit[0] is not owner:
             key = str(len(self.blobs))
             host = flat if flat.__class__ is np.ndarray else flat.get()
             self.blobs.append((host, key))
-            hit = self.by_root[id(owner)] = (owner, key, flat.size)
+            hit = self.by_root[ident] = (owner, key, flat.size)
         _, key, numel = hit
         ref = StorageRef(key, D.from_numpy_dtype(arr.dtype).name, numel, location)
         return ref, offset_bytes // itemsize, tuple(arr.shape), strides
