@@ -75,9 +75,6 @@ class _Unsupported:
     def __repr__(self):
         return f"torch.{self._name}"
 
-    def __call__(self, *args, **kwargs):
-        raise NotImplementedError(f"fabric.load: torch.{self._name} is not supported by fabric")
-
 
 def _get_layout(name):
     import fabric
@@ -106,11 +103,11 @@ def default_globals() -> dict:
         if not storage.startswith("Q"):
             rc[f"torch.cuda.{storage}"] = R.StorageType(dtype_name)
     rc["torch.storage.UntypedStorage"] = R.StorageType("uint8")
-    rc["torch.storage.TypedStorage"] = _Unsupported("storage.TypedStorage")
+    rc["torch.storage.TypedStorage"] = R.unsupported("storage.TypedStorage")
     for kind in _LEGACY_TENSOR_TYPES:
         for mod in ("torch", "torch.cuda", "torch.sparse", "torch.cuda.sparse"):
             if not (mod.endswith("sparse") and kind == "Bool"):
-                rc[f"{mod}.{kind}Tensor"] = _Unsupported(f"{mod[6:] + '.' if mod != 'torch' else ''}{kind}Tensor")
+                rc[f"{mod}.{kind}Tensor"] = R.unsupported(f"{mod[6:] + '.' if mod != 'torch' else ''}{kind}Tensor")
     for f in (R._rebuild_tensor, R._rebuild_tensor_v2, R._rebuild_tensor_v3, R._rebuild_parameter,
               R._rebuild_parameter_with_state, R._rebuild_device_tensor_from_cpu_tensor):
         rc[f"torch._utils.{f.__name__}"] = f

@@ -10,7 +10,7 @@ Example::
     >>> import numpy as np
     >>> from fabric.serialization._rebuild import LoadedStorage, _rebuild_tensor_v2
     >>> s = LoadedStorage(np.arange(6, dtype=np.float32))
-    >>> _rebuild_tensor_v2(s, 1, (2,), (2,)).tolist()
+    >>> _rebuild_tensor_v2(s, 1, (2,), (2,), False, None).tolist()
     [1.0, 3.0]
 """
 from __future__ import annotations
@@ -113,8 +113,7 @@ def _view(storage, offset, size, stride):
     return cupy.ndarray(size, arr.dtype, memptr=arr.data + offset * itemsize, strides=byte_strides)
 
 
-def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None,
-                       metadata=None):
+def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks, metadata=None):
     t = Tensor._make(_view(storage, storage_offset, size, stride))
     if requires_grad:
         t.requires_grad_(True)
@@ -122,7 +121,7 @@ def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=Fals
 
 
 def _rebuild_tensor(storage, storage_offset, size, stride):
-    return _rebuild_tensor_v2(storage, storage_offset, size, stride)
+    return _rebuild_tensor_v2(storage, storage_offset, size, stride, False, None)
 
 
 def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype, metadata=None):
@@ -133,10 +132,10 @@ def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, bac
         raw = raw.view(np.uint8)
         raw = raw[: raw.size - raw.size % dtype.itemsize].view(dtype.to_numpy())
         storage = LoadedStorage(raw)
-    return _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad)
+    return _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks)
 
 
-def _rebuild_parameter(data, requires_grad, backward_hooks=None):
+def _rebuild_parameter(data, requires_grad, backward_hooks):
     from ..nn.parameter import Parameter
 
     if not isinstance(data, Tensor):
@@ -162,7 +161,7 @@ def _set_obj_state(obj, state):
 
 
 def _rebuild_parameter_with_state(data, requires_grad, backward_hooks, state):
-    return _set_obj_state(_rebuild_parameter(data, requires_grad), state)
+    return _set_obj_state(_rebuild_parameter(data, requires_grad, backward_hooks), state)
 
 
 _REBUILDERS = (_rebuild_tensor, _rebuild_tensor_v2, _rebuild_tensor_v3, _rebuild_parameter,

@@ -169,6 +169,8 @@ class WeightsUnpickler:
         cls = self.stack.pop()
         if cls is Parameter:
             self.stack.append(Parameter(*args))
+        elif cls is Tensor:  # PyTorch's Tensor.__new__ validates its arguments like the constructor
+            self.stack.append(Tensor(*args))
         elif _is_one_of(cls, self._allowed_values()):
             self.stack.append(cls.__new__(cls, *args))
         else:
@@ -339,10 +341,12 @@ class WeightsUnpickler:
         self.stack.append(self.memo[unpack("<I", self.read(4))[0]])
 
     def _binput(self):
-        self.memo[self.read(1)[0]] = self.stack[-1]
+        index = self.read(1)[0]  # read before touching the stack: the error order is PyTorch's
+        self.memo[index] = self.stack[-1]
 
     def _long_binput(self):
-        self.memo[unpack("<I", self.read(4))[0]] = self.stack[-1]
+        index = unpack("<I", self.read(4))[0]
+        self.memo[index] = self.stack[-1]
 
     # --- first and last ----------------------------------------------------------------------
     def _proto(self):
