@@ -63,10 +63,11 @@ def test_fifo_is_written_in_place(tmp_path):
         with open(fifo, "rb") as fh:
             received["data"] = fh.read()
 
-    th = threading.Thread(target=reader)
+    th = threading.Thread(target=reader, daemon=True)
     th.start()
     fabric.save(_obj(7), fifo)
     th.join(30)
+    assert not th.is_alive(), "nothing was written to the FIFO"
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # still a FIFO, not replaced by a regular file
     import io
 
