@@ -176,3 +176,27 @@ def test_fabric_loads_torch_files(tmp_path):
     np.testing.assert_array_equal(ck["opt"]["state"][0]["exp_avg"].numpy(), st["exp_avg"].numpy())
     assert float(ck["opt"]["state"][0]["step"]) == float(st["step"])
     assert ck["p"].requires_grad
+
+
+@pytest.mark.parametrize("module", ["fabric.serialization", "fabric.serialization._allowlist",
+                                    "fabric.serialization._archive", "fabric.serialization._files",
+                                    "fabric.serialization._pickler", "fabric.serialization._rebuild",
+                                    "fabric.serialization._unpickler"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0
+
+
+def test_training_doc_save_load_example_runs():
+    import re
+
+    text = open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "docs", "training.md")).read()
+    section = text[text.index("## Save and load"):]
+    section = section[: section.index("\n## ", 5)]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert blocks
+    for code in blocks:
+        exec(compile(code, "docs/training.md", "exec"), {})
