@@ -193,7 +193,8 @@ def test_docstring_examples(module):
 def test_training_doc_save_load_example_runs():
     import re
 
-    text = open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "docs", "training.md")).read()
+    with open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "docs", "training.md")) as fh:
+        text = fh.read()
     section = text[text.index("## Save and load"):]
     section = section[: section.index("\n## ", 5)]
     blocks = re.findall(r"```python\n(.*?)```", section, re.S)

@@ -224,9 +224,9 @@ def test_safe_globals_api():
         assert load_bytes(data)["p"].x == 1
     finally:
         serialization.clear_safe_globals()
-    with pytest.raises(ValueError, match="Expected tuple of length 2"):
-        with serialization.safe_globals([(Point, "a", "b")]):
-            load_bytes(data)
+    with pytest.raises(ValueError, match="Expected tuple of length 2"), \
+            serialization.safe_globals([(Point, "a", "b")]):
+        load_bytes(data)
     serialization.clear_safe_globals()
 
 

@@ -30,6 +30,7 @@ Example::
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import io
 import os
@@ -272,35 +273,34 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     is_path = isinstance(f, (str, os.PathLike))
     if mmap and not is_path:
         raise ValueError("f must be a file path in order to use the mmap argument")
-    fh = open(f, "rb") if is_path else f
-    try:
-        if not hasattr(fh, "seek") or (hasattr(fh, "seekable") and not fh.seekable()):
-            fh = io.BytesIO(fh.read())
-        _check_is_checkpoint(fh)
-        archive = Archive(fh, mmap=bool(mmap))
-        if archive.has("constants.pkl") and weights_only:
-            raise RuntimeError("Cannot use ``weights_only=True`` with TorchScript archives passed to "
-                               "``torch.load``. " + UNSAFE_MESSAGE)
-        byteorder = "little"
-        if archive.has("byteorder"):
-            raw = archive.read("byteorder")
-            if raw not in (b"little", b"big"):
-                raise ValueError("Unknown endianness type: " + raw.decode(errors="replace"))
-            byteorder = raw.decode()
-        pickled = io.BytesIO(archive.read("data.pkl"))
-        loader = _StorageLoader(archive, map_location, byteorder)
-        if weights_only:
-            try:
-                return WeightsUnpickler(pickled, encoding=pickle_load_args["encoding"],
-                                        persistent_load=loader).load()
-            except UnpicklingError as e:
-                raise UnpicklingError(weights_only_message(str(e))) from None
-        unpickler = _full_unpickler(pickle_module)(pickled, **pickle_load_args)
-        unpickler.persistent_load = loader
-        return unpickler.load()
-    finally:
-        if is_path:
-            fh.close()
+    with open(f, "rb") if is_path else contextlib.nullcontext(f) as fh:
+        return _load_from(fh, map_location, pickle_module, weights_only, bool(mmap), pickle_load_args)
+
+
+def _load_from(fh, map_location, pickle_module, weights_only, mmap, pickle_load_args):
+    if not hasattr(fh, "seek") or (hasattr(fh, "seekable") and not fh.seekable()):
+        fh = io.BytesIO(fh.read())
+    _check_is_checkpoint(fh)
+    archive = Archive(fh, mmap=mmap)
+    if archive.has("constants.pkl") and weights_only:
+        raise RuntimeError("Cannot use ``weights_only=True`` with TorchScript archives passed to "
+                           "``torch.load``. " + UNSAFE_MESSAGE)
+    byteorder = "little"
+    if archive.has("byteorder"):
+        raw = archive.read("byteorder")
+        if raw not in (b"little", b"big"):
+            raise ValueError("Unknown endianness type: " + raw.decode(errors="replace"))
+        byteorder = raw.decode()
+    pickled = io.BytesIO(archive.read("data.pkl"))
+    loader = _StorageLoader(archive, map_location, byteorder)
+    if weights_only:
+        try:
+            return WeightsUnpickler(pickled, encoding=pickle_load_args["encoding"], persistent_load=loader).load()
+        except UnpicklingError as e:
+            raise UnpicklingError(weights_only_message(str(e))) from None
+    unpickler = _full_unpickler(pickle_module)(pickled, **pickle_load_args)
+    unpickler.persistent_load = loader
+    return unpickler.load()
 
 
 def get_unsafe_globals_in_checkpoint(f) -> list:
@@ -315,15 +315,8 @@ def get_unsafe_globals_in_checkpoint(f) -> list:
         >>> fabric.serialization.get_unsafe_globals_in_checkpoint(buf)
         []
     """
-    from ._unpickler import read_global_name
-
-    is_path = isinstance(f, (str, os.PathLike))
-    fh = open(f, "rb") if is_path else f
-    try:
+    with open(f, "rb") if isinstance(f, (str, os.PathLike)) else contextlib.nullcontext(f) as fh:
         data = io.BytesIO(Archive(fh).read("data.pkl"))
-    finally:
-        if is_path:
-            fh.close()
     allowed = set(_allowlist.default_globals()) | set(_allowlist.user_globals())
     found = set()
     import pickletools

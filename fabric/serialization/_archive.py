@@ -84,13 +84,10 @@ def _compare(a: bytes, b: bytes) -> int:
 
 
 class Archive:
-    """A checkpoint zip opened for reading (``f``: a path or a seekable binary file)."""
+    """A checkpoint zip opened for reading (``f``: a binary file object; the caller closes it)."""
 
     def __init__(self, f, mmap: bool = False):
-        self._owned = None
-        if isinstance(f, (str, os.PathLike)):
-            f = self._owned = open(f, "rb")
-        elif not (hasattr(f, "seek") and (not hasattr(f, "seekable") or f.seekable())):
+        if not (hasattr(f, "seek") and (not hasattr(f, "seekable") or f.seekable())):
             import io
 
             f = io.BytesIO(f.read())
@@ -102,33 +99,22 @@ class Archive:
         try:
             self.zip = zipfile.ZipFile(f)
         except zipfile.BadZipFile as e:
-            self.close()
             raise RuntimeError(f"PytorchStreamReader failed reading zip archive: {e} (the checkpoint is truncated "
                                "or corrupted)") from None
-        except BaseException:
-            self.close()
-            raise
         infos = self.zip.infolist()
         if not infos:
-            self.close()
             raise RuntimeError("PytorchStreamReader failed reading zip archive: the archive has no records")
         self._infos = infos
         self._keys = [_name_key(i.filename) for i in infos]
         self._order = _sorted_indices(self._keys)
         first = infos[0].filename
         if "/" not in first:
-            self.close()
             raise RuntimeError(f"file in archive is not in a subdirectory: {first}")
         self.prefix = first.split("/", 1)[0]
         self._map = None
         if mmap:
             fileno = getattr(f, "fileno", None)
             self._map = _mmap.mmap(fileno(), 0, access=_mmap.ACCESS_COPY)
-
-    def close(self):
-        if self._owned is not None:
-            self._owned.close()
-            self._owned = None
 
     # --- lookup --------------------------------------------------------------------
     def records(self):

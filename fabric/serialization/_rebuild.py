@@ -45,7 +45,8 @@ class StorageType:
     def __setattr__(self, name, value):
         raise AttributeError(f"'StorageType' object attribute '{name}' is read-only")
 
-    __delattr__ = __setattr__
+    def __delattr__(self, name):
+        raise AttributeError(f"'StorageType' object attribute '{name}' is read-only")
 
     @property
     def dtype_name(self):
