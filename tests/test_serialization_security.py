@@ -513,3 +513,15 @@ def test_byte_order_record_written_is_the_machines():
     buf = io.BytesIO()
     fabric.save({"w": fabric.ones(1)}, buf)
     assert zipfile.ZipFile(io.BytesIO(buf.getvalue())).read("archive/byteorder") == sys.byteorder.encode()
+
+
+def test_oversized_data_pkl_is_refused_before_allocating():
+    data = _lie_about_size(checkpoint(PROTO2 + b"N."), "archive/data.pkl", 3 << 30)
+    tracemalloc.start()
+    try:
+        with pytest.raises(RuntimeError, match="declares 3221225472 bytes"):
+            load_bytes(data)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20

@@ -176,8 +176,8 @@ class Archive:
         info = self.info(name)
         if info is None:
             raise RuntimeError(f"PytorchStreamReader failed locating file {name}: file not found")
-        buf = self.read_into(info, np.empty(info.file_size, np.uint8))
-        return buf.tobytes()
+        self._check_fits(info)  # before allocating
+        return self.read_into(info, np.empty(info.file_size, np.uint8)).tobytes()
 
     def storage(self, name: str, nbytes: int):
         """Record ``name`` as a writable uint8 array of exactly ``nbytes`` bytes (checked before allocating)."""

@@ -58,10 +58,6 @@ def read_global_name(readline):
     return module, name
 
 
-def _is_one_of(obj, values):
-    return any(obj is v for v in values)
-
-
 def _tensor_set_state(t, state):
     """``Tensor.__setstate__``: a legacy 4-tuple ``(storage, offset, size, stride)`` or Variable state."""
     if t.grad_fn is not None:
@@ -107,6 +103,8 @@ class WeightsUnpickler:
             self.persistent_load = persistent_load
         self._allowed = A.default_globals()
         self._user = A.user_globals()
+        # identities of everything REDUCE / NEWOBJ / BUILD may use (the dicts keep the objects alive)
+        self._allowed_ids = {id(v) for v in self._allowed.values()} | {id(v) for v in self._user.values()}
 
     def persistent_load(self, pid):
         raise UnpicklingError("unsupported persistent id encountered")
@@ -133,8 +131,8 @@ class WeightsUnpickler:
         self.stack = self.metastack.pop()
         return items
 
-    def _allowed_values(self):
-        return list(self._allowed.values()) + list(self._user.values())
+    def _is_allowed(self, obj):
+        return id(obj) in self._allowed_ids
 
     # --- risky opcodes ----------------------------------------------------------
     def _global(self):
@@ -171,7 +169,7 @@ class WeightsUnpickler:
             self.stack.append(Parameter(*args))
         elif cls is Tensor:  # PyTorch's Tensor.__new__ validates its arguments like the constructor
             self.stack.append(Tensor(*args))
-        elif _is_one_of(cls, self._allowed_values()):
+        elif self._is_allowed(cls):
             self.stack.append(cls.__new__(cls, *args))
         else:
             raise UnpicklingError("Can only create new object for nn.Parameter or classes allowlisted "
@@ -180,7 +178,7 @@ class WeightsUnpickler:
     def _reduce(self):
         args = self.stack.pop()
         func = self.stack[-1]
-        if not _is_one_of(func, self._allowed_values()):
+        if not self._is_allowed(func):
             msg = f"Trying to call reduce for unrecognized function {func}"
             if hasattr(func, "__self__"):
                 msg += f" which belongs to {func.__self__}"
@@ -199,7 +197,7 @@ class WeightsUnpickler:
             _tensor_set_state(inst, state)
         elif t is collections.OrderedDict:
             inst.__dict__.update(state)
-        elif _is_one_of(t, self._allowed_values()):
+        elif self._is_allowed(t):
             if t is _device_cls:  # a shared, immutable object (PyTorch's is a C type)
                 if isinstance(state, tuple) and len(state) == 2:
                     state, slots = state
