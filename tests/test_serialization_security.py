@@ -525,3 +525,41 @@ def test_oversized_data_pkl_is_refused_before_allocating():
     finally:
         tracemalloc.stop()
     assert peak < 8 << 20
+
+
+def test_default_load_endianness_for_files_without_a_byteorder_record():
+    values = np.array([1.5, -2.0, 3.25, 1e-3], dtype=np.float32)
+    pkl = PROTO2 + tensor((4,), (1,)) + b"."
+    big = checkpoint(pkl, {"0": values.astype(">f4").tobytes()}, byteorder=None)
+    native = checkpoint(pkl, {"0": values.tobytes()}, byteorder=None)
+    assert serialization.get_default_load_endianness() is None
+    try:
+        serialization.set_default_load_endianness(serialization.LoadEndianness.BIG)
+        assert load_bytes(big).tolist() == values.tolist()
+        serialization.set_default_load_endianness(serialization.LoadEndianness.NATIVE)
+        assert load_bytes(native).tolist() == values.tolist()
+        serialization.set_default_load_endianness(serialization.LoadEndianness.LITTLE)
+        assert load_bytes(native).tolist() == values.tolist()
+        with pytest.raises(TypeError, match="Invalid argument type in function set_default_load_endianness"):
+            serialization.set_default_load_endianness("big")
+    finally:
+        serialization.set_default_load_endianness(None)
+
+
+def test_shared_mmap_writes_through_to_the_file(tmp_path):
+    import mmap
+
+    path = tmp_path / "ck.pt"
+    fabric.save({"w": fabric.zeros(16)}, path)
+    with serialization.set_default_mmap_options(mmap.MAP_SHARED):
+        out = fabric.load(path, mmap=True)
+        out["w"][3] = 5.0
+        del out
+    assert fabric.load(path, mmap=True)["w"][3].item() == 5.0
+    # the record no longer matches its CRC: ordinary loads check CRCs (PyTorch's do not), mmap loads do not
+    with pytest.raises(RuntimeError, match="CRC mismatch"):
+        fabric.load(path)
+    assert serialization.get_default_mmap_options() == mmap.MAP_PRIVATE
+    with pytest.raises(ValueError, match="expected mmap.MAP_PRIVATE or mmap.MAP_SHARED, but got 12345"):
+        serialization.set_default_mmap_options(12345)
+    assert issubclass(serialization.SourceChangeWarning, Warning) and serialization.DEFAULT_PROTOCOL == 2

@@ -41,15 +41,26 @@ import warnings
 from .. import _dtype as D
 from .._device import device as _device_cls
 from .._tensor import Tensor
-from . import _allowlist, _files
+from . import _allowlist, _files, _options
 from . import _pickler as P
 from . import _rebuild as R
 from ._allowlist import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
 from ._archive import Archive
+from ._options import (
+    DEFAULT_PROTOCOL,
+    LoadEndianness,
+    SourceChangeWarning,
+    get_default_load_endianness,
+    get_default_mmap_options,
+    set_default_load_endianness,
+    set_default_mmap_options,
+)
 from ._unpickler import UNSAFE_MESSAGE, UnpicklingError, WeightsUnpickler, weights_only_message
 
 __all__ = ["save", "load", "UnpicklingError", "add_safe_globals", "safe_globals", "get_safe_globals",
-           "clear_safe_globals", "get_unsafe_globals_in_checkpoint"]
+           "clear_safe_globals", "get_unsafe_globals_in_checkpoint", "DEFAULT_PROTOCOL", "LoadEndianness",
+           "SourceChangeWarning", "get_default_load_endianness", "set_default_load_endianness",
+           "get_default_mmap_options", "set_default_mmap_options"]
 
 _TRUE = ("1", "y", "yes", "true")
 
@@ -273,7 +284,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     is_path = isinstance(f, (str, os.PathLike))
     if mmap and not is_path:
         raise ValueError("f must be a file path in order to use the mmap argument")
-    with open(f, "rb") if is_path else contextlib.nullcontext(f) as fh:
+    mode = "r+b" if mmap and _options.mmap_is_shared() else "rb"
+    with open(f, mode) if is_path else contextlib.nullcontext(f) as fh:
         return _load_from(fh, map_location, pickle_module, weights_only, bool(mmap), pickle_load_args)
 
 
@@ -281,11 +293,11 @@ def _load_from(fh, map_location, pickle_module, weights_only, mmap, pickle_load_
     if not hasattr(fh, "seek") or (hasattr(fh, "seekable") and not fh.seekable()):
         fh = io.BytesIO(fh.read())
     _check_is_checkpoint(fh)
-    archive = Archive(fh, mmap=mmap)
+    archive = Archive(fh, mmap=mmap, shared=_options.mmap_is_shared())
     if archive.has("constants.pkl") and weights_only:
         raise RuntimeError("Cannot use ``weights_only=True`` with TorchScript archives passed to "
                            "``torch.load``. " + UNSAFE_MESSAGE)
-    byteorder = "little"
+    byteorder = _options.fallback_byteorder()
     if archive.has("byteorder"):
         raw = archive.read("byteorder")
         if raw not in (b"little", b"big"):

@@ -86,7 +86,7 @@ def _compare(a: bytes, b: bytes) -> int:
 class Archive:
     """A checkpoint zip opened for reading (``f``: a binary file object; the caller closes it)."""
 
-    def __init__(self, f, mmap: bool = False):
+    def __init__(self, f, mmap: bool = False, shared: bool = False):
         if not (hasattr(f, "seek") and (not hasattr(f, "seekable") or f.seekable())):
             import io
 
@@ -114,7 +114,7 @@ class Archive:
         self._map = None
         if mmap:
             fileno = getattr(f, "fileno", None)
-            self._map = _mmap.mmap(fileno(), 0, access=_mmap.ACCESS_COPY)
+            self._map = _mmap.mmap(fileno(), 0, access=_mmap.ACCESS_WRITE if shared else _mmap.ACCESS_COPY)
 
     # --- lookup --------------------------------------------------------------------
     def records(self):
