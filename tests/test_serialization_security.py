@@ -563,3 +563,18 @@ def test_shared_mmap_writes_through_to_the_file(tmp_path):
     with pytest.raises(ValueError, match="expected mmap.MAP_PRIVATE or mmap.MAP_SHARED, but got 12345"):
         serialization.set_default_mmap_options(12345)
     assert issubclass(serialization.SourceChangeWarning, Warning) and serialization.DEFAULT_PROTOCOL == 2
+
+
+@pytest.mark.parametrize("call", [G("builtins", "bytearray") + T(Int(2**31 - 1)) + b"R",
+                                  G("torch", "Tensor") + T(Int(1 << 20), Int(1 << 20)) + b"R",
+                                  G("torch", "Tensor") + T(Int(1 << 30)) + b"\x81"])
+def test_allocations_asked_by_the_pickle_are_bounded_by_the_file(call):
+    tracemalloc.start()
+    try:
+        with pytest.raises(pickle.UnpicklingError, match="more than the .*-byte checkpoint holds"):
+            load_bytes(checkpoint(PROTO2 + call + b"."))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20
+    assert load_bytes(checkpoint(PROTO2 + G("builtins", "bytearray") + T(Int(3)) + b"R.")) == bytearray(3)

@@ -307,7 +307,8 @@ def _load_from(fh, map_location, pickle_module, weights_only, mmap, pickle_load_
     loader = _StorageLoader(archive, map_location, byteorder)
     if weights_only:
         try:
-            return WeightsUnpickler(pickled, encoding=pickle_load_args["encoding"], persistent_load=loader).load()
+            return WeightsUnpickler(pickled, encoding=pickle_load_args["encoding"], persistent_load=loader,
+                                    max_alloc=archive.length).load()
         except UnpicklingError as e:
             raise UnpicklingError(weights_only_message(str(e))) from None
     unpickler = _full_unpickler(pickle_module)(pickled, **pickle_load_args)

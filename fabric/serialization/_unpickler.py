@@ -93,8 +93,10 @@ class WeightsUnpickler:
     ``data/<key>`` records); without it any persistent id is refused.
     """
 
-    def __init__(self, file, *, encoding: str = "bytes", persistent_load=None):
+    def __init__(self, file, *, encoding: str = "bytes", persistent_load=None, max_alloc: int | None = None):
         self.encoding = encoding
+        # the most bytes one call from the file may ask to allocate (the checkpoint's size; None: no limit)
+        self.max_alloc = max_alloc
         self.read = file.read
         self.readline = file.readline
         self.memo: dict = {}
@@ -168,6 +170,7 @@ class WeightsUnpickler:
         if cls is Parameter:
             self.stack.append(Parameter(*args))
         elif cls is Tensor:  # PyTorch's Tensor.__new__ validates its arguments like the constructor
+            self._check_alloc(cls, args)
             self.stack.append(Tensor(*args))
         elif self._is_allowed(cls):
             self.stack.append(cls.__new__(cls, *args))
@@ -183,7 +186,22 @@ class WeightsUnpickler:
             if hasattr(func, "__self__"):
                 msg += f" which belongs to {func.__self__}"
             raise UnpicklingError(msg)
+        self._check_alloc(func, args)
         self.stack[-1] = func(*args)
+
+    def _check_alloc(self, func, args):
+        """``bytearray(n)`` / ``Tensor(n, m)`` from a few bytes of pickle: the size must fit in the file."""
+        if self.max_alloc is None or (func is not bytearray and func is not Tensor):
+            return
+        if not isinstance(args, tuple) or not args or not all(type(a) is int for a in args):
+            return
+        n = 1
+        for a in args:
+            n *= max(a, 0)
+        itemsize = 1 if func is bytearray else 8
+        if n * itemsize > self.max_alloc:
+            raise UnpicklingError(f"the pickle asks {func.__name__}{args} to allocate {n * itemsize} bytes, more than "
+                                  f"the {self.max_alloc}-byte checkpoint holds")
 
     def _build(self):
         from ..nn.parameter import Parameter
