@@ -263,6 +263,14 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     storage as a flat 1-D tensor; ``mmap=True`` maps the file's storages
     instead of reading them (copy-on-write).
 
+    .. warning::
+        With ``weights_only=False`` this function uses the ``pickle`` module,
+        which is known to be insecure: it is possible to construct malicious
+        pickle data that executes arbitrary code while it is unpickled. Never
+        load data that could have come from an untrusted source, or that could
+        have been tampered with, with ``weights_only=False``. Only load data
+        you trust.
+
     Example::
 
         >>> import io, fabric
