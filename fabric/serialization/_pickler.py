@@ -58,7 +58,7 @@ class StorageRef:
 
 
 def _ptr(a):
-    return a.__array_interface__["data"][0]
+    return a.__array_interface__["data"][0] if a.__class__ is np.ndarray else a.data.ptr
 
 
 class StorageTable:
@@ -68,29 +68,27 @@ class StorageTable:
         self.by_root = {}
         self.blobs = []  # (host array holding the record's bytes, key)
 
-    def _host_storage(self, arr):
-        """(1-D host array over the whole block ``arr`` lives in, identity of the block, element offset) or None."""
-        if arr.__class__ is not np.ndarray:  # a device array: its allocation is the storage
-            import cupy
+    @staticmethod
+    def _host_storage(arr):
+        """(1-D array over the whole block ``arr`` views, the block's owner, byte offset of ``arr``) or None.
 
-            mem = arr.data.mem
-            if mem.size % arr.itemsize:
-                return None
-            flat = cupy.ndarray((mem.size // arr.itemsize,), arr.dtype, cupy.cuda.MemoryPointer(mem, 0))
-            return flat, mem, (arr.data.ptr - mem.ptr)
+        The same walk serves NumPy and CuPy: both record a view's owner in ``.base``."""
+        array_type = type(arr)
         root, b = arr, arr.base
-        while b is not None:  # through views and as_strided's wrappers to the owner
-            if isinstance(b, np.ndarray):
+        while b is not None:  # through views (and NumPy's as_strided wrappers) to the owner
+            if isinstance(b, array_type):
                 root = b
             b = getattr(b, "base", None)
         if not (root.flags.c_contiguous or root.flags.f_contiguous):
             return None
-        flat = root.ravel(order="K")
+        # a view in both libraries (ravel may copy in CuPy): memory order, C or Fortran
+        flat = root.reshape(-1, order="C" if root.flags.c_contiguous else "F")
         if flat.dtype != arr.dtype:  # e.g. a loaded storage: float32 tensors over a uint8 record
             if flat.nbytes % arr.itemsize:
                 return None
             flat = flat.view(np.uint8).view(arr.dtype)
-        return flat, root, _ptr(arr) - _ptr(flat)
+        offset = _ptr(arr) - _ptr(flat)
+        return (flat, root, offset) if 0 <= offset < flat.nbytes else None
 
     def add(self, arr, location):
         """(storage ref, offset, size, stride) for an array (NumPy or CuPy)."""
