@@ -15,9 +15,9 @@ integer dtypes.  An in-place variant computes the out-of-place result, checks
 that it can be cast to ``self``'s dtype and shape, writes it into ``self`` and
 makes ``self`` that result (new ``grad_fn``, version bumped).
 
-Special functions (erf, erfc, erfinv, lgamma, digamma, polygamma) use only
-NumPy/CuPy, evaluated in float64; their methods and measured accuracy are
-described at :func:`_erf_erfc` and below.
+Special functions (erf, erfc, erfinv, lgamma, digamma, polygamma) evaluate the
+float64 kernels of :mod:`fabric._special_functions` (methods and measured
+accuracy are described there).
 
 Example::
 
@@ -37,6 +37,8 @@ import math
 import numpy as np
 
 from .. import _dtype as D
+from .. import _special_functions as _sf
+from .._special_functions import quiet as _quiet
 from .._tensor import Tensor
 from ..amp import _policy as _amp
 from ..autograd.function import Function, _apply, _apply_elementwise, _check_inplace, _normalize, _rebase_view
@@ -77,36 +79,6 @@ _2_OVER_SQRT_PI = 2.0 / _SQRT_PI
 
 
 # --- small helpers -------------------------------------------------------------
-
-try:  # NumPy keeps its floating-point error state in a context variable
-    from numpy._core._ufunc_config import _extobj_contextvar as _NP_ERRSTATE
-
-    with np.errstate(all="ignore"):
-        _NP_QUIET = _NP_ERRSTATE.get()
-except ImportError:  # pragma: no cover - other NumPy layouts
-    _NP_ERRSTATE = None
-
-
-class _quiet:
-    """Silence NumPy's divide/overflow/invalid warnings: PyTorch returns
-    inf/nan quietly.  Setting NumPy's context variable directly costs a
-    fraction of ``np.errstate`` (this wraps every float forward)."""
-
-    __slots__ = ("token",)
-
-    def __enter__(self):
-        if _NP_ERRSTATE is not None:
-            self.token = _NP_ERRSTATE.set(_NP_QUIET)
-        else:  # pragma: no cover
-            self.token = np.errstate(all="ignore")
-            self.token.__enter__()
-
-    def __exit__(self, *exc):
-        if _NP_ERRSTATE is not None:
-            _NP_ERRSTATE.reset(self.token)
-        else:  # pragma: no cover
-            self.token.__exit__(*exc)
-
 
 def _out(result, out):
     return result if out is None else copy_into_out(out, result)
@@ -296,229 +268,6 @@ def _check_float_inplace(self, name):
         raise RuntimeError(f"result type Float can't be cast to the desired output type {_tname(self._data.dtype)}")
 
 
-# --- special functions (NumPy/CuPy only, float64) -------------------------------
-#
-# Bernoulli numbers B2, B4, ..., B18 feed the asymptotic series of lgamma,
-# digamma and the Euler-Maclaurin tail of the Hurwitz zeta function.
-_BERNOULLI = ((1, 6), (-1, 30), (1, 42), (-1, 30), (5, 66), (-691, 2730), (7, 6), (-3617, 510), (43867, 798))
-_CHUNK = 16384  # elements per chunk: the kernels' temporaries stay in cache
-
-
-def _horner(z, coeffs):
-    """``coeffs[0] * z**n + ... + coeffs[n]`` (highest degree first), in place."""
-    r = z * coeffs[0]
-    r += coeffs[1]
-    for c in coeffs[2:]:
-        r *= z
-        r += c
-    return r
-
-
-def _special(kernel, xp, x, *args):
-    """Evaluate a float64 kernel ``kernel(xp, x64, *args)`` and return the
-    result in ``x``'s dtype.  Large NumPy arrays go in cache-sized chunks:
-    the kernels chain dozens of elementwise steps, which then run from cache
-    instead of memory (about 2x faster)."""
-    x64 = x if x.dtype == np.float64 else x.astype(np.float64)
-    if xp is np and x64.size > 2 * _CHUNK:
-        flat = x64.reshape(-1)
-        y = np.empty(flat.size)
-        for i in range(0, flat.size, _CHUNK):
-            y[i:i + _CHUNK] = kernel(np, flat[i:i + _CHUNK], *args)
-        y = y.reshape(x.shape)
-    else:
-        y = kernel(xp, x64, *args)
-    return y if x.dtype == np.float64 else xp.asarray(y).astype(x.dtype)
-
-
-# erf for |x| < 0.5: Taylor series, 13 terms (relative error < 1e-16 there).
-_ERF_TAYLOR = [_2_OVER_SQRT_PI * (-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(13)][::-1]
-# erfcx(x) = exp(x**2) erfc(x) for x >= 0.5: with u = 1 / (x + 3) and
-# s = 1 - 7 u (s in (-1, 1]), (x + 3) erfcx(x) is a smooth function of s;
-# these are the power-basis coefficients of its degree-20 Chebyshev
-# interpolant (computed with mpmath at 40 digits; max relative error 5.6e-16
-# on [0.5, 1e6], checked against mpmath).
-_ERFCX_POLY = (
-    -6.977263665909366e-10, -1.9637173334189254e-10, 7.879777426381315e-09, 3.922774913077425e-09,
-    -5.784388772598018e-08, -4.038972757420314e-08, 4.072439693611071e-07, 2.7837314549268073e-07,
-    -3.1784594382919136e-06, -6.859804598846953e-07, 2.7642608347424635e-05, -2.5286239680650586e-05,
-    -0.0002315272343458437, 0.0007631143458009388, 0.000575279899673889, -0.012338549338262115,
-    0.05413190824975311, -0.15596654978034075, 0.3460562090899456, -0.6277955952806208,
-    0.9589962033754297,
-)
-
-
-def _exp_neg_square(xp, a):
-    """``exp(-a**2)`` to about 1 ulp: ``a = hi + lo`` with ``hi * hi`` exact,
-    so the large exponent carries no rounding error."""
-    a = xp.minimum(xp.abs(a), 30.0)
-    hi = xp.floor(a * 4096.0) * (1.0 / 4096.0)
-    lo = a - hi
-    return xp.exp(-hi * hi) * xp.exp(-(2.0 * hi + lo) * lo)
-
-
-def _erf_erfc(xp, x):
-    """``(erf(x), erfc(x))`` in float64.
-
-    |x| < 0.5: Taylor series of erf.  |x| >= 0.5: erfc(|x|) =
-    exp(-x**2) * erfcx(|x|) with erfcx from the polynomial above; erf = 1 -
-    erfc.  Measured against mpmath on 5000 points in [-27, 27] plus tiny
-    values: max relative error 6.4e-16 (erf), 6.8e-16 (erfc).
-    """
-    a = xp.abs(x)
-    small = a < 0.5
-    e_small = _horner(x * x, _ERF_TAYLOR)
-    e_small *= x
-    u = 1.0 / (a + 3.0)
-    c = _horner(1.0 - 7.0 * u, _ERFCX_POLY)
-    c *= u
-    c *= _exp_neg_square(xp, a)
-    erf = xp.where(small, e_small, xp.copysign(1.0 - c, x))
-    erfc = xp.where(small, 1.0 - e_small, xp.where(x < 0, 2.0 - c, c))
-    return erf, erfc
-
-
-def _erf(xp, x):
-    return _erf_erfc(xp, x)[0]
-
-
-def _erfc(xp, x):
-    return _erf_erfc(xp, x)[1]
-
-
-def _erfinv(xp, y):
-    """Inverse error function: Winitzki's closed-form guess (relative error
-    ~2e-3), then two Halley steps on erf(x) = |y| (on erfc(x) = 1 - |y| in
-    the tails, where 1 - |y| is exact).  Max relative error vs mpmath 1.8e-15
-    on [-1, 1] incl. 1 - 1e-16."""
-    a = xp.abs(y)
-    w = -xp.log1p(-a * a)
-    b = 2.0 / (math.pi * 0.147) - w / 2.0
-    e = w / 0.147
-    r = xp.sqrt(b * b + e)
-    x = xp.sqrt(xp.where(b >= 0, e / (r + b), r - b))  # sqrt(r - b) without cancellation
-    for _ in range(2):
-        erf, erfc = _erf_erfc(xp, x)
-        f = xp.where(a <= 0.5, erf - a, (1.0 - a) - erfc)
-        u = f / (_2_OVER_SQRT_PI * _exp_neg_square(xp, x))
-        x = x - u / (1.0 + x * u)  # Halley: f'' = -2 x f'
-    x = xp.where(a < 1, x, xp.where(a == 1, math.inf, math.nan))
-    return xp.copysign(x, y)
-
-
-# Stirling series of lgamma: B_2k / (2k (2k - 1)), k = 1..7 (highest first).
-_LGAMMA_SERIES = [n / d / ((2 * k + 2) * (2 * k + 1)) for k, (n, d) in enumerate(_BERNOULLI[:7])][::-1]
-_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
-
-
-def _lgamma(xp, x):
-    """log|Gamma(x)|: Stirling's series at z >= 10 (truncation error < 1e-17),
-    z < 10 shifted up by 10 with the recurrence, reflection for x < 0.
-    Measured against mpmath: relative error <= 1e-13 (away from the zeros
-    at 1 and 2, where the absolute error is <= 4e-15); +inf at 0 and the
-    negative integers."""
-    neg = x < 0
-    z = xp.where(neg, 1.0 - x, x)
-    small = z < 10
-    prod = z
-    for k in range(1, 10):
-        prod = prod * (z + k)
-    zs = xp.where(small, z + 10.0, z)
-    r = 1.0 / zs
-    st = (zs - 0.5) * xp.log(zs) - zs + _HALF_LOG_2PI + r * _horner(r * r, _LGAMMA_SERIES)
-    res = xp.where(small, st - xp.log(xp.abs(prod)), st)
-    sin_pi_x = xp.abs(xp.sin(math.pi * (x - xp.round(x))))  # exact argument reduction
-    out = xp.where(neg, (math.log(math.pi) - res) - xp.log(sin_pi_x), res)
-    return xp.where(xp.isinf(x), math.inf, out)
-
-
-# Asymptotic series of digamma: B_2k / (2k), k = 1..7 (highest first).
-_PSI_SERIES = [n / d / (2 * k + 2) for k, (n, d) in enumerate(_BERNOULLI[:7])][::-1]
-
-
-def _digamma(xp, x):
-    """digamma: asymptotic series at z >= 10, the recurrence below, the
-    reflection formula for x < 0.  Relative error vs mpmath <= 8e-15 (away
-    from the zero at 1.4616, absolute error <= 1.2e-15 there).  As PyTorch:
-    -inf at 0, +inf at -0.0, nan at negative integers."""
-    neg = x < 0
-    z = xp.where(neg, 1.0 - x, x)
-    small = z < 10
-    acc = 1.0 / z
-    for k in range(1, 10):
-        acc = acc + 1.0 / (z + k)
-    zs = xp.where(small, z + 10.0, z)
-    r2 = 1.0 / (zs * zs)
-    asym = xp.log(zs) - 0.5 / zs - r2 * _horner(r2, _PSI_SERIES)
-    res = xp.where(small, asym - acc, asym)
-    n = xp.round(x)
-    refl = res - math.pi / xp.tan(math.pi * (x - n))
-    return xp.where(neg, xp.where(x == n, math.nan, refl), res)
-
-
-def _zeta_tail_coeffs(s):
-    """Euler-Maclaurin tail of zeta(s, z): B_2j / (2j)! * s (s+1) ... (s+2j-2)
-    for j = 1..9, highest first (a polynomial in 1 / z**2)."""
-    out = []
-    rising = s
-    for j, (n, d) in enumerate(_BERNOULLI, start=1):
-        out.append(n / d / math.factorial(2 * j) * rising)
-        rising *= (s + 2 * j - 1) * (s + 2 * j)
-    return out[::-1]
-
-
-def _hurwitz_zeta(xp, q, s):
-    """zeta(s, q) = sum_k (q + k)**-s for an integer ``s >= 2`` and q >= 0:
-    the first terms summed until q + k >= 10 + s, then the Euler-Maclaurin
-    tail.  Relative error vs mpmath <= 1.2e-14."""
-    start = 10 + s
-    if q.size:
-        finite = xp.where(xp.isfinite(q), q, float(start))
-        n = builtins.max(0, math.ceil(start - float(finite.min())))
-    else:
-        n = 0
-    acc = 0.0
-    z = q
-    for _ in range(n):
-        acc = acc + z ** -s
-        z = z + 1.0
-    r = 1.0 / z
-    zs = z ** -s
-    return acc + (z ** (1 - s) / (s - 1) + 0.5 * zs + zs * r * _horner(r * r, _zeta_tail_coeffs(s)))
-
-
-def _cot_derivative_poly(n):
-    """Integer coefficients (highest first) of P_n with
-    d^n/dx^n cot(pi x) = pi**n P_n(cot(pi x)): P_0 = c, P_k+1 = -(1 + c**2) P_k'."""
-    p = [0, 1]  # lowest degree first
-    for _ in range(n):
-        d = [k * a for k, a in enumerate(p)][1:] or [0]
-        p = [0] * (len(d) + 2)
-        for k, a in enumerate(d):
-            p[k] -= a
-            p[k + 2] -= a
-    return p[::-1]
-
-
-def _polygamma(xp, x, n):
-    """The n-th derivative of digamma: (-1)**(n+1) n! zeta(n+1, x) for
-    x >= 0; for x < 0 the reflection formula
-    psi_n(x) = (-1)**(n+1) ((-1)**n pi d^n/dx^n cot(pi x) - psi_n(1 - x))."""
-    if n == 0:
-        return _digamma(xp, x)
-    neg = x < 0
-    q = xp.where(neg, 1.0 - x, xp.abs(x))  # abs: -0.0 is a pole like +0.0
-    res = (-1) ** (n + 1) * math.factorial(n) * _hurwitz_zeta(xp, q, n + 1)
-    if bool(neg.any()):
-        cot = 1.0 / xp.tan(math.pi * (x - xp.round(x)))
-        d = math.pi ** (n + 1) * _horner(cot, _cot_derivative_poly(n))
-        res = xp.where(neg, (-1) ** (n + 1) * ((-1) ** n * d - res), res)
-    # at +-inf PyTorch gives trigamma 0 and nan, higher orders nan and +-inf
-    pos_inf = 0.0 if n == 1 else math.nan
-    neg_inf = math.nan if n == 1 else (-1) ** (n + 1) * math.inf
-    return xp.where(x == math.inf, pos_inf, xp.where(x == -math.inf, neg_inf, res))
-
-
 # --- unary ops ---------------------------------------------------------------------
 
 class _Unary(Function):
@@ -609,14 +358,14 @@ Asinh = _unary("Asinh", lambda xp, x: xp.arcsinh(x), "x", lambda gy, x, y: gy * 
 Acosh = _unary("Acosh", lambda xp, x: xp.arccosh(x), "x", lambda gy, x, y: gy * rsqrt(x * x - 1))
 Atanh = _unary("Atanh", lambda xp, x: xp.arctanh(x), "x", lambda gy, x, y: gy / (1 - x * x))
 Sigmoid = _unary("Sigmoid", lambda xp, x: _sigmoid(xp, x), "y", lambda gy, x, y: gy * y * (1 - y))
-Erf = _unary("Erf", lambda xp, x: _special(_erf, xp, x), "x",
+Erf = _unary("Erf", lambda xp, x: _sf.evaluate(_sf.erf, xp, x), "x",
              lambda gy, x, y: gy * _2_OVER_SQRT_PI * exp(-x * x))
-Erfc = _unary("Erfc", lambda xp, x: _special(_erfc, xp, x), "x",
+Erfc = _unary("Erfc", lambda xp, x: _sf.evaluate(_sf.erfc, xp, x), "x",
               lambda gy, x, y: gy * -_2_OVER_SQRT_PI * exp(-x * x))
-Erfinv = _unary("Erfinv", lambda xp, x: _special(_erfinv, xp, x), "y",
+Erfinv = _unary("Erfinv", lambda xp, x: _sf.evaluate(_sf.erfinv, xp, x), "y",
                 lambda gy, x, y: gy * (0.5 * _SQRT_PI) * exp(y * y))
-Lgamma = _unary("Lgamma", lambda xp, x: _special(_lgamma, xp, x), "x", lambda gy, x, y: gy * digamma(x))
-Digamma = _unary("Digamma", lambda xp, x: _special(_digamma, xp, x), "x", lambda gy, x, y: gy * polygamma(1, x))
+Lgamma = _unary("Lgamma", lambda xp, x: _sf.evaluate(_sf.lgamma, xp, x), "x", lambda gy, x, y: gy * digamma(x))
+Digamma = _unary("Digamma", lambda xp, x: _sf.evaluate(_sf.digamma, xp, x), "x", lambda gy, x, y: gy * polygamma(1, x))
 Floor = _unary("Floor", _round_int("floor"), "", _zero_grad)
 Ceil = _unary("Ceil", _round_int("ceil"), "", _zero_grad)
 Trunc = _unary("Trunc", _round_int("trunc"), "", _zero_grad)
@@ -909,7 +658,7 @@ class Polygamma(Function):
         ctx.n = n
         ctx.save_for_backward(x)
         with _quiet():
-            return xp_of(x).asarray(_special(_polygamma, xp_of(x), x, n))
+            return xp_of(x).asarray(_sf.evaluate(_sf.polygamma, xp_of(x), x, n))
 
     @staticmethod
     def backward(ctx, gy):
