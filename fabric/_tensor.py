@@ -576,11 +576,6 @@ class Tensor:
 
         return dist(self, other, p)
 
-    def heaviside(self, values):
-        from ._extras import heaviside
-
-        return heaviside(self, values)
-
     def type_as(self, other: Tensor) -> Tensor:
         return self.to(other.dtype)
 

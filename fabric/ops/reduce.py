@@ -1215,6 +1215,10 @@ def cummin(input, dim, *, out=None):
 # --- norm -----------------------------------------------------------------------------
 
 class VectorNorm(Function):
+    """``||x||_ord`` over the axes ``dims``: the one vector norm behind ``torch.norm``,
+    ``linalg.vector_norm``, ``F.normalize``, ``F.pairwise_distance``, ``cosine_similarity``
+    and ``pdist`` (``ord`` a float incl. 0 and +-inf; the callers check their arguments)."""
+
     _array_forward = True
     _node_name = "LinalgVectorNormBackward0"
 
@@ -1224,7 +1228,9 @@ class VectorNorm(Function):
         xp = xp_of(x)
         a = xp.abs(x) if ord not in (0, 2) else None
         with _quiet():
-            if ord == 2:
+            if math.isinf(ord) and x.size == 0:  # F.normalize / pairwise_distance over an empty dim: 0
+                y = xp.zeros_like(x.sum(axis=dims, keepdims=keepdim))
+            elif ord == 2:
                 y = xp.sqrt((x * x).sum(axis=dims, keepdims=keepdim))
             elif ord == 1:
                 y = a.sum(axis=dims, keepdims=keepdim)
