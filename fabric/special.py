@@ -255,7 +255,7 @@ I1e = _make("I1e", _i1e, "xy", _i1e_grad, "SpecialI1EBackward0")
 
 
 def _fn(F, name, summary, example_in, example_out):
-    op = _pw._float_fn(F, name, summary, example_in, example_out)[0]
+    op = _pw._float_fn(F, name, summary, example_in, example_out, module=__name__, method=False)[0]
     op.__module__ = __name__
     op.__doc__ = op.__doc__.replace(f"fabric.{name}(", f"fabric.special.{name}(")
     return op

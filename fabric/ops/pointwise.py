@@ -43,32 +43,23 @@ from .._tensor import Tensor
 from ..amp import _policy as _amp
 from ..autograd.function import Function, _apply, _apply_elementwise, _check_inplace, _normalize, _rebase_view
 from ..autograd.grad_mode import state as _state
+from ._registry import declare
+from ._registry import public_names as declared_names
 from ._util import _SCALARS, _same_device, binary_operands, float_operands, scalar_value, xp_of
 from .arith import exp, pow
 from .inplace import copy_into_out
 
-__all__ = [
-    "abs", "abs_", "absolute", "absolute_", "acos", "acos_", "acosh", "acosh_", "addcdiv", "addcdiv_", "addcmul",
-    "addcmul_", "allclose", "arccos", "arccos_", "arccosh", "arccosh_", "arcsin", "arcsin_", "arcsinh", "arcsinh_",
-    "arctan", "arctan2", "arctan2_", "arctan_", "arctanh", "arctanh_", "asin", "asin_", "asinh", "asinh_", "atan",
-    "atan2", "atan2_", "atan_", "atanh", "atanh_", "bitwise_and", "bitwise_and_", "bitwise_left_shift",
+__all__ = [  # and, at the end of the module, the ops declared in the registry
+    "addcdiv", "addcdiv_", "addcmul", "addcmul_", "allclose", "bitwise_and", "bitwise_and_", "bitwise_left_shift",
     "bitwise_left_shift_", "bitwise_not", "bitwise_not_", "bitwise_or", "bitwise_or_", "bitwise_right_shift",
-    "bitwise_right_shift_", "bitwise_xor", "bitwise_xor_", "ceil", "ceil_", "clamp", "clamp_", "clamp_max",
-    "clamp_max_", "clamp_min", "clamp_min_", "clip", "clip_", "copysign", "copysign_", "cos", "cos_", "cosh",
-    "cosh_", "deg2rad", "deg2rad_", "digamma", "digamma_", "eq", "eq_", "equal", "erf", "erf_", "erfc", "erfc_",
-    "erfinv", "erfinv_", "exp2", "exp2_", "exp_", "expm1", "expm1_", "fix", "fix_", "float_power", "float_power_",
-    "floor", "floor_", "floor_divide", "floor_divide_", "fmax", "fmin", "fmod", "fmod_", "frac", "frac_", "ge",
-    "ge_", "greater", "greater_", "greater_equal", "greater_equal_", "gt", "gt_", "hypot", "hypot_", "isclose",
-    "isfinite", "isinf", "isnan", "isneginf", "isposinf", "isreal", "le", "le_", "lerp", "lerp_", "less", "less_",
-    "less_equal", "less_equal_", "lgamma", "lgamma_", "log10", "log10_", "log1p", "log1p_", "log2", "log2_",
-    "log_", "logaddexp", "logaddexp2", "logical_and", "logical_and_", "logical_not", "logical_not_", "logical_or",
-    "logical_or_", "logical_xor", "logical_xor_", "logit", "logit_", "lt", "lt_", "maximum", "minimum",
-    "nan_to_num", "nan_to_num_", "ne", "ne_", "neg_", "negative_", "nextafter", "nextafter_", "not_equal",
-    "not_equal_", "polygamma", "polygamma_", "positive", "pow_", "rad2deg", "rad2deg_", "reciprocal",
-    "reciprocal_", "relu", "relu_", "remainder", "remainder_", "round", "round_", "rsqrt", "rsqrt_",
-    "scalar_tensor_like", "sgn", "sgn_", "sigmoid", "sigmoid_", "sign", "sign_", "signbit", "sin", "sin_", "sinc",
-    "sinc_", "sinh", "sinh_", "sqrt", "sqrt_", "square", "square_", "tan", "tan_", "tanh", "tanh_", "true_divide_",
-    "trunc", "trunc_", "where", "xlogy", "xlogy_",
+    "bitwise_right_shift_", "bitwise_xor", "bitwise_xor_", "clamp", "clamp_", "clamp_max", "clamp_max_", "clamp_min",
+    "clamp_min_", "clip", "clip_", "eq", "eq_", "equal", "exp_", "float_power", "float_power_", "ge", "ge_",
+    "greater", "greater_", "greater_equal", "greater_equal_", "gt", "gt_", "isclose", "isfinite", "isinf", "isnan",
+    "isneginf", "isposinf", "isreal", "le", "le_", "lerp", "lerp_", "less", "less_", "less_equal", "less_equal_",
+    "log_", "logical_and", "logical_and_", "logical_not", "logical_not_", "logical_or", "logical_or_", "logical_xor",
+    "logical_xor_", "logit", "logit_", "lt", "lt_", "nan_to_num", "nan_to_num_", "ne", "ne_", "neg_", "negative_",
+    "not_equal", "not_equal_", "polygamma", "polygamma_", "positive", "pow_", "relu", "relu_", "round", "round_",
+    "scalar_tensor_like", "signbit", "square", "square_", "true_divide_", "where",
 ]
 
 _ndarray = np.ndarray
@@ -389,12 +380,21 @@ def _sinc_grad(gy, x, y):
 Sinc = _unary("Sinc", _sinc, "x", _sinc_grad)
 
 
-def _float_fn(F, name, summary, example_in, example_out):
+def _angle(xp, x):
+    """The argument of a real number: pi below 0, 0 at and above (-0.0 too), nan for nan."""
+    y = xp.where(x < 0, x.dtype.type(math.pi), x.dtype.type(0))
+    return xp.where(xp.isnan(x), x, y)
+
+
+Angle = _unary("Angle", _angle, "", _zero_grad)
+
+
+def _float_fn(F, name, summary, example_in, example_out, aliases=(), module=__name__, method=True, inplace=True):
     """The public ``name(input, *, out=None)`` and in-place ``name_(self)``
-    of a float function: integer and bool inputs give the default float
-    dtype (in place they are an error, as in PyTorch)."""
+    of a float function, declared in the op registry: integer and bool inputs
+    give the default float dtype (in place they are an error, as in PyTorch)."""
     def op(input, *, out=None):
-        if _amp.active and out is None and (c := _amp.cast(name, input)):
+        if _amp.active and out is None and decl.autocast and (c := _amp.cast(decl.autocast, input)):
             input, = c
         x = _data(input, name)
         if x.dtype.kind != "f":
@@ -413,10 +413,13 @@ def _float_fn(F, name, summary, example_in, example_out):
     op.__doc__ = (f"{summary} Integer and bool inputs give the default float dtype.\n\n"
                   f"Example::\n\n    >>> fabric.{name}(fabric.tensor({example_in}))\n    {example_out}\n")
     op_.__doc__ = f"In-place :func:`{name}`."
+    op.__module__ = op_.__module__ = module
+    decl = declare(op, inplace=op_ if method and inplace else None, aliases=aliases, fusion="elementwise",
+                   method=method)
     return op, op_
 
 
-def _same_dtype_fn(F, name, kinds, summary, example_in, example_out, kernel=None):
+def _same_dtype_fn(F, name, kinds, summary, example_in, example_out, kernel=None, aliases=()):
     """Public op and in-place op for a unary op that keeps its input dtype;
     dtypes whose kind is not in ``kinds`` raise NotImplementedError."""
     kernel = kernel or name
@@ -439,11 +442,12 @@ def _same_dtype_fn(F, name, kinds, summary, example_in, example_out, kernel=None
     op.__doc__ = (f"{summary}\n\nExample::\n\n    >>> fabric.{name}(fabric.tensor({example_in}))\n"
                   f"    {example_out}\n")
     op_.__doc__ = f"In-place :func:`{name}`."
+    declare(op, inplace=op_, aliases=aliases, fusion="elementwise")
     return op, op_
 
 
 abs, abs_ = _same_dtype_fn(Abs, "abs", "fiu", "Absolute value (not for bool).", "[-1.5, 2.0]",
-                           "tensor([1.5000, 2.0000])")
+                           "tensor([1.5000, 2.0000])", aliases=("absolute",))
 absolute, absolute_ = abs, abs_
 sign, sign_ = _same_dtype_fn(Sign, "sign", "fiub", "-1, 0 or 1 by the sign of each element (0 for nan).",
                              "[-2.0, 0.0, 3.0]", "tensor([-1.,  0.,  1.])")
@@ -462,15 +466,15 @@ log1p, log1p_ = _float_fn(Log1p, "log1p", "``log(1 + x)``, accurate for small x.
 sin, sin_ = _float_fn(Sin, "sin", "Sine.", "[0.0]", "tensor([0.])")
 cos, cos_ = _float_fn(Cos, "cos", "Cosine.", "[0.0]", "tensor([1.])")
 tan, tan_ = _float_fn(Tan, "tan", "Tangent.", "[0.0]", "tensor([0.])")
-asin, asin_ = _float_fn(Asin, "asin", "Arcsine.", "[1.0]", "tensor([1.5708])")
-acos, acos_ = _float_fn(Acos, "acos", "Arccosine.", "[1.0]", "tensor([0.])")
-atan, atan_ = _float_fn(Atan, "atan", "Arctangent.", "[1.0]", "tensor([0.7854])")
+asin, asin_ = _float_fn(Asin, "asin", "Arcsine.", "[1.0]", "tensor([1.5708])", aliases=("arcsin",))
+acos, acos_ = _float_fn(Acos, "acos", "Arccosine.", "[1.0]", "tensor([0.])", aliases=("arccos",))
+atan, atan_ = _float_fn(Atan, "atan", "Arctangent.", "[1.0]", "tensor([0.7854])", aliases=("arctan",))
 sinh, sinh_ = _float_fn(Sinh, "sinh", "Hyperbolic sine.", "[0.0]", "tensor([0.])")
 cosh, cosh_ = _float_fn(Cosh, "cosh", "Hyperbolic cosine.", "[0.0]", "tensor([1.])")
 tanh, tanh_ = _float_fn(Tanh, "tanh", "Hyperbolic tangent.", "[0.0]", "tensor([0.])")
-asinh, asinh_ = _float_fn(Asinh, "asinh", "Inverse hyperbolic sine.", "[0.0]", "tensor([0.])")
-acosh, acosh_ = _float_fn(Acosh, "acosh", "Inverse hyperbolic cosine.", "[1.0]", "tensor([0.])")
-atanh, atanh_ = _float_fn(Atanh, "atanh", "Inverse hyperbolic tangent.", "[0.0]", "tensor([0.])")
+asinh, asinh_ = _float_fn(Asinh, "asinh", "Inverse hyperbolic sine.", "[0.0]", "tensor([0.])", aliases=("arcsinh",))
+acosh, acosh_ = _float_fn(Acosh, "acosh", "Inverse hyperbolic cosine.", "[1.0]", "tensor([0.])", aliases=("arccosh",))
+atanh, atanh_ = _float_fn(Atanh, "atanh", "Inverse hyperbolic tangent.", "[0.0]", "tensor([0.])", aliases=("arctanh",))
 arcsin, arcsin_, arccos, arccos_, arctan, arctan_ = asin, asin_, acos, acos_, atan, atan_
 arcsinh, arcsinh_, arccosh, arccosh_, arctanh, arctanh_ = asinh, asinh_, acosh, acosh_, atanh, atanh_
 sigmoid, sigmoid_ = _float_fn(Sigmoid, "sigmoid", "The logistic function ``1 / (1 + exp(-x))``.", "[0.0]",
@@ -483,6 +487,8 @@ lgamma, lgamma_ = _float_fn(Lgamma, "lgamma", "``log|Gamma(x)|``.", "[3.0]", "te
 digamma, digamma_ = _float_fn(Digamma, "digamma", "Derivative of :func:`lgamma`.", "[1.0]", "tensor([-0.5772])")
 deg2rad, deg2rad_ = _float_fn(Deg2Rad, "deg2rad", "Degrees to radians.", "[180.0]", "tensor([3.1416])")
 rad2deg, rad2deg_ = _float_fn(Rad2Deg, "rad2deg", "Radians to degrees.", "[3.14159265]", "tensor([180.])")
+angle, _ = _float_fn(Angle, "angle", "The argument (angle) of each element: pi for negative numbers, else 0.",
+                     "[-1.5, 0.0, 2.0]", "tensor([3.1416, 0.0000, 0.0000])", inplace=False)
 sinc, sinc_ = _float_fn(Sinc, "sinc", "The normalised sinc ``sin(pi x) / (pi x)`` (1 at 0).", "[0.0, 0.5]",
                         "tensor([1.0000, 0.6366])")
 floor, floor_ = _same_dtype_fn(Floor, "floor", "fiu", "Round down (integer tensors are unchanged).", "[-1.5, 1.5]",
@@ -490,7 +496,7 @@ floor, floor_ = _same_dtype_fn(Floor, "floor", "fiu", "Round down (integer tenso
 ceil, ceil_ = _same_dtype_fn(Ceil, "ceil", "fiu", "Round up (integer tensors are unchanged).", "[-1.5, 1.5]",
                              "tensor([-1.,  2.])")
 trunc, trunc_ = _same_dtype_fn(Trunc, "trunc", "fiu", "Round towards zero (integer tensors are unchanged).",
-                               "[-1.5, 1.5]", "tensor([-1.,  1.])")
+                               "[-1.5, 1.5]", "tensor([-1.,  1.])", aliases=("fix",))
 fix, fix_ = trunc, trunc_
 frac, frac_ = _same_dtype_fn(Frac, "frac", "f", "The fractional part ``x - trunc(x)`` (float tensors only).",
                              "[-1.5, 2.25]", "tensor([-0.5000,  0.2500])")
@@ -1029,127 +1035,81 @@ def true_divide_(self, other):
     return div_(self, other)
 
 
-class Atan2(Function):
+class _Binary(Function):
+    """An elementwise op ``y = f(a, b)`` with gradients ``df(gy, a, b, y) -> (ga, gb)``.
+
+    Subclasses come from :func:`_binary`, one table row each, as :class:`_Unary`'s: ``f(xp, a, b)``
+    works on arrays, ``df`` on Tensors; backward has both inputs, and the output where the row saves it.
+    """
+
     _array_forward = True
+    _save_y = _quiet = False
 
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return xp_of(a).asarray(xp_of(a).arctan2(a, b))
-
-    @staticmethod
-    def backward(ctx, gy):
-        a, b = ctx.saved_tensors
-        d = a * a + b * b
-        r = where(d == 0, 0.0, reciprocal(d))  # 0 at the origin, as PyTorch
-        return gy * b * r, gy * -a * r
-
-
-class Maximum(Function):
-    _array_forward = True
-
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return xp_of(a).asarray(xp_of(a).maximum(a, b))
-
-    @staticmethod
-    def backward(ctx, gy):
-        # ties split the gradient evenly; with a nan both sides get all of it
-        a, b = ctx.saved_tensors
-        g = where(a == b, gy / 2, gy)
-        return where(a < b, 0.0, g), where(a > b, 0.0, g)
-
-
-class Minimum(Function):
-    _array_forward = True
-
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return xp_of(a).asarray(xp_of(a).minimum(a, b))
-
-    @staticmethod
-    def backward(ctx, gy):
-        a, b = ctx.saved_tensors
-        g = where(a == b, gy / 2, gy)
-        return where(a > b, 0.0, g), where(a < b, 0.0, g)
-
-
-class Fmax(Function):
-    _array_forward = True
-
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return xp_of(a).asarray(xp_of(a).fmax(a, b))
-
-    @staticmethod
-    def backward(ctx, gy):
-        # ties go to ``a``; a nan loses to a number
-        a, b = ctx.saved_tensors
-        to_a = (a >= b) | isnan(b)
-        return where(to_a, gy, 0.0), where(to_a, 0.0, gy)
-
-
-class Fmin(Function):
-    _array_forward = True
-
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return xp_of(a).asarray(xp_of(a).fmin(a, b))
-
-    @staticmethod
-    def backward(ctx, gy):
-        a, b = ctx.saved_tensors
-        to_a = (a <= b) | isnan(b)
-        return where(to_a, gy, 0.0), where(to_a, 0.0, gy)
-
-
-class Hypot(Function):
-    _array_forward = True
-
-    @staticmethod
-    def forward(ctx, a, b):
-        y = xp_of(a).asarray(xp_of(a).hypot(a, b))
-        ctx.save_for_backward(a, b, y)
+    @classmethod
+    def forward(cls, ctx, a, b):
+        xp = xp_of(a)
+        if cls._quiet:  # rows whose kernel may warn (overflow ...): silenced as PyTorch is silent
+            with _quiet():
+                y = xp.asarray(cls.f(xp, a, b))
+        else:
+            y = xp.asarray(cls.f(xp, a, b))
+        if cls._save_y:
+            ctx.save_for_backward(a, b, y)
+        else:
+            ctx.save_for_backward(a, b)
         return y
 
-    @staticmethod
-    def backward(ctx, gy):
-        a, b, y = ctx.saved_tensors
-        return gy * a / y, gy * b / y
+    @classmethod
+    def backward(cls, ctx, gy):
+        saved = ctx.saved_tensors
+        return cls.df(gy, saved[0], saved[1], saved[2] if cls._save_y else None)
 
 
-class Logaddexp(Function):
-    _array_forward = True
-
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        with _quiet():
-            return xp_of(a).asarray(xp_of(a).logaddexp(a, b))
-
-    @staticmethod
-    def backward(ctx, gy):
-        a, b = ctx.saved_tensors
-        return gy / (1 + exp(b - a)), gy / (1 + exp(a - b))
+def _binary(name, f, saves, df, quiet=False):
+    """Make the Function class ``name`` (node ``<name>Backward0``) from one table row; ``saves`` is
+    "ab" (the inputs) or "aby" (and the output)."""
+    attrs = {"f": staticmethod(f), "df": staticmethod(df), "_save_y": saves == "aby", "_quiet": quiet,
+             "__module__": __name__, "__qualname__": name}
+    return type(Function)(name, (_Binary,), attrs)
 
 
-class Logaddexp2(Function):
-    _array_forward = True
+def _atan2_grad(gy, a, b, y):
+    d = a * a + b * b
+    r = where(d == 0, 0.0, reciprocal(d))  # 0 at the origin, as PyTorch
+    return gy * b * r, gy * -a * r
 
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        with _quiet():
-            return xp_of(a).asarray(xp_of(a).logaddexp2(a, b))
 
-    @staticmethod
-    def backward(ctx, gy):
-        a, b = ctx.saved_tensors
-        return gy / (1 + exp2(b - a)), gy / (1 + exp2(a - b))
+def _max_grad(gy, a, b, y):  # ties split the gradient evenly; with a nan both sides get all of it
+    g = where(a == b, gy / 2, gy)
+    return where(a < b, 0.0, g), where(a > b, 0.0, g)
+
+
+def _min_grad(gy, a, b, y):
+    g = where(a == b, gy / 2, gy)
+    return where(a > b, 0.0, g), where(a < b, 0.0, g)
+
+
+def _fmax_grad(gy, a, b, y):  # ties go to ``a``; a nan loses to a number
+    to_a = (a >= b) | isnan(b)
+    return where(to_a, gy, 0.0), where(to_a, 0.0, gy)
+
+
+def _fmin_grad(gy, a, b, y):
+    to_a = (a <= b) | isnan(b)
+    return where(to_a, gy, 0.0), where(to_a, 0.0, gy)
+
+
+# name, forward on arrays, what backward saves, gradients (Tensor ops)
+Atan2 = _binary("Atan2", lambda xp, a, b: xp.arctan2(a, b), "ab", _atan2_grad)
+Maximum = _binary("Maximum", lambda xp, a, b: xp.maximum(a, b), "ab", _max_grad)
+Minimum = _binary("Minimum", lambda xp, a, b: xp.minimum(a, b), "ab", _min_grad)
+Fmax = _binary("Fmax", lambda xp, a, b: xp.fmax(a, b), "ab", _fmax_grad)
+Fmin = _binary("Fmin", lambda xp, a, b: xp.fmin(a, b), "ab", _fmin_grad)
+Hypot = _binary("Hypot", lambda xp, a, b: xp.hypot(a, b), "aby", lambda gy, a, b, y: (gy * a / y, gy * b / y))
+Logaddexp = _binary("Logaddexp", lambda xp, a, b: xp.logaddexp(a, b), "ab",
+                    lambda gy, a, b, y: (gy / (1 + exp(b - a)), gy / (1 + exp(a - b))), quiet=True)
+Logaddexp2 = _binary("Logaddexp2", lambda xp, a, b: xp.logaddexp2(a, b), "ab",
+                     lambda gy, a, b, y: (gy / (1 + exp2(b - a)), gy / (1 + exp2(a - b))), quiet=True)
 
 
 class Xlogy(Function):
@@ -1249,7 +1209,7 @@ def _renamed(F, node):
                                               "__qualname__": F.__qualname__})
 
 
-def _binary_fn(F, name, prepare, doc, saves_self=True, scalar_other=None, scalar_self=None):
+def _binary_fn(F, name, prepare, doc, saves_self=True, scalar_other=None, scalar_self=None, inplace=True, aliases=()):
     """The public ``name(input, other, *, out=None)`` and in-place
     ``name_(self, other)`` of binary op ``F``; ``prepare(name, input, other)``
     checks the arguments as PyTorch does and promotes them.  PyTorch names
@@ -1271,7 +1231,9 @@ def _binary_fn(F, name, prepare, doc, saves_self=True, scalar_other=None, scalar
     op_.__name__ = op_.__qualname__ = name + "_"
     op.__doc__ = doc
     op_.__doc__ = f"In-place :func:`{name}`."
-    return _broadcasting(op), _broadcasting(op_)
+    op, op_ = _broadcasting(op), _broadcasting(op_)
+    declare(op, inplace=op_ if inplace else None, aliases=aliases, fusion="elementwise")
+    return op, op_
 
 
 floor_divide, floor_divide_ = _binary_fn(FloorDivide, "floor_divide", _numbers_no_bool, """\
@@ -1306,7 +1268,7 @@ atan2, atan2_ = _binary_fn(Atan2, "atan2", _both_tensors_lifted, """\
 
         >>> fabric.atan2(fabric.tensor([1.0]), fabric.tensor([1.0]))
         tensor([0.7854])
-    """)
+    """, aliases=("arctan2",))
 arctan2, arctan2_ = atan2, atan2_
 maximum, _ = _binary_fn(Maximum, "maximum", _both_tensors, """\
     Elementwise maximum; nan wins; a tie splits the gradient evenly.
@@ -1315,7 +1277,7 @@ maximum, _ = _binary_fn(Maximum, "maximum", _both_tensors, """\
 
         >>> fabric.maximum(fabric.tensor([1, 5]), fabric.tensor([3, 2]))
         tensor([3, 5])
-    """)
+    """, inplace=False)
 minimum, _ = _binary_fn(Minimum, "minimum", _both_tensors, """\
     Elementwise minimum; nan wins; a tie splits the gradient evenly.
 
@@ -1323,7 +1285,7 @@ minimum, _ = _binary_fn(Minimum, "minimum", _both_tensors, """\
 
         >>> fabric.minimum(fabric.tensor([1, 5]), fabric.tensor([3, 2]))
         tensor([1, 2])
-    """)
+    """, inplace=False)
 fmax, _ = _binary_fn(Fmax, "fmax", _both_tensors, """\
     Elementwise maximum ignoring nan (nan only where both are nan).
 
@@ -1331,7 +1293,7 @@ fmax, _ = _binary_fn(Fmax, "fmax", _both_tensors, """\
 
         >>> fabric.fmax(fabric.tensor([1.0, float("nan")]), fabric.tensor([3.0, 2.0]))
         tensor([3., 2.])
-    """)
+    """, inplace=False)
 fmin, _ = _binary_fn(Fmin, "fmin", _both_tensors, """\
     Elementwise minimum ignoring nan (nan only where both are nan).
 
@@ -1339,7 +1301,7 @@ fmin, _ = _binary_fn(Fmin, "fmin", _both_tensors, """\
 
         >>> fabric.fmin(fabric.tensor([1.0, float("nan")]), fabric.tensor([3.0, 2.0]))
         tensor([1., 2.])
-    """)
+    """, inplace=False)
 hypot, hypot_ = _binary_fn(Hypot, "hypot", _both_tensors_float, """\
     ``sqrt(input**2 + other**2)`` without overflow (float tensors only).
 
@@ -1355,7 +1317,7 @@ logaddexp, _ = _binary_fn(Logaddexp, "logaddexp", _both_tensors_float, """\
 
         >>> fabric.logaddexp(fabric.tensor([0.0]), fabric.tensor([0.0]))
         tensor([0.6931])
-    """)
+    """, inplace=False)
 logaddexp2, _ = _binary_fn(Logaddexp2, "logaddexp2", _both_tensors_float, """\
     ``log2(2**input + 2**other)`` without overflow (float tensors only).
 
@@ -1363,7 +1325,7 @@ logaddexp2, _ = _binary_fn(Logaddexp2, "logaddexp2", _both_tensors_float, """\
 
         >>> fabric.logaddexp2(fabric.tensor([1.0]), fabric.tensor([1.0]))
         tensor([2.])
-    """)
+    """, inplace=False)
 xlogy, xlogy_ = _binary_fn(Xlogy, "xlogy", _numbers_lifted, """\
     ``input * log(other)``, 0 where ``input`` is 0 unless ``other`` is nan
     (either may be a number).
@@ -2138,3 +2100,5 @@ def _install_tensor_methods():
 
 
 _install_tensor_methods()
+
+__all__ += declared_names(__name__)
