@@ -288,3 +288,10 @@ ShortTensor = _legacy_type("ShortTensor", D.int16)
 CharTensor = _legacy_type("CharTensor", D.int8)
 ByteTensor = _legacy_type("ByteTensor", D.uint8)
 BoolTensor = _legacy_type("BoolTensor", D.bool)
+
+
+# Tensor methods of these functions: installed from here, above Tensor (fabric/_tensor.py imports nothing above ops).
+Tensor.diff = diff
+Tensor.cov = cov
+Tensor.corrcoef = corrcoef
+Tensor.dist = dist

@@ -40,7 +40,7 @@ pow_ true_divide_ eq_ ne_ lt_ le_ gt_ ge_ greater_ greater_equal_ less_ less_equ
 logical_and_ logical_or_ logical_xor_ bitwise_and_ bitwise_or_ bitwise_xor_ bitwise_left_shift_ bitwise_right_shift_
 clamp_ clip_ clamp_min_ clamp_max_ lerp_ addcmul_ addcdiv_
 cumsum_ cumprod_ divide_ multiply_ subtract_ fill_diagonal_ is_inference is_nonzero is_same_size get_device is_shared
-share_memory_ sum_to_size narrow_copy hardshrink prelu resize_ resize_as_ unsafe_chunk unsafe_split
+share_memory_ sum_to_size narrow_copy resize_ resize_as_ unsafe_chunk unsafe_split
 unsafe_split_with_sizes apply_ map_ gcd gcd_ lcm lcm_ heaviside heaviside_ ldexp ldexp_ frexp i0 i0_ mvlgamma mvlgamma_
 slice_scatter select_scatter diagonal_scatter index_reduce index_reduce_ new
 triangular_solve

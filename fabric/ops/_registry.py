@@ -51,7 +51,7 @@ REGISTRY: dict[str, OpDecl] = {}  # keyed by the name under ``fabric`` ("exp", "
 
 
 def _policy_ops() -> frozenset[str]:
-    from ..amp._policy import POLICIES  # the tables only: amp/_policy.py imports nothing above ops
+    from ._autocast import POLICIES
 
     return frozenset(op for table in POLICIES.values() for op in table)
 

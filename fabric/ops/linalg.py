@@ -32,10 +32,10 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor, _wrap_dim
-from ..amp import _policy as _amp
 from ..autograd.function import Function, _apply, _apply1, once_differentiable
 from ..autograd.grad_mode import state as _grad_state
 from ..backends import backend_of
+from . import _autocast as _amp
 from ._util import normalize_dims, xp_of
 from .arith import MatMul, _np_errstate, matmul, mul
 

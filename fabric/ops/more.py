@@ -44,6 +44,7 @@ import os
 import numpy as np
 
 from .. import _dtype as D
+from .. import _shared_memory
 from .._tensor import Size, Tensor, _wrap_dim
 from ..autograd.function import Function, _apply, _apply1
 from ._util import _same_device, binary_operands, float_array, shape_args, xp_of
@@ -59,7 +60,7 @@ from .shape import clone, narrow
 __all__ = [
     "cumsum_", "cumprod_", "divide_", "multiply_", "subtract_", "fill_diagonal_",
     "is_inference", "is_nonzero", "is_same_size", "get_device", "is_shared", "share_memory_",
-    "sum_to_size", "narrow_copy", "hardshrink", "prelu", "resize_", "resize_as_",
+    "sum_to_size", "narrow_copy", "resize_", "resize_as_",
     "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes", "apply_", "map_",
     "gcd", "gcd_", "lcm", "lcm_", "heaviside", "heaviside_", "ldexp", "ldexp_", "frexp", "i0", "i0_", "mvlgamma",
     "mvlgamma_",
@@ -68,9 +69,7 @@ __all__ = [
 ]
 
 # The names torch also has at the top level (``torch.frexp`` ...): fabric.ops
-# exports these to ``fabric``; the rest are Tensor methods only.  (gcd, lcm,
-# the *_scatter functions, is_nonzero, is_same_size, hardshrink and prelu
-# already have top-level definitions elsewhere in fabric.)
+# exports these to ``fabric``; the rest are Tensor methods only.
 TOP_LEVEL = ["is_inference", "get_device", "narrow_copy", "resize_as_", "unsafe_chunk", "unsafe_split",
              "unsafe_split_with_sizes", "gcd_", "lcm_", "ldexp", "ldexp_", "frexp", "i0", "i0_", "mvlgamma",
              "index_reduce", "gcd", "lcm", "slice_scatter", "select_scatter", "diagonal_scatter",
@@ -294,12 +293,10 @@ def share_memory_(self):
     if self._base is not None:
         raise RuntimeError("share_memory_(): fabric cannot move a view into shared memory; call it on the base "
                            "tensor before taking views")
-    from ..data import _shm
-
-    if not _shm.available:
+    if not _shared_memory.available:
         return self
     size = builtins.max(d.nbytes, 1)
-    fd = _shm.new_shared_fd(size)
+    fd = _shared_memory.new_shared_fd(size)
     try:
         mm = mmap.mmap(fd, size)
     finally:
@@ -346,20 +343,6 @@ def narrow_copy(input, dim, start, length):
         tensor([1, 2])
     """
     return clone(narrow(input, dim, start, length))
-
-
-def hardshrink(self, lambd=0.5):
-    """``fabric.nn.functional.hardshrink`` as a method."""
-    from ..nn.functional import hardshrink as f
-
-    return f(self, lambd)
-
-
-def prelu(self, weight):
-    """``fabric.nn.functional.prelu`` as a method."""
-    from ..nn.functional import prelu as f
-
-    return f(self, weight)
 
 
 # --- resize_ ------------------------------------------------------------------------------------

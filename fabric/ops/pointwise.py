@@ -40,9 +40,9 @@ from .. import _dtype as D
 from .. import _special_functions as _sf
 from .._special_functions import quiet as _quiet
 from .._tensor import Tensor
-from ..amp import _policy as _amp
 from ..autograd.function import Function, _apply, _apply_elementwise, _check_inplace, _normalize, _rebase_view
 from ..autograd.grad_mode import state as _state
+from . import _autocast as _amp
 from ._registry import declare
 from ._registry import public_names as declared_names
 from ._util import _SCALARS, _same_device, binary_operands, float_operands, scalar_value, xp_of

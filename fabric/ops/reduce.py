@@ -42,10 +42,10 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor, _wrap_dim
-from ..amp import _policy as _amp
 from ..autograd.function import Function, _apply, _apply1, _record1
 from ..autograd.grad_mode import state as _grad_state
 from ..backends import backend_of
+from . import _autocast as _amp
 from ._util import normalize_dims, xp_of
 
 __all__ = ["sum", "mean", "nansum", "nanmean", "prod", "max", "min", "amax", "amin", "aminmax", "argmax",
@@ -1331,11 +1331,7 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
         if p == "fro" and (dim is None or isinstance(dim, (_int, np.integer)) or len(dim) <= 2):
             r = _vector_norm(input, 2, dim, keepdim, dtype=dtype)
         else:
-            try:
-                from ..linalg import matrix_norm  # fabric.linalg (fabric/linalg.py)
-            except ImportError:
-                raise NotImplementedError(f"norm(p={p!r}) needs fabric.linalg.matrix_norm, which is not "
-                                          "available") from None
+            from .linalg import linalg_matrix_norm as matrix_norm  # ops.linalg imports reduce: bound late
             d = tuple(_range(input.ndim)) if dim is None else dim
             r = matrix_norm(input, p, d, keepdim, dtype=dtype)
         return _out(r, out)

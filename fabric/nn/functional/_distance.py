@@ -17,8 +17,8 @@ import numpy as np
 
 from ... import _dtype as D
 from ..._tensor import Tensor, _wrap_dim
-from ...amp import _policy as _amp
 from ...autograd.function import _apply1
+from ...ops import _autocast as _amp
 from ...ops._util import xp_of
 from ...ops.reduce import VectorNorm
 

@@ -20,12 +20,12 @@ import builtins
 import numpy as np
 
 from ..._tensor import Tensor
-from ...amp import _policy as _amp
 from ...autograd.function import Function, _apply, _apply1
 from ...autograd.grad_mode import no_grad
 from ...autograd.grad_mode import state as _grad_state
 from ...backends import backend_of
 from ...backends.fused import acc_dtype
+from ...ops import _autocast as _amp
 from ...ops._util import xp_of
 from ...ops.reduce import VectorNorm
 
