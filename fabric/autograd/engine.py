@@ -11,6 +11,7 @@ import warnings
 
 from .function import AccumulateGrad, _FREED, _edge
 from .grad_mode import any_thread as _any_thread, state as _state
+from .observe import hook as _hook
 
 Tensor = None  # set by fabric._tensor
 
@@ -211,6 +212,8 @@ def _run_pre_hooks(node, grads):
 def _call_node(node, grads):
     """Run one node's backward and fix up its results centrally: undo
     broadcasting, cast to each input's dtype, run node hooks, check anomalies."""
+    if _hook.observer is not None and _hook.observer.claim():  # profiler / trace_ops (autograd/observe.py)
+        return _hook.observer.call("backward", node, grads, _call_node, node, grads)
     meta = node._output_meta
     if meta is not None and node.materialize_grads:
         ref = next(g for g in grads if g is not None)
