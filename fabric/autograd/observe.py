@@ -92,8 +92,16 @@ class _Dispatcher:
             return False
         return True
 
+    def open(self, kind, what, args):
+        """Tell every observer that a range begins; returns what :meth:`close` needs."""
+        return [(o, o.begin(kind, what, args)) for o in self.observers]
+
+    def close(self, opened, result=None) -> None:
+        for o, token in reversed(opened):
+            o.end(token, result)
+
     def call(self, kind, what, args, entry, *entry_args):
-        tokens = [o.begin(kind, what, args) for o in self.observers]
+        opened = self.open(kind, what, args)
         result = None
         self._tls.resume = True
         try:
@@ -101,8 +109,7 @@ class _Dispatcher:
             return result
         finally:
             self._tls.resume = False
-            for o, t in zip(reversed(self.observers), reversed(tokens)):
-                o.end(t, result)
+            self.close(opened, result)
 
 
 _observers: list = []
