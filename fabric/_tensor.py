@@ -22,6 +22,7 @@ from ._device import as_device, cpu as _CPU, device as _device_cls
 from .autograd import function as _function, engine as _engine
 from .autograd.grad_mode import state as _state
 from .backends import backend_for, backend_of
+from ._display import tensor_html as _tensor_html
 
 __all__ = ["Tensor", "Size"]
 
@@ -480,6 +481,10 @@ class Tensor:
         return tensor_repr(self)
 
     __str__ = __repr__
+
+    def _repr_html_(self) -> str:
+        """Notebook display: shape, dtype, device, grad_fn and the values."""
+        return _tensor_html(self)
 
     def __format__(self, spec):
         if self._data.ndim == 0 and spec:
