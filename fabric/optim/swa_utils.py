@@ -26,6 +26,7 @@ import math
 import warnings
 from copy import deepcopy
 
+from .._progress import progress
 from .. import _creation
 from .. import _dtype as D
 from .._tensor import Tensor
@@ -244,7 +245,7 @@ def update_bn(loader, model, device=None) -> None:
     model.train()
     for module in momenta:
         module.momentum = None
-    for input in loader:
+    for input in progress(loader, desc="update_bn"):
         if isinstance(input, (list, tuple)):
             input = input[0]
         if device is not None:
