@@ -36,6 +36,7 @@ import numpy as np
 
 from . import _dtype as D
 from ._device import device as _device_cls
+from ._progress import progress
 from ._tensor import Tensor
 
 __all__ = ["save", "load", "UnpicklingError"]
@@ -47,6 +48,7 @@ _STORAGE_NAMES = {"float32": "FloatStorage", "float64": "DoubleStorage", "float1
                   "int16": "ShortStorage", "int8": "CharStorage", "uint8": "ByteStorage", "bool": "BoolStorage"}
 _STORAGE_DTYPES = {v: k for k, v in _STORAGE_NAMES.items()}
 _ALIGN = 64
+_PROGRESS_BYTES = 1 << 28  # a save writing this many bytes of tensors shows a progress bar
 
 
 # --- writing ---------------------------------------------------------------------
@@ -209,8 +211,11 @@ def _write_zip(fileobj, pickled, table, prefix="archive"):
         add(".format_version", b"1")
         add(".storage_alignment", str(_ALIGN).encode())
         add("byteorder", b"little")
-        for root, key in table.blobs:
-            add(f"data/{key}", np.ascontiguousarray(root).tobytes(), align=True)
+        size = sum(root.nbytes for root, _ in table.blobs)
+        with progress(total=size, desc="fabric.save", unit="B", min_total=_PROGRESS_BYTES) as bar:
+            for root, key in table.blobs:
+                add(f"data/{key}", np.ascontiguousarray(root).tobytes(), align=True)
+                bar.update(root.nbytes)
         add("version", b"3\n")
 
 
