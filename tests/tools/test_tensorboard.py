@@ -165,6 +165,9 @@ def test_default_logdir_purge_and_graph(tmp_path, monkeypatch):
     w.flush()
     with pytest.raises(NotImplementedError, match="graph IR"):
         w.add_graph(fabric.nn.Linear(2, 2), fabric.ones(1, 2))
+    for name in ("add_embedding", "add_pr_curve", "add_video", "add_audio", "add_mesh", "add_custom_scalars"):
+        with pytest.raises(NotImplementedError, match=name):
+            getattr(w, name)("tag")
     w.close()
     w.close()  # closing twice is harmless
     assert [e.step for e in _read(w.get_logdir()).Scalars("a")] == [6]

@@ -145,6 +145,28 @@ class SummaryWriter:
             "SummaryWriter.add_graph needs fabric's graph IR (fabric.fx, being built), which this version does "
             "not have yet; fabric.viz.make_dot draws the autograd graph of an output meanwhile")
 
+    def _missing(self, name):
+        raise NotImplementedError(f"SummaryWriter.{name} is not implemented in fabric yet (see docs/tools.md); "
+                                  "scalars, histograms, images, figures, text and hparams are")
+
+    def add_embedding(self, *args, **kwargs):
+        self._missing("add_embedding")
+
+    def add_pr_curve(self, *args, **kwargs):
+        self._missing("add_pr_curve")
+
+    def add_video(self, *args, **kwargs):
+        self._missing("add_video")
+
+    def add_audio(self, *args, **kwargs):
+        self._missing("add_audio")
+
+    def add_mesh(self, *args, **kwargs):
+        self._missing("add_mesh")
+
+    def add_custom_scalars(self, *args, **kwargs):
+        self._missing("add_custom_scalars")
+
     # --- lifecycle ---------------------------------------------------------------------------
     def flush(self) -> None:
         if self.all_writers is None:
