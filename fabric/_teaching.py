@@ -218,9 +218,11 @@ def _explain_function(classes, title) -> str:
         return "\n".join(out)
     for cls in classes:
         node = cls._Node.__name__
-        kind = "built-in op: forward receives arrays" if cls._array_forward else "user Function: forward receives Tensors"
+        kind = ("built-in op: forward receives arrays" if cls._array_forward
+                else "user Function: forward receives Tensors")
         out.append("")
-        row = getattr(cls, "f", None) if "f" in cls.__dict__ else None  # ops made from a table row (ops.pointwise._unary): f(xp, x) and df
+        # ops made from a table row (ops.pointwise._unary) keep f(xp, x) and df(gy, x, y)
+        row = getattr(cls, "f", None) if "f" in cls.__dict__ else None
         where = _where(cls) if row is None or _where(cls) != "?" else _where(row)
         out.append(f"Function {cls.__module__}.{cls.__name__}  ({kind}; records {node}; {where})")
         if row is not None:

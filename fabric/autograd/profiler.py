@@ -12,8 +12,7 @@ Example::
 """
 from __future__ import annotations
 
-from ..profiler import EventList, FunctionEvent, FunctionEventAvg, record_function
-from ..profiler import _Session
+from ..profiler import EventList, FunctionEvent, FunctionEventAvg, _Session, record_function
 
 __all__ = ["profile", "record_function", "EventList", "FunctionEvent", "FunctionEventAvg"]
 

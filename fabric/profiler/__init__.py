@@ -29,7 +29,7 @@ import os
 import socket
 import time
 import warnings
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from ..autograd import observe
 from ._events import EventList, FunctionEvent, FunctionEventAvg
@@ -139,8 +139,8 @@ class _Session:
         self._trace_start_ns = 0
 
     def _start_recording(self) -> None:
-        from ._recorder import Recorder
         from ..optim import optimizer
+        from ._recorder import Recorder
 
         rec = self._recorder = Recorder(self.record_shapes, self.profile_memory, self.with_stack, self.use_cuda)
         open_steps = {}

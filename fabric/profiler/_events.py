@@ -149,7 +149,8 @@ class FunctionEvent(_Times):
 
     def __repr__(self) -> str:
         return (f"<FunctionEvent id={self.id} name={self.name} cpu_time={self.cpu_time_str} "
-                f"start_us={self.start_us:.3f} end_us={self.end_us:.3f} cpu_children={[c.id for c in self.cpu_children]} "
+                f"start_us={self.start_us:.3f} end_us={self.end_us:.3f} "
+                f"cpu_children={[c.id for c in self.cpu_children]} "
                 f"input_shapes={self.input_shapes} cpu_memory_usage={self.cpu_memory_usage}>")
 
 
@@ -169,7 +170,7 @@ class FunctionEventAvg(_Times):
         self.is_async = False
         self.node_id = -1
 
-    def add(self, other) -> "FunctionEventAvg":
+    def add(self, other) -> FunctionEventAvg:
         if self.key is None:
             self.key = other.key
             self.input_shapes = other.input_shapes
@@ -206,7 +207,7 @@ class EventList(list):
         return sum(e.self_cpu_time_total for e in self)
 
     def key_averages(self, group_by_input_shapes: bool = False, group_by_stack_n: int = 0,
-                     group_by_overload_name: bool = False) -> "EventList":
+                     group_by_overload_name: bool = False) -> EventList:
         groups: dict = {}
         for e in self:
             key = (e.key,)
@@ -356,7 +357,8 @@ def chrome_trace(events, trace_start_ns=0, profile_memory=False) -> dict:
     out = [{"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "python"}},
            {"ph": "M", "name": "process_labels", "pid": pid, "tid": 0, "args": {"labels": "CPU"}}]
     for tid in sorted({e.thread for e in events}):
-        out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": f"thread {tid} (python)"}})
+        out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+                    "args": {"name": f"thread {tid} (python)"}})
     has_gpu = False
     for i, e in enumerate(events):
         args = {"External id": e.id, "Ev Idx": i}

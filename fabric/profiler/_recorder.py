@@ -51,10 +51,7 @@ def _arrays_of(result, tensor_cls):
 
 
 def _on_gpu(args, tensor_cls) -> bool:
-    for a in args:
-        if isinstance(a, tensor_cls) and a._data.__class__ is not np.ndarray:
-            return True
-    return False
+    return any(isinstance(a, tensor_cls) and a._data.__class__ is not np.ndarray for a in args)
 
 
 def _user_stack():

@@ -164,7 +164,7 @@ class ModelStatistics:
             return text.rstrip()
 
         lines = [rule, line("Layer (type:depth-idx)", [_HEADERS[c] for c in self.col_names]), rule]
-        for row, label in zip(shown, labels):
+        for row, label in zip(shown, labels, strict=True):
             cells = self._cells(row)
             lines.append(line(label, [cells[c] for c in self.col_names]))
         unit, scale = ("G", 1e9) if self.total_mult_adds >= 1e9 else ("M", 1e6)
@@ -211,7 +211,7 @@ def summary(model, input_size=None, input_data=None, batch_dim=None, col_names=N
             sizes = [tuple(s[:batch_dim]) + (1,) + tuple(s[batch_dim:]) for s in sizes]
         dts = list(dtypes) if dtypes is not None else [None] * len(sizes)
         inputs = [_random_ops.rand(*s, dtype=dt, device=device) if dt is None or dt.is_floating_point
-                  else _creation.zeros(*s, dtype=dt, device=device) for s, dt in zip(sizes, dts)]
+                  else _creation.zeros(*s, dtype=dt, device=device) for s, dt in zip(sizes, dts, strict=True)]
     else:
         raise ValueError("You must pass input_data or input_size.")
 

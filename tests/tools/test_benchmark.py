@@ -118,7 +118,7 @@ def test_measurement_and_compare_print_like_pytorch():
     torch, ours, theirs = _torch_pairs()
     from torch.utils.benchmark import Compare as TorchCompare
 
-    for a, b in zip(ours, theirs):
+    for a, b in zip(ours, theirs, strict=True):
         assert repr(a).splitlines()[1:] == repr(b).splitlines()[1:]
         assert a.significant_figures == b.significant_figures
         assert a.median == pytest.approx(b.median) and a.iqr == pytest.approx(b.iqr)

@@ -12,7 +12,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def test_tools_page_runs(tmp_path, monkeypatch, capsys):
-    text = open(os.path.join(ROOT, "docs", "tools.md")).read()
+    with open(os.path.join(ROOT, "docs", "tools.md")) as f:
+        text = f.read()
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
     assert len(blocks) >= 5
     has_tb = True

@@ -77,7 +77,7 @@ def test_results_do_not_change_while_profiling():
     with profile():
         seen, seen_loss = step()
     assert plain_loss == seen_loss
-    for a, b in zip(plain, seen):
+    for a, b in zip(plain, seen, strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -103,9 +103,8 @@ def test_record_function_context_and_decorator():
         return x * 3.0
 
     x = fabric.ones(2)
-    with profile() as prof:
-        with record_function("outer"):
-            f(x)
+    with profile() as prof, record_function("outer"):
+        f(x)
     evs = {e.name: e for e in prof.events()}
     assert evs["my_fn"].cpu_parent is evs["outer"]
     assert evs["aten::mul"].cpu_parent is evs["my_fn"]
@@ -153,9 +152,8 @@ def test_memory_counts_new_arrays_not_views():
 
 def test_memory_of_a_region_includes_its_children_once():
     x = fabric.ones(4, 4, requires_grad=True)
-    with profile(profile_memory=True) as prof:
-        with record_function("block"):
-            (x * 2.0).sum()
+    with profile(profile_memory=True) as prof, record_function("block"):
+        (x * 2.0).sum()
     block = _avg(prof, "block")
     assert block.self_cpu_memory_usage == 0
     assert block.cpu_memory_usage == 64 + 4
@@ -176,7 +174,7 @@ def test_table_layout():
     # rows are sorted by self CPU time
     rows = prof.key_averages()
     top = sorted(rows, key=lambda e: e.self_cpu_time_total, reverse=True)[:3]
-    for r, e in zip(lines[3:6], top):
+    for r, e in zip(lines[3:6], top, strict=True):
         assert r.strip().startswith(e.key[:50])
         assert f"{e.count}" in r.split()
     # percentages of self time add up to 100 over all rows
@@ -233,7 +231,8 @@ def test_chrome_trace_json(tmp_path):
     assert any(e["args"]["Bytes"] == 36 for e in mem)
     gz = tmp_path / "trace.json.gz"
     prof.export_chrome_trace(str(gz))
-    assert json.loads(gzip.open(gz, "rt").read())["traceEvents"] == data["traceEvents"]
+    with gzip.open(gz, "rt") as f:
+        assert json.loads(f.read())["traceEvents"] == data["traceEvents"]
 
 
 def test_schedule_actions_match_pytorch_rules():
@@ -266,7 +265,7 @@ def test_schedule_drives_recording_and_on_trace_ready(tmp_path):
     assert traces == [["aten::mul", "aten::add", "aten::mul", "aten::add"]]
     files = os.listdir(tmp_path)
     assert len(files) == 1 and files[0].startswith("w.") and files[0].endswith(".pt.trace.json")
-    names = [e["name"] for e in json.load(open(tmp_path / files[0]))["traceEvents"] if e["ph"] == "X"]
+    names = [e["name"] for e in json.loads((tmp_path / files[0]).read_text())["traceEvents"] if e["ph"] == "X"]
     assert "ProfilerStep#2" in names and "ProfilerStep#3" in names and "ProfilerStep#1" not in names
     assert observe.hook.observer is None
 
@@ -289,10 +288,9 @@ def test_events_from_other_threads_carry_their_thread():
 
 
 def test_the_hook_is_removed_after_an_error():
-    with pytest.raises(ValueError):
-        with profile():
-            fabric.ones(2) * 2.0
-            raise ValueError("boom")
+    with pytest.raises(ValueError), profile():
+        fabric.ones(2) * 2.0
+        raise ValueError("boom")
     assert observe.hook.observer is None
 
 
@@ -318,16 +316,16 @@ def test_nothing_observes_when_not_profiling():
 
 def test_legacy_autograd_profiler():
     x = fabric.ones(3, requires_grad=True)
-    with fabric.autograd.profiler.profile(record_shapes=True) as prof:
-        with fabric.autograd.profiler.record_function("block"):
-            (x * 2.0).sum().backward()
+    with fabric.autograd.profiler.profile(record_shapes=True) as prof, \
+            fabric.autograd.profiler.record_function("block"):
+        (x * 2.0).sum().backward()
     assert [e.name for e in prof.function_events][:3] == ["block", "aten::mul", "aten::sum"]
     assert "aten::mul" in prof.table() and str(prof) == prof.table()
     assert prof.key_averages().table().startswith("-")
     with fabric.autograd.profiler.profile(enabled=False) as off:
         x * 2.0
     with pytest.raises(AssertionError, match="didn't finish"):
-        off.function_events
+        _ = off.function_events
 
 
 @pytest.mark.torch

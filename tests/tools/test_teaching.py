@@ -95,8 +95,7 @@ def test_trace_ops_prints_forward_and_backward_in_order():
 def test_trace_ops_and_profiler_together():
     x = fabric.ones(3)
     buf = io.StringIO()
-    with fabric.profiler.profile() as prof:
-        with fabric.trace_ops(file=buf, timing=False):
-            x + x
+    with fabric.profiler.profile() as prof, fabric.trace_ops(file=buf, timing=False):
+        x + x
     assert buf.getvalue().strip() == "aten::add  (3,) float32, (3,) float32 -> (3,) float32"
     assert [e.name for e in prof.events()] == ["aten::add"]

@@ -19,7 +19,8 @@ import collections
 import dataclasses
 import math
 import textwrap
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -165,14 +166,15 @@ class Measurement:
         lines = [object.__repr__(self), self.task_spec.summarize(),
                  f"  {'Median: ' if n > 1 else ''}{self._median / scale:.2f} {unit}"]
         if n >= 4:
-            lines.append(f"  IQR:    {self.iqr / scale:.2f} {unit} ({self._p25 / scale:.2f} to {self._p75 / scale:.2f})")
+            lo, hi = self._p25 / scale, self._p75 / scale
+            lines.append(f"  IQR:    {self.iqr / scale:.2f} {unit} ({lo:.2f} to {hi:.2f})")
         lines.append(f"  {n} measurement{'s' if n > 1 else ''}, {self.number_per_run} runs "
                      f"{'per measurement,' if n > 1 else ','} {threads} thread{'s' if threads > 1 else ''}")
         lines.extend(self._warnings)
         return "\n".join(line for line in "\n".join(lines).strip().splitlines())
 
     @staticmethod
-    def merge(measurements: Iterable["Measurement"]) -> list:
+    def merge(measurements: Iterable[Measurement]) -> list:
         """One Measurement per TaskSpec, times extrapolated to one run each."""
         grouped = collections.defaultdict(list)
         for m in measurements:

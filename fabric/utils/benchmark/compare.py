@@ -45,7 +45,7 @@ class _Column:
         self.highlight = highlight and any(m.has_warnings for m in flat if m)
         lead = [int(math.ceil(math.log10(m.median / scale))) if m else None for m in flat]
         unit_digits = max(d for d in lead if d is not None)
-        decimals = min(max(m.significant_figures - d, 0) for d, m in zip(lead, flat) if m is not None
+        decimals = min(max(m.significant_figures - d, 0) for d, m in zip(lead, flat, strict=True) if m is not None
                        and d is not None) if trim else 1
         length = unit_digits + decimals + (1 if decimals else 0)
         self.template = f"{{:>{length}.{decimals}f}}{{:>{7 if self.highlight else 0}}}"
@@ -91,7 +91,7 @@ def _table(results, colorize, trim, highlight) -> str:
     env_len = max(len(e) for e in envs) if render_env else 0
     groups, group_of, separators, show_env = [], [], [], []
     prior_threads, prior_env = -1, ""
-    for (threads, env, _), row in zip(rows, grid):
+    for (threads, env, _), row in zip(rows, grid, strict=True):
         new_group = threads != prior_threads
         if new_group:
             prior_threads, prior_env = threads, ""
@@ -108,17 +108,20 @@ def _table(results, colorize, trim, highlight) -> str:
         first = next(m for m in row if m is not None)
         env = (f"({first.env})" if show_env[i] else "").ljust(env_len + 4)
         cells = ["  " + env + first.as_row_name]
-        for m, col in zip(row, columns):
-            cells.append(col.cell(None, 1, None) if m is None else
-                         col.cell(m.median / scale, m.significant_figures, m.iqr / m.median if m.has_warnings else None))
+        for m, col in zip(row, columns, strict=True):
+            if m is None:
+                cells.append(col.cell(None, 1, None))
+            else:
+                spread = m.iqr / m.median if m.has_warnings else None
+                cells.append(col.cell(m.median / scale, m.significant_figures, spread))
         strings.append(cells)
     width = max(len(s) for s in strings)
     for s in strings:
         s.extend([""] * (width - len(s)))
     col_widths = [max(len(s[k]) for s in strings) for k in range(width)]
-    lines = ["  |  ".join(s.center(w) for s, w in zip(strings[0], col_widths))]
+    lines = ["  |  ".join(s.center(w) for s, w in zip(strings[0], col_widths, strict=True))]
     overall = len(lines[0])
-    for i, (s, row) in enumerate(zip(strings[1:], grid)):
+    for i, (s, row) in enumerate(zip(strings[1:], grid, strict=True)):
         if separators[i] is not None:
             lines.append(f"{separators[i]} threads: ".ljust(overall, "-"))
         if colorize is Colorize.ROWWISE:
@@ -128,7 +131,7 @@ def _table(results, colorize, trim, highlight) -> str:
         else:
             best = [None] * len(row)
         out = [s[0].ljust(col_widths[0])]
-        for text, w, m, b in zip(s[1:], col_widths[1:], row, best):
+        for text, w, m, b in zip(s[1:], col_widths[1:], row, best, strict=True):
             text = text.center(w)
             if colorize is not Colorize.NONE and m is not None and b is not None:
                 text = _color(text, m.median, b)
