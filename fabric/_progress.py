@@ -53,7 +53,7 @@ def progress(iterable=None, *, total=None, desc: str | None = None, unit: str = 
     if mode == "0" or (total is not None and total < min_total):
         return _NoBar(iterable)
     try:
-        from tqdm.auto import tqdm
+        from tqdm.auto import tqdm  # pyright: ignore[reportMissingImports] (optional)
     except ImportError:
         return _NoBar(iterable)
     forced = mode == "1"

@@ -120,7 +120,7 @@ def _dispatched_classes(fn) -> list:
             with warnings.catch_warnings(), observe.observing(seen):
                 warnings.simplefilter("ignore")
                 fn(*args)
-        except Exception:  # noqa: BLE001  (a call with the wrong arguments: try the next form)
+        except Exception:
             continue
         if seen.classes:
             return seen.classes

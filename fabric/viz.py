@@ -70,7 +70,7 @@ class Dot:
     def pipe(self, format: str = "svg") -> bytes:
         """The drawing as bytes (``format``: svg, png, pdf ...)."""
         try:
-            import graphviz
+            import graphviz  # pyright: ignore[reportMissingImports] (optional)
         except ImportError:
             graphviz = None
         if graphviz is not None:

@@ -64,7 +64,7 @@ class _Hook:
     __slots__ = ("observer",)
 
     def __init__(self):
-        self.observer = None
+        self.observer: _Dispatcher | None = None
 
 
 hook = _Hook()

@@ -93,11 +93,11 @@ class Backend(str):
     UCC = "ucc"
     MPI = "mpi"
     FAKE = "fake"
-    backend_list = [UNDEFINED, GLOO, NCCL, XCCL, UCC, MPI, FAKE]  # noqa: RUF012 (a list in PyTorch too)
+    backend_list = [UNDEFINED, GLOO, NCCL, XCCL, UCC, MPI, FAKE]
 
     def __new__(cls, name: str):
         if not isinstance(name, str):
-            raise ValueError(f"Backend constructor parameter must be string-ish, but got: {type(name)}")  # noqa: TRY004 (PyTorch's error type)
+            raise ValueError(f"Backend constructor parameter must be string-ish, but got: {type(name)}")
         value = name.lower()
         if value not in cls.backend_list and ":" not in value:
             raise ValueError(f"Invalid backend: '{name}'")
@@ -425,7 +425,7 @@ def _env(name):
 
 def _rendezvous(url: str, rank: int, world_size: int, timeout: timedelta):
     if not isinstance(url, str):
-        raise RuntimeError(f"`url` must be a string. {type(url)}: {url}")  # noqa: TRY004 (PyTorch's error type)
+        raise RuntimeError(f"`url` must be a string. {type(url)}: {url}")
     parsed = urlparse(url)
     query = dict(p.split("=") for p in parsed.query.split("&") if p)
     if rank != -1:

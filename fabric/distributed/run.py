@@ -43,7 +43,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--standalone", action="store_true", help="one node on a free port (the default here)")
     p.add_argument("-m", "--module", action="store_true", help="run the target as a module (python -m)")
     p.add_argument("--no-python", "--no_python", action="store_true", help="run the target as an executable")
-    p.add_argument("--torch-alias", action="store_true", help="run through `python -m fabric.run` (import torch -> fabric)")
+    p.add_argument("--torch-alias", action="store_true",
+                   help="run through `python -m fabric.run` (import torch -> fabric)")
     p.add_argument("script")
     p.add_argument("script_args", nargs=argparse.REMAINDER)
     return p

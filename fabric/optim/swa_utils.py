@@ -26,9 +26,9 @@ import math
 import warnings
 from copy import deepcopy
 
-from .._progress import progress
 from .. import _creation
 from .. import _dtype as D
+from .._progress import progress
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from ..nn.modules.batchnorm import _BatchNorm

@@ -15,7 +15,7 @@ import importlib
 
 from . import data
 
-__all__ = ["data", "benchmark", "tensorboard", "summary"]
+__all__ = ["data"]  # benchmark, tensorboard and summary load on first use (below)
 
 
 def __getattr__(name):

@@ -26,7 +26,7 @@ def test_tools_page_runs(tmp_path, monkeypatch, capsys):
     for code in blocks:
         if "tensorboard" in code and not has_tb:
             continue
-        exec(compile(code, "docs/tools.md", "exec"), env)  # noqa: S102  (our own docs)
+        exec(compile(code, "docs/tools.md", "exec"), env)
     out = capsys.readouterr().out
     assert "Self CPU time total:" in out and "[---" in out and "├─Linear: 1-1" in out
     assert (tmp_path / "trace.json").exists()

@@ -11,10 +11,10 @@ import pytest
 
 pytest.importorskip("tensorboard")
 
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-import fabric  # noqa: E402
-from fabric.utils.tensorboard import SummaryWriter  # noqa: E402
+import fabric
+from fabric.utils.tensorboard import SummaryWriter
 
 
 def _read(logdir):

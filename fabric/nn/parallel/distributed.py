@@ -113,7 +113,8 @@ class DistributedDataParallel(Module):
                  init_sync: bool = True, process_group=None, bucket_cap_mb=None,
                  find_unused_parameters: bool = False, check_reduction: bool = False,
                  gradient_as_bucket_view: bool = False, static_graph: bool = False, delay_all_reduce_named_params=None,
-                 param_to_hook_all_reduce=None, mixed_precision=None, device_mesh=None, skip_all_reduce_unused_params=False):
+                 param_to_hook_all_reduce=None, mixed_precision=None, device_mesh=None,
+                 skip_all_reduce_unused_params=False):
         super().__init__()
         if device_mesh is not None or mixed_precision is not None or delay_all_reduce_named_params is not None:
             raise NotImplementedError("DistributedDataParallel: device_mesh, mixed_precision and "

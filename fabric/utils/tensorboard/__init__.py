@@ -12,7 +12,7 @@ Example::
 from __future__ import annotations
 
 try:
-    import tensorboard  # noqa: F401
+    import tensorboard  # noqa: F401  # pyright: ignore[reportMissingImports] (optional)
 except ImportError as e:  # the message PyTorch gives, with fabric's extra
     raise ImportError("TensorBoard logging requires TensorBoard version 1.15 or above: "
                       "pip install tensorboard (or fabric[tensorboard])") from e

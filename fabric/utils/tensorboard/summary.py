@@ -14,9 +14,9 @@ import struct
 import zlib
 
 import numpy as np
-from tensorboard.compat.proto.summary_pb2 import HistogramProto, Summary, SummaryMetadata
-from tensorboard.compat.proto.tensor_pb2 import TensorProto
-from tensorboard.compat.proto.tensor_shape_pb2 import TensorShapeProto
+from tensorboard.compat.proto.summary_pb2 import HistogramProto, Summary, SummaryMetadata  # pyright: ignore[reportMissingImports] (optional)
+from tensorboard.compat.proto.tensor_pb2 import TensorProto  # pyright: ignore[reportMissingImports] (optional)
+from tensorboard.compat.proto.tensor_shape_pb2 import TensorShapeProto  # pyright: ignore[reportMissingImports] (optional)
 
 __all__ = ["scalar", "histogram", "image", "text", "hparams", "make_np", "encode_png"]
 
@@ -144,7 +144,7 @@ def image(tag: str, tensor, rescale: float = 1, dataformats: str = "CHW") -> Sum
 
 
 def text(tag: str, text: str) -> Summary:
-    from tensorboard.plugins.text.plugin_data_pb2 import TextPluginData
+    from tensorboard.plugins.text.plugin_data_pb2 import TextPluginData  # pyright: ignore[reportMissingImports] (optional)
 
     meta = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(
         plugin_name="text", content=TextPluginData(version=0).SerializeToString()))
@@ -157,10 +157,10 @@ def hparams(hparam_dict: dict, metric_dict: dict, hparam_domain_discrete: dict |
     """The three summaries of TensorBoard's HParams plugin: the experiment
     (hyperparameter and metric names), the session start (the values) and
     the session end."""
-    from google.protobuf import struct_pb2
-    from tensorboard.plugins.hparams import metadata
-    from tensorboard.plugins.hparams.api_pb2 import DataType, Experiment, HParamInfo, MetricInfo, MetricName, Status
-    from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData, SessionEndInfo, SessionStartInfo
+    from google.protobuf import struct_pb2  # pyright: ignore[reportMissingImports] (optional)
+    from tensorboard.plugins.hparams import metadata  # pyright: ignore[reportMissingImports] (optional)
+    from tensorboard.plugins.hparams.api_pb2 import DataType, Experiment, HParamInfo, MetricInfo, MetricName, Status  # pyright: ignore[reportMissingImports] (optional)
+    from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData, SessionEndInfo, SessionStartInfo  # pyright: ignore[reportMissingImports] (optional)
 
     if not isinstance(hparam_dict, dict):
         raise TypeError("parameter: hparam_dict should be a dictionary, nothing logged.")

@@ -18,8 +18,8 @@ import time
 from datetime import datetime
 
 import numpy as np
-from tensorboard.compat.proto.event_pb2 import Event, SessionLog
-from tensorboard.summary.writer.event_file_writer import EventFileWriter
+from tensorboard.compat.proto.event_pb2 import Event, SessionLog  # pyright: ignore[reportMissingImports] (optional)
+from tensorboard.summary.writer.event_file_writer import EventFileWriter  # pyright: ignore[reportMissingImports] (optional)
 
 from . import summary as S
 
@@ -50,9 +50,6 @@ class FileWriter:
 
     def close(self) -> None:
         self.event_writer.close()
-
-    def reopen(self) -> None:
-        self.event_writer.reopen()
 
 
 class SummaryWriter:
@@ -191,13 +188,13 @@ class SummaryWriter:
 
 def _render_figure(figure, close: bool) -> np.ndarray:
     """RGBA pixels of a matplotlib figure (drawn with the Agg canvas)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # pyright: ignore[reportMissingImports] (optional)
 
     canvas = FigureCanvasAgg(figure)
     canvas.draw()
     img = np.asarray(canvas.buffer_rgba()).copy()
     if close:
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # pyright: ignore[reportMissingImports] (optional)
 
         plt.close(figure)
     return img
