@@ -2,6 +2,7 @@
 event reader (skipped without the ``tensorboard`` extra)."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import struct
 import zlib
@@ -164,11 +165,43 @@ def test_default_logdir_purge_and_graph(tmp_path, monkeypatch):
     assert w.get_logdir().startswith("runs" + os.sep) and w.get_logdir().endswith("_x")
     w.add_scalar("a", 1.0, 6)
     w.flush()
-    with pytest.raises(NotImplementedError, match="graph IR"):
-        w.add_graph(fabric.nn.Linear(2, 2), fabric.ones(1, 2))
+    if importlib.util.find_spec("fabric.fx") is None:
+        with pytest.raises(NotImplementedError, match="graph IR"):
+            w.add_graph(fabric.nn.Linear(2, 2), fabric.ones(1, 2))
     for name in ("add_embedding", "add_pr_curve", "add_video", "add_audio", "add_mesh", "add_custom_scalars"):
         with pytest.raises(NotImplementedError, match=name):
             getattr(w, name)("tag")
     w.close()
     w.close()  # closing twice is harmless
     assert [e.step for e in _read(w.get_logdir()).Scalars("a")] == [6]
+
+
+def test_add_graph_from_the_fx_graph(tmp_path):
+    pytest.importorskip("fabric.fx")
+
+    class Net(fabric.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = fabric.nn.Sequential(fabric.nn.Linear(3, 4), fabric.nn.ReLU())
+            self.head = fabric.nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.head(self.body(x)) + 1.0
+
+    with SummaryWriter(tmp_path) as w:
+        w.add_graph(Net(), fabric.ones(5, 3))
+    graph = _read(tmp_path).Graph()
+    nodes = {n.name: n for n in graph.node}
+    by_op = {}
+    for n in graph.node:
+        by_op.setdefault(n.op, []).append(n.name)
+    assert sorted(by_op["Linear"]) == sorted(name for name in nodes if "Linear[" in name)
+    assert len(by_op["Linear"]) == 2 and len(by_op["ReLU"]) == 1 and len(by_op["IO Node"]) == 2
+    relu = nodes[by_op["ReLU"][0]]
+    assert relu.name.startswith("Net/Sequential[body]/ReLU[1]/")
+    assert list(relu.input) == [n for n in by_op["Linear"] if "Sequential[body]" in n]
+    out = nodes["output/output"]
+    assert len(out.input) == 1 and nodes[out.input[0]].op.startswith("aten::")
+    shapes = {name: [d.size for d in n.attr["_output_shapes"].list.shape[0].dim] for name, n in nodes.items()
+              if "_output_shapes" in n.attr}
+    assert shapes[relu.name] == [5, 4] and shapes["output/output"] == [5, 2]

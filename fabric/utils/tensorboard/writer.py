@@ -138,9 +138,11 @@ class SummaryWriter:
                 w.add_scalar(k, v, global_step)
 
     def add_graph(self, model, input_to_model=None, verbose: bool = False, use_strict_trace: bool = True) -> None:
-        raise NotImplementedError(
-            "SummaryWriter.add_graph needs fabric's graph IR (fabric.fx, being built), which this version does "
-            "not have yet; fabric.viz.make_dot draws the autograd graph of an output meanwhile")
+        """The model's graph (traced with fabric.fx; shapes from ``input_to_model``) for TensorBoard's Graphs tab."""
+        from ._graph import graph_def
+
+        self._get_file_writer().add_event(Event(graph_def=graph_def(model, input_to_model, verbose)
+                                                .SerializeToString()))
 
     def _missing(self, name):
         raise NotImplementedError(f"SummaryWriter.{name} is not implemented in fabric yet (see docs/tools.md); "
