@@ -64,10 +64,9 @@ def graph_def(model, input_to_model=None, verbose: bool = False) -> GraphDef:
     fx = _fx()
     gm = fx.symbolic_trace(model)
     if input_to_model is not None:
-        from fabric.fx.passes.shape_prop import ShapeProp
-
+        shape_prop = importlib.import_module("fabric.fx.passes.shape_prop")
         inputs = input_to_model if isinstance(input_to_model, (tuple, list)) else (input_to_model,)
-        ShapeProp(gm).propagate(*inputs)
+        shape_prop.ShapeProp(gm).propagate(*inputs)
     top = type(model).__name__
     names, nodes = {}, []
     for n in gm.graph.nodes:
