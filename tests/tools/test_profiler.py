@@ -372,3 +372,13 @@ def test_cuda_times_and_memory_through_fake_cupy():
         kernels = [e for e in __import__("fabric.profiler._events", fromlist=["x"]).chrome_trace(data)["traceEvents"]
                    if e.get("cat") == "kernel"]
         assert kernels and all(k["pid"] == "GPU 0" for k in kernels)
+
+
+@pytest.mark.cuda
+def test_cuda_times_on_a_device():
+    x = fabric.randn(256, 256, device="cuda", requires_grad=True)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], profile_memory=True) as prof:
+        (x @ x).relu().sum().backward()
+    mm = _avg(prof, "aten::mm")
+    assert mm.count == 3 and mm.device_time_total > 0 and mm.self_device_memory_usage > 0
+    assert "Self CUDA" in prof.key_averages().table()
