@@ -33,6 +33,7 @@ import inspect
 import re
 import sys
 import textwrap
+import threading
 import time
 
 from .autograd import observe
@@ -337,6 +338,7 @@ class trace_ops(observe.Observer):
         self._pending: list = []
 
     def __enter__(self):
+        self._thread = threading.get_ident()  # ops of other threads are not this block's
         observe.add_observer(self)
         return self
 
@@ -346,7 +348,7 @@ class trace_ops(observe.Observer):
         return False
 
     def begin(self, kind, what, args):
-        if kind == "backward" and not self.backward:
+        if (kind == "backward" and not self.backward) or threading.get_ident() != self._thread:
             return None
         r = _Record()
         r.name = observe.event_name(kind, what)

@@ -132,6 +132,8 @@ class Recorder(Observer):
             return op
         if kind == "op":
             op = self._push(self._new_event(event_name(kind, what), "cpu_op", args))
+            if self.profile_memory:  # an output that is an input array (in-place ops) is not new memory
+                op.child_outs = {id(a._data) for a in args if isinstance(a, self._tensor)}
             if (self.use_cuda or self.profile_memory) and _on_gpu(args, self._tensor):
                 self._start_gpu(op)
             return op

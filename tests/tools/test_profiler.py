@@ -150,6 +150,16 @@ def test_memory_counts_new_arrays_not_views():
     assert "CPU Mem" in table and "Self CPU Mem" in table and "256 B" in table
 
 
+def test_in_place_ops_allocate_nothing():
+    x = fabric.ones(8, 8)
+    with profile(profile_memory=True) as prof:
+        x.add_(1.0)
+        x.mul_(2.0)
+        x[0] = 3.0
+    for e in prof.events():
+        assert e.self_cpu_memory_usage == 0, e.name
+
+
 def test_memory_of_a_region_includes_its_children_once():
     x = fabric.ones(4, 4, requires_grad=True)
     with profile(profile_memory=True) as prof, record_function("block"):

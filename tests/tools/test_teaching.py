@@ -99,3 +99,16 @@ def test_trace_ops_and_profiler_together():
         x + x
     assert buf.getvalue().strip() == "aten::add  (3,) float32, (3,) float32 -> (3,) float32"
     assert [e.name for e in prof.events()] == ["aten::add"]
+
+
+def test_trace_ops_shows_only_its_own_thread():
+    import threading
+
+    x = fabric.ones(2)
+    buf = io.StringIO()
+    with fabric.trace_ops(file=buf, timing=False):
+        t = threading.Thread(target=lambda: x * 5.0)
+        t.start()
+        t.join()
+        x + x
+    assert buf.getvalue().splitlines() == ["aten::add  (2,) float32, (2,) float32 -> (2,) float32"]
