@@ -111,7 +111,10 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                             results[p] = g if results[p] is None or g is None else results[p] + g
             if node.__class__ is AccumulateGrad:
                 if not capture and (capture_at is None or (node, 0) in capture_at):
-                    _accumulate(node.variable, grads[0], create_graph)
+                    if _hook.observer is None:
+                        _accumulate(node.variable, grads[0], create_graph)
+                    else:  # profiler / trace_ops see the leaf's node too
+                        _hook.observer.run("backward", node, grads, _accumulate, node.variable, grads[0], create_graph)
                 continue
             if (grads[0] is None if len(grads) == 1 else all(g is None for g in grads)):
                 _release_edges(node, deps, ready, retain_graph)
