@@ -100,6 +100,16 @@ class _Dispatcher:
         for o, token in reversed(opened):
             o.end(token, result)
 
+    def run(self, kind, what, args, fn, *fn_args):
+        """Call ``fn(*fn_args)`` as a range (``fn`` is not an entry point that claims)."""
+        opened = self.open(kind, what, args)
+        result = None
+        try:
+            result = fn(*fn_args)
+            return result
+        finally:
+            self.close(opened, result)
+
     def call(self, kind, what, args, entry, *entry_args):
         opened = self.open(kind, what, args)
         result = None
@@ -180,5 +190,6 @@ def event_name(kind: str, what) -> str:
     if kind == "op":
         return op_name(what)
     if kind == "backward":
-        return type(what).__name__
+        name = type(what).__name__
+        return "torch::autograd::AccumulateGrad" if name == "AccumulateGrad" else name
     return str(what)

@@ -125,8 +125,9 @@ class Recorder(Observer):
     # --- Observer ---------------------------------------------------------------------------------
     def begin(self, kind, what, args):
         if kind == "backward":
-            outer = self.begin_range(f"autograd::engine::evaluate_function: {type(what).__name__}", "cpu_op")
-            op = self._push(self._new_event(type(what).__name__, "cpu_op",
+            name = event_name(kind, what)
+            outer = self.begin_range(f"autograd::engine::evaluate_function: {name}", "cpu_op")
+            op = self._push(self._new_event(name, "cpu_op",
                                             [g for g in args if g is not None], getattr(what, "_seq", -1)))
             op.inner = outer
             return op

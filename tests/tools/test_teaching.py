@@ -81,6 +81,7 @@ def test_trace_ops_prints_forward_and_backward_in_order():
         "  aten::expand  () float32, (2, 3) -> (2, 3) float32",
         "MulBackward0  grads (2, 3) float32 -> ((2, 3) float32, None)",
         "  aten::mul   (2, 3) float32, 2.0 -> (2, 3) float32",
+        "torch::autograd::AccumulateGrad  grads (2, 3) float32",
     ]
     assert [r.name for r in log.records][:2] == ["aten::mul", "aten::sum"]
     assert observe.hook.observer is None
