@@ -3,10 +3,12 @@
 
 ``explain(op)`` takes a public function (``fabric.mul``,
 ``fabric.nn.functional.softmax``), a Tensor method name or op name
-(``"matmul"``), a ``Function`` class or a graph node, and shows the
-Function's ``forward`` (on arrays) and ``backward`` (with Tensor ops), and
-which backend routine runs on each device when the op uses a fused kernel.
-``explain(tensor)`` walks the tensor's ``grad_fn`` graph with shapes.
+(``"matmul"``), a ``Function`` class, a graph node or a layer, and shows
+the Function's ``forward`` (on arrays) and ``backward`` (with Tensor ops),
+and which backend routine runs on each device when the op uses a fused
+kernel.  ``explain(layer_or_fn, *example_inputs)`` runs it on the inputs
+and shows every Function it dispatched.  ``explain(tensor)`` walks the
+tensor's ``grad_fn`` graph with the input shapes its nodes recorded.
 
 ``trace_ops()`` is a context manager that prints every op of the block as it
 runs — forward ops, backward nodes and the ops their formulas run — with
@@ -60,14 +62,15 @@ class Explanation:
 
 # --- explain ------------------------------------------------------------------------------------
 
-def _function_classes(fn, depth: int = 3) -> list:
+def _function_classes(fn, depth: int = 3, all_levels: bool = False) -> list:
     """Function subclasses a public op function uses (``mul`` -> ``Mul``):
-    those it names, else those of the fabric functions it calls (a few levels)."""
+    those it names, else those of the fabric functions it calls (a few
+    levels); ``all_levels`` collects every level's (a layer's forward)."""
     from .autograd.function import Function
 
-    level, seen = [fn], set()
+    level, seen, found = [fn], set(), []
     for _ in range(depth):
-        found, calls = [], []
+        calls = []
         for f in level:
             code = getattr(f, "__code__", None)
             if code is None or id(code) in seen:
@@ -88,10 +91,10 @@ def _function_classes(fn, depth: int = 3) -> list:
                             found.append(obj)
                     elif inspect.isfunction(obj) and obj.__module__.startswith("fabric."):
                         calls.append(obj)
-        if found:
+        if found and not all_levels:
             return found
         level = calls
-    return []
+    return found
 
 
 class _Collect(observe.Observer):
@@ -107,13 +110,19 @@ class _Collect(observe.Observer):
         self.depth -= 1
 
 
-def _dispatched_classes(fn) -> list:
-    """The Functions ``fn`` dispatches when called on small float tensors
-    (one, then two arguments); [] when such a call fails."""
+def _dispatched_classes(fn, example_inputs=None) -> list:
+    """The Functions ``fn`` dispatches when called on ``example_inputs`` or,
+    without them, on small float tensors (one, then two arguments); [] when
+    such a call fails."""
     import warnings
 
     from . import _random_ops
 
+    if example_inputs:
+        seen = _Collect()
+        with observe.observing(seen):
+            fn(*example_inputs)
+        return seen.classes
     for n in (1, 2):
         args = [_random_ops.randn(3, 3, requires_grad=True) for _ in range(n)]
         seen = _Collect()
@@ -128,7 +137,7 @@ def _dispatched_classes(fn) -> list:
     return []
 
 
-def _resolve(obj):
+def _resolve(obj, example_inputs=()):
     """What ``obj`` names: ("tensor", t), ("node", n), ("function", cls list, title)."""
     from ._tensor import Tensor
     from .autograd.function import Function, Node
@@ -149,6 +158,19 @@ def _resolve(obj):
             raise ValueError(f"fabric has no op named {obj!r}")
         kind, what, title = _resolve(target)
         return kind, what, title or obj
+    from .nn import Module
+
+    if example_inputs and callable(obj):  # run it: exactly the Functions this call dispatches
+        name = type(obj).__name__ if isinstance(obj, Module) else getattr(obj, "__qualname__", repr(obj))
+        return "function", _dispatched_classes(obj, example_inputs), f"{name} on the example inputs"
+    if isinstance(obj, Module):  # a layer: the ops its forward (and the methods it calls) dispatch
+        cls = type(obj)
+        methods = [cls.forward] + [getattr(cls, n) for n in cls.forward.__code__.co_names
+                                   if inspect.isfunction(getattr(cls, n, None))]
+        classes = []
+        for m in methods:
+            classes += [c for c in _function_classes(m, depth=4, all_levels=True) if c not in classes]
+        return "function", classes, f"{cls.__module__}.{cls.__name__}.forward"
     if callable(obj):
         classes = _function_classes(obj, depth=1) or _dispatched_classes(obj) or _function_classes(obj)
         name = getattr(obj, "__qualname__", getattr(obj, "__name__", repr(obj)))
@@ -284,9 +306,11 @@ def _explain_tensor(t) -> str:
     return "\n".join(lines)
 
 
-def explain(obj) -> Explanation:
-    """How ``obj`` is computed (see the module docstring)."""
-    kind, what, title = _resolve(obj)
+def explain(obj, *example_inputs) -> Explanation:
+    """How ``obj`` is computed (see the module docstring).  With example
+    inputs, a callable (an op, a layer, a model) is run on them and every
+    Function it dispatches is shown; without, a layer's forward is read."""
+    kind, what, title = _resolve(obj, example_inputs)
     if kind == "tensor":
         return Explanation(_explain_tensor(what))
     if kind == "node":

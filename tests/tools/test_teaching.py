@@ -28,6 +28,10 @@ def test_explain_names_methods_classes_and_nodes():
     y = fabric.ones(2, requires_grad=True).exp()
     node_text = str(fabric.explain(y.grad_fn))
     assert node_text.startswith("ExpBackward0 (the node of Exp)")
+    layer = str(fabric.explain(fabric.nn.Linear(3, 2)))
+    assert layer.startswith("fabric.nn.modules.linear.Linear.forward") and "records AddmmBackward0" in layer
+    conv = str(fabric.explain(fabric.nn.Conv2d(3, 4, 3), fabric.ones(1, 3, 5, 5)))
+    assert conv.startswith("Conv2d on the example inputs") and "records ConvolutionBackward0" in conv
     with pytest.raises(ValueError, match="no op named"):
         fabric.explain("no_such_op")
     with pytest.raises(TypeError, match="explain\\(\\) takes"):
