@@ -37,3 +37,20 @@ def test_teaching_tutorial():
     result = doctest.testfile(os.path.join(ROOT, "docs", "teaching.md"), module_relative=False,
                               optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 10 and result.failed == 0
+
+
+@pytest.mark.parametrize("module", ["fabric.autograd.observe", "fabric.autograd.profiler", "fabric.profiler",
+                                    "fabric.utils.benchmark", "fabric.utils.benchmark.common",
+                                    "fabric.utils.benchmark.timer", "fabric.utils.benchmark.compare",
+                                    "fabric.utils._summary", "fabric.viz", "fabric._display", "fabric._teaching",
+                                    "fabric._progress", "fabric.utils.tensorboard", "fabric.utils.tensorboard.writer",
+                                    "fabric.utils.tensorboard.summary"])
+def test_docstring_examples(module, monkeypatch):
+    import importlib
+
+    if module.startswith("fabric.utils.tensorboard"):
+        pytest.importorskip("tensorboard")
+    monkeypatch.setenv("FABRIC_PROGRESS", "0")
+    mod = importlib.import_module(module)
+    result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0
