@@ -1579,3 +1579,73 @@ def _register_more():
 
 
 _register_more()
+
+
+# --- transformer decoder and nn.Transformer -----------------------------------------------------------------
+
+def decoder_layer(L, m, path, x, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                  memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
+    def sa(h):
+        return attention(L, m.self_attn, f"{path}.self_attn", h, h, h, tgt_key_padding_mask, False, tgt_mask,
+                         True, bool(tgt_is_causal))[0]
+
+    def mha(h):
+        return attention(L, m.multihead_attn, f"{path}.multihead_attn", h, memory, memory, memory_key_padding_mask,
+                         False, memory_mask, True, bool(memory_is_causal))[0]
+
+    def ff(h):
+        h = linear(L, h, _p(L, f"{path}.linear1", "weight"), _p(L, f"{path}.linear1", "bias"))
+        h = _activation(L, m, h)
+        return linear(L, h, _p(L, f"{path}.linear2", "weight"), _p(L, f"{path}.linear2", "bias"))
+
+    def norm(name, h):
+        mod = getattr(m, name)
+        return layer_norm(L, h, mod.normalized_shape, _p(L, f"{path}.{name}", "weight"),
+                          _p(L, f"{path}.{name}", "bias"), mod.eps)
+
+    add = L.b.op
+    if m.norm_first:
+        x = add("Add", [x, sa(norm("norm1", x))], x.dtype, x.rank)
+        x = add("Add", [x, mha(norm("norm2", x))], x.dtype, x.rank)
+        x = add("Add", [x, ff(norm("norm3", x))], x.dtype, x.rank)
+    else:
+        x = norm("norm1", add("Add", [x, sa(x)], x.dtype, x.rank))
+        x = norm("norm2", add("Add", [x, mha(x)], x.dtype, x.rank))
+        x = norm("norm3", add("Add", [x, ff(x)], x.dtype, x.rank))
+    return x
+
+
+@_reg_module(nn.TransformerDecoderLayer)
+def _m_decoder_layer(L, m, path, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                     memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
+    return decoder_layer(L, m, path, tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
+                         memory_key_padding_mask, tgt_is_causal, memory_is_causal)
+
+
+def _final_norm(L, m, path, x):
+    if m.norm is None:
+        return x
+    return layer_norm(L, x, m.norm.normalized_shape, _p(L, f"{path}.norm", "weight"), _p(L, f"{path}.norm", "bias"),
+                      m.norm.eps)
+
+
+@_reg_module(nn.TransformerDecoder)
+def _m_decoder(L, m, path, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+               memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False):
+    x = tgt
+    for i, layer in enumerate(m.layers):
+        x = decoder_layer(L, layer, f"{path}.layers.{i}", x, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
+                          memory_key_padding_mask, bool(tgt_is_causal), memory_is_causal)
+    return _final_norm(L, m, path, x)
+
+
+@_reg_module(nn.Transformer)
+def _m_transformer(L, m, path, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None, src_key_padding_mask=None,
+                   tgt_key_padding_mask=None, memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
+                   memory_is_causal=False):
+    enc_rule, dec_rule = MODULES.get(type(m.encoder)), MODULES.get(type(m.decoder))
+    if enc_rule is None or dec_rule is None:
+        raise UnsupportedOperatorError(_unsupported("nn.Transformer with a custom encoder or decoder", L.b.opset))
+    memory = enc_rule(L, m.encoder, f"{path}.encoder", src, src_mask, src_key_padding_mask, src_is_causal)
+    return dec_rule(L, m.decoder, f"{path}.decoder", tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
+                    memory_key_padding_mask, tgt_is_causal, memory_is_causal)

@@ -467,3 +467,26 @@ def test_tensor_code_zoo():
     fabric.manual_seed(0)
     _check(TensorCodeZoo(), lambda b, t: (fabric.randn(b, t, 6),), ["x"], ["a", "b", "c", "d", "e"],
            {"x": {0: "b", 1: "t"}}, [(2, 3), (4, 5)])
+
+
+def test_full_transformer_encoder_decoder():
+    fabric.manual_seed(0)
+    t = nn.Transformer(d_model=16, nhead=4, num_encoder_layers=2, num_decoder_layers=2, dim_feedforward=32,
+                       dropout=0.1, batch_first=True)
+
+    class Seq2Seq(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.t = t
+
+        def forward(self, src, tgt):
+            n = tgt.size(1)
+            causal = fabric.triu(fabric.full((n, n), float("-inf")), diagonal=1)
+            return self.t(src, tgt, tgt_mask=causal)
+
+    _check(Seq2Seq(), lambda b, s, n: (fabric.randn(b, s, 16), fabric.randn(b, n, 16)), ["src", "tgt"], ["out"],
+           {"src": {0: "b", 1: "s"}, "tgt": {0: "b", 1: "n"}, "out": {0: "b", 1: "n"}}, [(2, 5, 3), (3, 7, 6)])
+    layer = nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, norm_first=True, activation="gelu")
+    dec = nn.TransformerDecoder(layer, 1, norm=nn.LayerNorm(8))
+    _check(dec, lambda b, n: (fabric.randn(n, b, 8), fabric.randn(4, b, 8)), ["tgt", "memory"], ["y"],
+           {"tgt": {0: "n", 1: "b"}, "memory": {1: "b"}, "y": {0: "n", 1: "b"}}, [(2, 3), (3, 5)])
