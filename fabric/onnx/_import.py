@@ -178,6 +178,46 @@ def _avg_pool(x, kernel_shape, strides=None, pads=None, ceil_mode=0, count_inclu
                 bool(count_include_pad))
 
 
+@_op("InstanceNormalization")
+def _instance_norm(x, scale, bias, epsilon=1e-5):
+    return F.instance_norm(x, weight=scale, bias=bias, eps=epsilon)
+
+
+@_op("ConvTranspose")
+def _conv_transpose(x, w, b=None, kernel_shape=None, strides=None, pads=None, dilations=None, group=1,
+                    output_padding=None, output_shape=None, auto_pad="NOTSET"):
+    n = w.dim() - 2
+    if output_shape is not None or auto_pad not in ("NOTSET", "VALID"):
+        raise NotImplementedError("fabric.onnx.load_model: ConvTranspose with output_shape / auto_pad")
+    p = _sym_pads(pads or [0] * (2 * n), n)
+    if p is None:
+        raise NotImplementedError("fabric.onnx.load_model: ConvTranspose with asymmetric pads")
+    conv = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[n]
+    return conv(x, w, b, tuple(strides or [1] * n), tuple(p), tuple(output_padding or [0] * n), group,
+                tuple(dilations or [1] * n))
+
+
+@_op("Resize")
+def _resize(x, roi=None, scales=None, sizes=None, mode="nearest", coordinate_transformation_mode="half_pixel",
+            nearest_mode="round_prefer_floor", cubic_coeff_a=-0.75, exclude_outside=0, extrapolation_value=0.0,
+            antialias=0, axes=None, keep_aspect_ratio_policy="stretch"):
+    n = x.dim() - 2
+    torch_mode = {"nearest": "nearest", "linear": {1: "linear", 2: "bilinear", 3: "trilinear"}[n],
+                  "cubic": "bicubic"}[mode]
+    if mode == "nearest" and (coordinate_transformation_mode, nearest_mode) != ("asymmetric", "floor"):
+        raise NotImplementedError("fabric.onnx.load_model: Resize nearest needs coordinate_transformation_mode="
+                                  "'asymmetric' and nearest_mode='floor' (PyTorch's nearest)")
+    align = None
+    if mode != "nearest":
+        if coordinate_transformation_mode not in ("align_corners", "half_pixel", "pytorch_half_pixel"):
+            raise NotImplementedError(f"fabric.onnx.load_model: Resize with {coordinate_transformation_mode}")
+        align = coordinate_transformation_mode == "align_corners"
+    if sizes is not None and sizes.numel():
+        return F.interpolate(x, size=tuple(_ints(sizes)[2:]), mode=torch_mode, align_corners=align)
+    sc = [float(v) for v in scales.tolist()][2:]
+    return F.interpolate(x, scale_factor=tuple(sc), mode=torch_mode, align_corners=align)
+
+
 @_op("GlobalAveragePool")
 def _gap(x):
     return x.mean(dim=tuple(range(2, x.dim())), keepdim=True)

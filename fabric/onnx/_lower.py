@@ -1649,3 +1649,106 @@ def _m_transformer(L, m, path, src, tgt, src_mask=None, tgt_mask=None, memory_ma
     memory = enc_rule(L, m.encoder, f"{path}.encoder", src, src_mask, src_key_padding_mask, src_is_causal)
     return dec_rule(L, m.decoder, f"{path}.decoder", tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
                     memory_key_padding_mask, tgt_is_causal, memory_is_causal)
+
+
+# --- GroupNorm / InstanceNorm, ConvTranspose, Upsample / interpolate ------------------------------------------
+
+def _affine_channels(L, y, w, bias, rank):
+    """``y * w + b`` with per-channel ``w``/``b`` broadcast over (N, C, *spatial)."""
+    axes = list(range(1, rank - 1))
+    if w is not None:
+        y = L.b.op("Mul", [y, unsqueeze(L, w, axes)], y.dtype, rank)
+    if bias is not None:
+        y = L.b.op("Add", [y, unsqueeze(L, bias, axes)], y.dtype, rank)
+    return y
+
+
+def group_norm(L, x, groups: int, w, bias, eps: float):
+    b = L.b
+    r = _rank(x)
+    g = b.op("Reshape", [x, b.i64([0, groups, -1])], x.dtype, 3)
+    mean = reduce(L, "ReduceMean", g, [2], True)
+    centered = b.op("Sub", [g, mean], x.dtype, 3)
+    var = reduce(L, "ReduceMean", b.op("Mul", [centered, centered], x.dtype, 3), [2], True)
+    normed = b.op("Div", [centered, b.op("Sqrt", [b.op("Add", [var, tensor(L, eps, like=x)], x.dtype, 3)],
+                                         x.dtype, 3)], x.dtype, 3)
+    y = b.op("Reshape", [normed, shape_of(L, x)], x.dtype, r)
+    return _affine_channels(L, y, w, bias, r)
+
+
+@_reg_module(nn.GroupNorm)
+def _m_group_norm(L, m, path, x):
+    return group_norm(L, x, m.num_groups, _p(L, path, "weight"), _p(L, path, "bias"), m.eps)
+
+
+@_reg_module(nn.InstanceNorm1d, nn.InstanceNorm2d, nn.InstanceNorm3d)
+def _m_instance_norm(L, m, path, x):
+    if m.track_running_stats and not m.training:
+        raise UnsupportedOperatorError(_unsupported("InstanceNorm with running statistics in eval mode", L.b.opset))
+    c = m.num_features
+    w = _p(L, path, "weight") if m.affine else L.b.const(np.ones(c, x.dtype))
+    bias = _p(L, path, "bias") if m.affine else L.b.const(np.zeros(c, x.dtype))
+    return L.b.op("InstanceNormalization", [x, w, bias], x.dtype, x.rank, epsilon=float(m.eps))
+
+
+def _register_norm_functions():
+    FUNCTIONS[F.group_norm] = lambda L, x, num_groups, weight=None, bias=None, eps=1e-5: group_norm(
+        L, x, num_groups, weight, bias, eps)
+
+
+_register_norm_functions()
+
+
+@_reg_module(nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)
+def _m_conv_transpose(L, m, path, x, output_size=None):
+    n = len(m.kernel_size)
+    if output_size is not None or m.padding_mode != "zeros":
+        raise UnsupportedOperatorError(_unsupported("ConvTranspose with output_size / non-zero padding_mode",
+                                                    L.b.opset))
+    p = list(_tuple(m.padding, n))
+    inputs = [x, _p(L, path, "weight")] + ([_p(L, path, "bias")] if m.bias is not None else [])
+    return L.b.op("ConvTranspose", inputs, x.dtype, x.rank, kernel_shape=list(m.kernel_size),
+                  strides=list(_tuple(m.stride, n)), pads=p + p, dilations=list(_tuple(m.dilation, n)),
+                  output_padding=list(_tuple(m.output_padding, n)), group=int(m.groups))
+
+
+def interpolate(L, x, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    b = L.b
+    r = _rank(x)
+    n = r - 2
+    onnx_mode = {"nearest": "nearest", "linear": "linear", "bilinear": "linear", "trilinear": "linear",
+                 "bicubic": "cubic"}.get(mode)
+    if onnx_mode is None:
+        raise UnsupportedOperatorError(_unsupported(f"interpolate(mode='{mode}')", b.opset))
+    if onnx_mode == "nearest":
+        ctm, extra = "asymmetric", {"nearest_mode": "floor"}
+    else:
+        ctm, extra = ("align_corners" if align_corners else "half_pixel"), {}
+        if onnx_mode == "cubic":
+            extra["cubic_coeff_a"] = -0.75
+    if size is not None:
+        sizes = list(_tuple(size, n))
+        target = b.op("Concat", [b.op("Slice", [shape_of(L, x), b.i64([0]), b.i64([2])], np.int64, 1),
+                                 shape_tensor(L, sizes)], np.int64, 1, axis=0)
+        return b.op("Resize", [x, None, None, target], x.dtype, r, mode=onnx_mode,
+                    coordinate_transformation_mode=ctm, **extra)
+    scales = [1.0, 1.0] + [float(s) for s in _tuple(scale_factor, n)]
+    return b.op("Resize", [x, None, b.const(np.asarray(scales, np.float32))], x.dtype, r, mode=onnx_mode,
+                coordinate_transformation_mode=ctm, **extra)
+
+
+@_reg_module(nn.Upsample)
+def _m_upsample(L, m, path, x):
+    return interpolate(L, x, m.size, m.scale_factor, m.mode, m.align_corners)
+
+
+def _register_interpolate():
+    def rule(L, x, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None,
+             antialias=False):
+        if antialias:
+            raise UnsupportedOperatorError(_unsupported("interpolate(antialias=True)", L.b.opset))
+        return interpolate(L, x, size, scale_factor, mode, align_corners)
+    FUNCTIONS[F.interpolate] = rule
+
+
+_register_interpolate()

@@ -490,3 +490,32 @@ def test_full_transformer_encoder_decoder():
     dec = nn.TransformerDecoder(layer, 1, norm=nn.LayerNorm(8))
     _check(dec, lambda b, n: (fabric.randn(n, b, 8), fabric.randn(4, b, 8)), ["tgt", "memory"], ["y"],
            {"tgt": {0: "n", 1: "b"}, "memory": {1: "b"}, "y": {0: "n", 1: "b"}}, [(2, 3), (3, 5)])
+
+
+class UNetish(nn.Module):
+    """GroupNorm, InstanceNorm, ConvTranspose, Upsample / interpolate: the decoder side of image models."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.gn = nn.GroupNorm(2, 8)
+        self.up = nn.ConvTranspose2d(8, 4, 3, stride=2, padding=1, output_padding=1)
+        self.inorm = nn.InstanceNorm2d(4, affine=True)
+        self.ups = nn.Upsample(scale_factor=2, mode="nearest")
+
+    def forward(self, x):
+        h = F.silu(self.gn(self.down(x)))
+        h = self.inorm(self.up(h))
+        a = self.ups(h)
+        b = F.interpolate(h, scale_factor=2, mode="bilinear", align_corners=False)
+        c = F.interpolate(h, size=(5, 7), mode="bilinear", align_corners=True)
+        return a + b, c, F.group_norm(h, 2)
+
+
+def test_unet_style_norms_transposed_conv_and_resizing():
+    fabric.manual_seed(0)
+    m = UNetish()
+    with fabric.no_grad():
+        m.gn.weight.copy_(fabric.rand(8) + 0.5)
+        m.inorm.bias.copy_(fabric.randn(4))
+    _check(m, lambda b: (fabric.randn(b, 3, 8, 8),), ["x"], ["y", "z", "w"], {"x": {0: "b"}}, [(2,), (3,)])
