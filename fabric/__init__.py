@@ -80,17 +80,8 @@ def is_floating_point(input) -> _builtins.bool:
     return input.is_floating_point()
 
 
-def is_nonzero(input) -> _builtins.bool:
-    if input.numel() != 1:
-        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
-    return builtins_bool(input.item())
-
-
 def numel(input) -> _builtins.int:
     return input.numel()
-
-
-builtins_bool = __builtins__["bool"] if isinstance(__builtins__, dict) else __builtins__.bool
 
 
 # --- softmax family (nn activations engineer): fabric.softmax / fabric.log_softmax and the

@@ -560,31 +560,6 @@ class Tensor:
         dtype = getattr(dtype, "_legacy_dtype", dtype)  # fabric.LongTensor ...
         return self.to(D.to_dtype(dtype))
 
-    def diff(self, n=1, dim=-1, prepend=None, append=None):
-        from ._extras import diff
-
-        return diff(self, n, dim, prepend, append)
-
-    def cov(self, *, correction=1, fweights=None, aweights=None):
-        from ._extras import cov
-
-        return cov(self, correction=correction, fweights=fweights, aweights=aweights)
-
-    def corrcoef(self):
-        from ._extras import corrcoef
-
-        return corrcoef(self)
-
-    def dist(self, other, p=2):
-        from ._extras import dist
-
-        return dist(self, other, p)
-
-    def heaviside(self, values):
-        from ._extras import heaviside
-
-        return heaviside(self, values)
-
     def type_as(self, other: Tensor) -> Tensor:
         return self.to(other.dtype)
 
@@ -918,6 +893,7 @@ def _tensors_to_lists(data):
 
 
 _function._set_tensor_class(Tensor)
+D._Tensor = Tensor
 _AccumulateGrad = _function.AccumulateGrad
 _engine._set_tensor_class(Tensor)
 

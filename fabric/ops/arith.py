@@ -16,10 +16,10 @@ import math
 import numpy as np
 
 from .._tensor import Tensor
-from ..amp import _policy as _amp
 from ..autograd.function import NO_SAVE_CTX as _NO_CTX
 from ..autograd.function import Function, _apply, _apply_elementwise, _normalize, _record_elementwise
 from ..autograd.grad_mode import state as _state
+from . import _autocast as _amp
 from ._util import binary_operands, checked_scalar, float_array, float_operands, xp_of
 
 _ndarray = np.ndarray
