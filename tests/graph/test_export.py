@@ -86,7 +86,7 @@ def test_signature_like_torch_export():
 @pytest.mark.parametrize("module", ["fabric.fx.node", "fabric.fx.graph", "fabric.fx.graph_module", "fabric.fx.proxy",
                                     "fabric.fx._symbolic_trace", "fabric.fx.interpreter", "fabric.fx.subgraph_rewriter",
                                     "fabric.fx.passes.shape_prop", "fabric.fx.control_flow", "fabric.fx._concrete",
-                                    "fabric.fx", "fabric.export"])
+                                    "fabric.fx", "fabric.export", "fabric.onnx._onnx_ops"])
 def test_docstring_examples(module):
     mod = importlib.import_module(module)
     result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)

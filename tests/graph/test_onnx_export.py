@@ -467,3 +467,55 @@ def test_tensor_code_zoo():
     fabric.manual_seed(0)
     _check(TensorCodeZoo(), lambda b, t: (fabric.randn(b, t, 6),), ["x"], ["a", "b", "c", "d", "e"],
            {"x": {0: "b", 1: "t"}}, [(2, 3), (4, 5)])
+
+
+def test_full_transformer_encoder_decoder():
+    fabric.manual_seed(0)
+    t = nn.Transformer(d_model=16, nhead=4, num_encoder_layers=2, num_decoder_layers=2, dim_feedforward=32,
+                       dropout=0.1, batch_first=True)
+
+    class Seq2Seq(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.t = t
+
+        def forward(self, src, tgt):
+            n = tgt.size(1)
+            causal = fabric.triu(fabric.full((n, n), float("-inf")), diagonal=1)
+            return self.t(src, tgt, tgt_mask=causal)
+
+    _check(Seq2Seq(), lambda b, s, n: (fabric.randn(b, s, 16), fabric.randn(b, n, 16)), ["src", "tgt"], ["out"],
+           {"src": {0: "b", 1: "s"}, "tgt": {0: "b", 1: "n"}, "out": {0: "b", 1: "n"}}, [(2, 5, 3), (3, 7, 6)])
+    layer = nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, norm_first=True, activation="gelu")
+    dec = nn.TransformerDecoder(layer, 1, norm=nn.LayerNorm(8))
+    _check(dec, lambda b, n: (fabric.randn(n, b, 8), fabric.randn(4, b, 8)), ["tgt", "memory"], ["y"],
+           {"tgt": {0: "n", 1: "b"}, "memory": {1: "b"}, "y": {0: "n", 1: "b"}}, [(2, 3), (3, 5)])
+
+
+class UNetish(nn.Module):
+    """GroupNorm, InstanceNorm, ConvTranspose, Upsample / interpolate: the decoder side of image models."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.gn = nn.GroupNorm(2, 8)
+        self.up = nn.ConvTranspose2d(8, 4, 3, stride=2, padding=1, output_padding=1)
+        self.inorm = nn.InstanceNorm2d(4, affine=True)
+        self.ups = nn.Upsample(scale_factor=2, mode="nearest")
+
+    def forward(self, x):
+        h = F.silu(self.gn(self.down(x)))
+        h = self.inorm(self.up(h))
+        a = self.ups(h)
+        b = F.interpolate(h, scale_factor=2, mode="bilinear", align_corners=False)
+        c = F.interpolate(h, size=(5, 7), mode="bilinear", align_corners=True)
+        return a + b, c, F.group_norm(h, 2)
+
+
+def test_unet_style_norms_transposed_conv_and_resizing():
+    fabric.manual_seed(0)
+    m = UNetish()
+    with fabric.no_grad():
+        m.gn.weight.copy_(fabric.rand(8) + 0.5)
+        m.inorm.bias.copy_(fabric.randn(4))
+    _check(m, lambda b: (fabric.randn(b, 3, 8, 8),), ["x"], ["y", "z", "w"], {"x": {0: "b"}}, [(2,), (3,)])

@@ -18,6 +18,7 @@ from test_onnx_export import (  # noqa: E402
     RNNModel,
     SmallCNN,
     TensorCodeZoo,
+    UNetish,
     _randomize_bn,
     char_gpt_model,
 )
@@ -53,6 +54,7 @@ CASES = {
     "control_flow": (ControlFlow, lambda: (fabric.randn(3, 4),)),
     "char_gpt": (char_gpt_model, lambda: (fabric.randint(0, 30, (2, 9)),)),
     "tensor_code": (TensorCodeZoo, lambda: (fabric.randn(2, 3, 6),)),
+    "unet": (UNetish, lambda: (fabric.randn(2, 3, 8, 8),)),
 }
 
 
