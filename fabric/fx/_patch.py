@@ -50,6 +50,12 @@ def _is_op(obj) -> bool:
         not getattr(obj, "_fx_no_wrap", False)
 
 
+def _is_leaf_function(obj) -> bool:
+    """A function marked ``_fx_leaf_function = True`` is recorded as one node wherever traced code calls it
+    (the ONNX operators of a model built by ``fabric.onnx.load_model``)."""
+    return isinstance(obj, types.FunctionType) and bool(obj.__dict__.get("_fx_leaf_function"))
+
+
 def public_name(fn) -> str | None:
     _scan()
     return _public.get(id(fn))
@@ -140,9 +146,10 @@ class Patcher:
         self._patched_dicts.add(id(g))
         _scan()
         for name, obj in list(g.items()):
-            if name.startswith("__") or id(obj) not in _wrappable or _wrappable[id(obj)] is not obj:
+            if name.startswith("__"):
                 continue
-            self.patch_dict(g, name, self.wrapper_for(obj))
+            if (id(obj) in _wrappable and _wrappable[id(obj)] is obj) or _is_leaf_function(obj):
+                self.patch_dict(g, name, self.wrapper_for(obj))
 
     def patch_class(self, cls) -> None:
         """Wrap ops a class holds as ``staticmethod`` attributes (``Conv2d._conv_fn = staticmethod(F.conv2d)``),

@@ -25,6 +25,7 @@ def _op(name):
         fn.__name__ = f"onnx_{name}"
         fn.__qualname__ = fn.__name__
         fn.__module__ = __name__
+        fn._fx_leaf_function = True     # traced (export of a loaded model) as one node, not through
         OPS[name] = fn
         return fn
     return deco

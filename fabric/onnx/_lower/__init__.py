@@ -3,5 +3,5 @@
 modules fill when imported.  See ``_core`` for the shared helpers."""
 from __future__ import annotations
 
-from . import attention, control_flow, elementwise, layers, recurrent, shapes  # noqa: F401  (they register rules)
+from . import attention, control_flow, elementwise, layers, onnx_ops, recurrent, shapes  # noqa: F401  (they register rules)
 from ._core import FUNCTIONS, METHODS, MODULES, Lowering, UnsupportedOperatorError  # noqa: F401
