@@ -451,6 +451,9 @@ def mm(input, mat2, *, out=None):
         input, mat2 = c
     _check_tensor(input, "mm", "input", 1)
     _check_tensor(mat2, "mm", "mat2", 2)
+    if input.is_sparse or mat2.is_sparse:  # COO operand: fabric/sparse
+        from ..sparse import mm as _sparse_mm
+        return _out(_sparse_mm(input, mat2), out)
     x, y = input._data, mat2._data
     if x.ndim != 2:
         raise RuntimeError("self must be a matrix")
