@@ -314,14 +314,16 @@ def _accumulate(var, g, create_graph):
             if res is not None:
                 g = res
     if var._grad is None:
-        if create_graph:
+        if create_graph or g.is_sparse:  # a sparse gradient (fabric/sparse) is stored as it comes
             var._grad = g
         else:
             gd = g._data
             if g._base is not None or g.grad_fn is not None or not gd.flags.owndata:
                 gd = gd.copy()
             var._grad = Tensor._make(gd, False)
-    elif create_graph or var._grad._requires_grad:
+    elif g.is_sparse and not var._grad.is_sparse:
+        var._grad = g + var._grad  # sparse + dense is dense
+    elif create_graph or var._grad._requires_grad or var._grad.is_sparse:
         var._grad = var._grad + g
     else:
         var._grad._data += g._data

@@ -18,3 +18,4 @@ from .lbfgs import LBFGS  # noqa: F401
 from .optimizer import Optimizer  # noqa: F401
 from .rmsprop import ASGD, Adadelta, Adagrad, RMSprop, Rprop  # noqa: F401
 from .sgd import SGD  # noqa: F401
+from .sparse_adam import SparseAdam  # noqa: F401

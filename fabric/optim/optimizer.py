@@ -200,11 +200,16 @@ class Optimizer:
             buckets.setdefault(float(self.state[p]["step"]._data), []).append(i)
         return buckets.items()
 
+    # SGD and Adagrad take sparse gradients (nn.Embedding(sparse=True)); their update of a sparse
+    # gradient equals the dense update of its dense form (untouched rows get a zero step), so it is
+    # applied densely (see _grad_array)
+    _sparse_grads = False
+
     def _params_with_grad(self, group):
         params = []
         for p in group["params"]:
             if p._grad is not None:
-                if getattr(p._grad, "is_sparse", False):
+                if p._grad.is_sparse and not self._sparse_grads:
                     raise RuntimeError(f"{type(self).__name__} does not support sparse gradients")
                 params.append(p)
         return params
@@ -273,3 +278,9 @@ class Optimizer:
             return type(value)(Optimizer._cast_state(param, key, v) for v in value)
         return value
 
+
+
+def _grad_array(p):
+    """The gradient of ``p`` as a dense array (a sparse gradient is densified)."""
+    g = p._grad
+    return g.coalesce().to_dense()._data if g.is_sparse else g._data

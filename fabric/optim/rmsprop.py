@@ -6,7 +6,7 @@ import numpy as np
 from ..backends import backend_of
 from . import _functional as F
 from .adam import _bump
-from .optimizer import Optimizer
+from .optimizer import Optimizer, _grad_array
 
 __all__ = ["RMSprop", "Adagrad", "Adadelta", "Rprop", "ASGD"]
 
@@ -67,8 +67,12 @@ class Adagrad(Optimizer):
             for p in group["params"]:
                 self._init_state(p, sum=group["initial_accumulator_value"])
 
+    _sparse_grads = True
+
     def _step_group(self, group):
         params = self._params_with_grad(group)
+        if group["weight_decay"] != 0 and any(p._grad.is_sparse for p in params):
+            raise RuntimeError("weight_decay option is not compatible with sparse gradients")
         if not params:
             return
         for p in params:
@@ -76,7 +80,7 @@ class Adagrad(Optimizer):
         xp = backend_of(params[0]._data).xp
         for step, idx in self._steps(params):
             ps = [params[i] for i in idx]
-            F.adagrad(xp, [p._data for p in ps], [p._grad._data for p in ps], [self.state[p]["sum"]._data for p in ps],
+            F.adagrad(xp, [p._data for p in ps], [_grad_array(p) for p in ps], [self.state[p]["sum"]._data for p in ps],
                       step + 1, group["lr"], group["lr_decay"], group["weight_decay"], group["eps"],
                       group["maximize"])
             _bump(ps, self.state)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .._tensor import Tensor
 from ..backends import backend_of
-from .optimizer import Optimizer
+from .optimizer import Optimizer, _grad_array
 
 __all__ = ["SGD"]
 
@@ -32,6 +32,8 @@ class SGD(Optimizer):
                         maximize=maximize, foreach=foreach, differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
 
+    _sparse_grads = True
+
     def _step_group(self, group):
         params = self._params_with_grad(group)
         if not params:
@@ -52,7 +54,7 @@ class SGD(Optimizer):
                     if first:
                         st["momentum_buffer"] = Tensor._make(backend.xp.empty_like(p._data), False)
                     bufs.append(st["momentum_buffer"]._data)
-            backend.sgd_step([p._data for p in batch], [p._grad._data for p in batch], bufs, lr=group["lr"],
+            backend.sgd_step([p._data for p in batch], [_grad_array(p) for p in batch], bufs, lr=group["lr"],
                              momentum=momentum, dampening=group["dampening"], weight_decay=group["weight_decay"],
                              nesterov=group["nesterov"], maximize=group["maximize"], first_step=first)
             for p in batch:

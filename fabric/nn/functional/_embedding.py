@@ -57,6 +57,27 @@ class Embedding(Function):
         return gw, None, None, None
 
 
+class SparseEmbedding(Embedding):
+    """``embedding(sparse=True)``: the weight's gradient is an uncoalesced
+    sparse COO tensor with one row per looked-up index (padding_idx dropped),
+    as PyTorch's ``embedding_sparse_backward``."""
+
+    @staticmethod
+    def backward(ctx, gy):
+        from ...sparse import SparseTensor
+        idx = ctx.indices.reshape(-1)
+        vals = gy.reshape(idx.shape[0], -1)
+        if ctx.scale_grad_by_freq:
+            counts = _counts(ctx.indices, ctx.num)
+            vals = vals / Tensor._make(counts[idx].astype(gy._data.dtype)[:, None])
+        if ctx.padding_idx is not None:
+            keep = idx != ctx.padding_idx
+            idx = idx[keep]
+            vals = vals[Tensor._make(keep)]
+        shape = (ctx.num, vals.shape[1])
+        return SparseTensor._build(Tensor._make(idx[None, :].astype(np.int64)), vals, shape), None, None, None
+
+
 class EmbeddingBackward(Function):
     """Gradient of :class:`Embedding` wrt the weight: rows of ``gy`` summed
     per index (scaled by 1/frequency with ``scale_grad_by_freq``; zero for
@@ -145,8 +166,6 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
         >>> fabric.nn.functional.embedding(fabric.tensor([[0, 1]]), fabric.eye(3)).shape
         fabric.Size([1, 2, 3])
     """
-    if sparse:
-        raise NotImplementedError("embedding(sparse=True): fabric has no sparse tensors; use sparse=False")
     idx = input._data
     _check_indices(idx)
     w = weight._data
@@ -156,6 +175,9 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
     if max_norm is not None:
         with no_grad():
             _renorm_(weight, idx, max_norm, norm_type)
+    if sparse:
+        return _apply(SparseEmbedding, (weight, idx, padding_idx, scale_grad_by_freq),
+                      (w, idx, padding_idx, bool(scale_grad_by_freq)))
     return _apply(Embedding, (weight, idx, padding_idx, scale_grad_by_freq),
                   (w, idx, padding_idx, bool(scale_grad_by_freq)))
 

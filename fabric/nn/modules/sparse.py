@@ -54,7 +54,6 @@ class Embedding(Module):
                  _freeze: bool = False, device=None, dtype=None) -> None:
         factory_kwargs: dict[str, Any] = {"device": device, "dtype": dtype}
         super().__init__()
-        _no_sparse(sparse)
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         self.padding_idx = _check_padding_idx(padding_idx, num_embeddings)
