@@ -19,7 +19,7 @@ from .._tensor import Tensor
 from ._coo import SparseTensor, mm
 from ._layout import layout, sparse_coo, strided
 
-__all__ = ["mm", "sum", "addmm", "spmm", "sparse_coo_tensor", "SparseTensor", "layout", "sparse_coo", "strided",
+__all__ = ["mm", "sum", "addmm", "spmm", "softmax", "log_softmax", "sparse_coo_tensor", "SparseTensor", "layout", "sparse_coo", "strided",
            "check_sparse_tensor_invariants"]
 
 
@@ -159,6 +159,39 @@ def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0):
 def spmm(input, mat2):
     """``fabric.spmm``: the same as :func:`mm` with a sparse left operand."""
     return mm(input, mat2)
+
+
+def _masked_softmax(input, dim, log, dtype):
+    # Unspecified entries count as -inf (PyTorch's sparse softmax): computed densely, then the
+    # specified entries are picked back out, so gradients reach the values only.
+    from ..nn import functional as F
+    if not input.is_sparse:
+        raise RuntimeError("sparse softmax expects a sparse COO input")
+    s = input.coalesce()
+    if dim < 0:
+        dim += s.dim()
+    if dim >= s.sparse_dim():
+        raise NotImplementedError("sparse softmax over a dense dimension of a hybrid tensor is not supported")
+    vals = s._vals if dtype is None else s._vals.to(dtype)
+    xp = np if isinstance(vals._data, np.ndarray) else __import__("cupy")
+    hole = xp.full(s._shape, -np.inf, vals._data.dtype)
+    hole[tuple(s._idx._data)] = 0
+    dense = SparseTensor._build(s._idx, vals, s._shape, True).to_dense() + Tensor._make(hole)
+    out = (F.log_softmax if log else F.softmax)(dense, dim)
+    picked = out[tuple(Tensor._make(i) for i in s._idx._data)]
+    return SparseTensor._build(s._idx, picked, s._shape, True)
+
+
+def softmax(input, dim, *, dtype=None):
+    """Softmax over the specified entries along ``dim`` (unspecified ones act as
+    ``-inf``); the result has ``input``'s sparsity pattern.  Computed through a
+    dense intermediate (memory ``O(numel)``)."""
+    return _masked_softmax(input, dim, False, dtype)
+
+
+def log_softmax(input, dim, *, dtype=None):
+    """Log-softmax over the specified entries along ``dim`` (see :func:`softmax`)."""
+    return _masked_softmax(input, dim, True, dtype)
 
 
 Tensor.to_sparse = to_sparse

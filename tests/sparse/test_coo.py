@@ -165,3 +165,29 @@ def test_matches_torch():
     u = fabric.sparse_coo_tensor(IDX, VAL, (2, 3)).coalesce()
     tu = torch.sparse_coo_tensor(torch.tensor(IDX), torch.tensor(VAL), (2, 3)).coalesce()
     assert str(u).replace("fabric", "torch") == str(tu)
+
+
+def test_softmax_gradcheck():
+    idx = fabric.tensor([[0, 0, 1, 2], [0, 2, 1, 2]])
+    v = fabric.tensor([1.0, 2.0, 3.0, -1.0], dtype=fabric.float64, requires_grad=True)
+    for fn in (fabric.sparse.softmax, fabric.sparse.log_softmax):
+        for dim in (0, 1, -1):
+            assert fabric.autograd.gradcheck(
+                lambda v: fn(fabric.sparse_coo_tensor(idx, v, (3, 3)), dim)._values(), (v,))
+    out = fabric.sparse.softmax(fabric.sparse_coo_tensor(idx, v, (3, 3)), 1)
+    np.testing.assert_allclose(out.values().detach().numpy()[:2], np.exp([1.0, 2.0]) / np.exp([1.0, 2.0]).sum())
+    np.testing.assert_allclose(out.values().detach().numpy()[2:], [1.0, 1.0])
+
+
+@pytest.mark.torch
+def test_softmax_matches_torch():
+    import torch
+
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((4, 5)) * (rng.random((4, 5)) < 0.5)
+    for dim in (0, 1):
+        for name in ("softmax", "log_softmax"):
+            f = getattr(fabric.sparse, name)(fabric.tensor(a).to_sparse(), dim)
+            t = getattr(torch.sparse, name)(torch.tensor(a).to_sparse(), dim).coalesce()
+            np.testing.assert_array_equal(f.indices().numpy(), t.indices().numpy())
+            np.testing.assert_allclose(f.values().detach().numpy(), t.values().numpy(), rtol=1e-12)
