@@ -567,8 +567,7 @@ def matmul(input, other, *, out=None):
         raise TypeError(f"matmul(): argument 'other' (position 2) must be Tensor, not "
                         f"{type(other if isinstance(input, Tensor) else input).__name__}")
     if input.is_sparse or other.is_sparse:  # COO operand: fabric/sparse
-        from ..sparse import mm as _sparse_mm
-        return _out(_sparse_mm(input, other), out)
+        return _out(input.mm(other) if input.is_sparse else other._rmm(input), out)
     x, y = input._data, other._data
     if x.dtype != y.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_C_NAMES.get(x.dtype.name)} != "

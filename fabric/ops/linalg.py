@@ -452,8 +452,7 @@ def mm(input, mat2, *, out=None):
     _check_tensor(input, "mm", "input", 1)
     _check_tensor(mat2, "mm", "mat2", 2)
     if input.is_sparse or mat2.is_sparse:  # COO operand: fabric/sparse
-        from ..sparse import mm as _sparse_mm
-        return _out(_sparse_mm(input, mat2), out)
+        return _out(input.mm(mat2) if input.is_sparse else mat2._rmm(input), out)
     x, y = input._data, mat2._data
     if x.ndim != 2:
         raise RuntimeError("self must be a matrix")

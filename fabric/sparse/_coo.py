@@ -340,6 +340,11 @@ class SparseTensor(Tensor):
 
     mm = matmul = __matmul__
 
+    def __rmatmul__(self, other):
+        return mm(other, self)
+
+    _rmm = __rmatmul__  # dense @ sparse, from fabric.mm / fabric.matmul
+
     def sum(self, dim=None, keepdim=False, dtype=None):
         return self.to_dense().sum() if dim is None else self.to_dense().sum(dim, keepdim)
 
