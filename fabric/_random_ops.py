@@ -17,8 +17,8 @@ import numpy as np
 
 from . import _dtype as D
 from ._creation import _check_size, _finish, _np_dtype
-from ._errors import out_of_memory
 from ._device import as_device
+from ._errors import out_of_memory
 from ._tensor import Tensor
 from .autograd.grad_mode import no_grad
 from .backends import backend_of
