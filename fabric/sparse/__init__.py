@@ -19,8 +19,8 @@ from .._tensor import Tensor
 from ._coo import SparseTensor, mm
 from ._layout import layout, sparse_coo, strided
 
-__all__ = ["mm", "sum", "addmm", "spmm", "softmax", "log_softmax", "sparse_coo_tensor", "SparseTensor", "layout", "sparse_coo", "strided",
-           "check_sparse_tensor_invariants"]
+__all__ = ["mm", "sum", "addmm", "spmm", "softmax", "log_softmax", "sparse_coo_tensor", "SparseTensor", "layout",
+           "sparse_coo", "strided", "check_sparse_tensor_invariants"]
 
 
 class check_sparse_tensor_invariants:
@@ -58,7 +58,7 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
     idx = indices if isinstance(indices, Tensor) else tensor(indices, dtype=D.int64, device=device)
     if idx.dtype is not D.int64:
         if idx.is_floating_point():
-            raise RuntimeError(f"indices must be an int64 tensor")
+            raise RuntimeError("indices must be an int64 tensor")
         idx = idx.long()
     if isinstance(values, Tensor):
         vals = values if dtype is None else values.to(dtype)
@@ -143,7 +143,7 @@ def to_dense(self, dtype=None, *, masked_grad=None) -> Tensor:
     return self if dtype is None else self.to(dtype)
 
 
-def sum(input, dim=None, dtype=None):  # noqa: A001 - PyTorch's name
+def sum(input, dim=None, dtype=None):
     """Sum of a sparse tensor: a dense 0-d tensor for ``dim=None``."""
     if not input.is_sparse:
         return input.sum() if dim is None else input.sum(dim)

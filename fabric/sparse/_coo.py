@@ -105,6 +105,10 @@ class SparseTensor(Tensor):
 
     is_sparse = True
     layout = sparse_coo
+    _idx: Tensor     # (sparse_dim, nnz) int64
+    _vals: Tensor    # (nnz,) + dense shape; autograd flows through it
+    _shape: tuple
+    _coalesced: bool
 
     @staticmethod
     def _build(indices: Tensor, values: Tensor, shape, coalesced=False) -> SparseTensor:
@@ -240,8 +244,8 @@ class SparseTensor(Tensor):
 
     def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None) -> SparseTensor:
         if sparse_dim is not None and sparse_dim != self.sparse_dim():
-            raise RuntimeError("to_sparse: conversion from Sparse to Sparse with sparse_dim argument !=self.sparse_dim() "
-                               "is not supported")
+            raise RuntimeError("to_sparse: conversion from Sparse to Sparse with sparse_dim argument "
+                               "!=self.sparse_dim() is not supported")
         return self
 
     def coalesce(self) -> SparseTensor:

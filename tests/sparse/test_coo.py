@@ -173,7 +173,7 @@ def test_softmax_gradcheck():
     for fn in (fabric.sparse.softmax, fabric.sparse.log_softmax):
         for dim in (0, 1, -1):
             assert fabric.autograd.gradcheck(
-                lambda v: fn(fabric.sparse_coo_tensor(idx, v, (3, 3)), dim)._values(), (v,))
+                lambda v, fn=fn, dim=dim: fn(fabric.sparse_coo_tensor(idx, v, (3, 3)), dim)._values(), (v,))
     out = fabric.sparse.softmax(fabric.sparse_coo_tensor(idx, v, (3, 3)), 1)
     np.testing.assert_allclose(out.values().detach().numpy()[:2], np.exp([1.0, 2.0]) / np.exp([1.0, 2.0]).sum())
     np.testing.assert_allclose(out.values().detach().numpy()[2:], [1.0, 1.0])
