@@ -27,7 +27,7 @@ def _as_tuple(x):
         return None
     from .._tensor import Tensor
 
-    if isinstance(x, Tensor):
+    if isinstance(x, (Tensor, graph.GradientEdge)):
         return (x,)
     return tuple(x)
 
@@ -102,6 +102,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if retain_graph is None:
         retain_graph = create_graph
     for _i, t in enumerate(inputs):
+        if isinstance(t, graph.GradientEdge):
+            continue
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     keep = [i for i, t in enumerate(outputs) if t._requires_grad]
@@ -113,7 +115,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if materialize_grads:
         from .._tensor import Tensor
 
-        res = [r if r is not None else Tensor._make(_zeros_like(t._data), False) for r, t in zip(res, inputs)]
+        res = [r if r is not None or isinstance(t, graph.GradientEdge) else Tensor._make(_zeros_like(t._data), False)
+               for r, t in zip(res, inputs)]
     return tuple(res)
 
 
