@@ -21,7 +21,8 @@ Tensor: Any = None  # set by fabric._tensor
 
 class _GraphTask:
     """The backward pass now running (for ``autograd.graph.register_multi_grad_hook``):
-    ``current`` is ``(id, nodes reached, nodes needed or None)`` or None."""
+    ``current`` is ``(id, nodes reached, nodes needed or None, whether it is a plain
+    backward() without inputs=)`` or None (reentrant checkpoint needs the last)."""
 
     current: Any = None
     ids = itertools.count()
@@ -110,7 +111,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     prev_mode = _state.enabled
     _state.enabled = create_graph
     prev_task = _GraphTask.current
-    _GraphTask.current = (next(_GraphTask.ids), seen, needed)
+    _GraphTask.current = (next(_GraphTask.ids), seen, needed, not capture and inputs is None)
     pop, push = heapq.heappop, heapq.heappush
     buffers_get = buffers.get
     try:
