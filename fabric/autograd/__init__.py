@@ -10,7 +10,7 @@ Example::
 """
 from __future__ import annotations
 
-from . import functional, graph
+from . import forward_ad, functional, graph
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .function import Function, FunctionCtx, InplaceFunction, Node, once_differentiable
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled

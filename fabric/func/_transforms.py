@@ -10,7 +10,8 @@ whose graph reaches nothing but the transform's own aliases is detached, so
 ``grad(f)(x)`` of a plain ``x`` does not require grad, as in PyTorch.
 
 Forward-mode products (``jvp``, ``jacfwd``, ``linearize``, ``hessian``) are
-computed by the double-vjp construction: with ``u`` a dummy cotangent,
+computed by the double-vjp construction: with ``u`` a dummy cotangent (ones:
+any point would do, and ones avoid kinks some backwards have at zero),
 ``g(u) = vjp(u)`` is linear in ``u`` and its vjp at ``t`` is ``J t``.  This
 needs every op's backward to be differentiable in the incoming gradient,
 which fabric's backwards (written with Tensor ops) are.
@@ -289,7 +290,7 @@ class _Linearized:
     cotangents ``u`` and ``g(u) = J^T u`` (kept as a graph)."""
 
     def __init__(self, func, primals, api, has_aux=False):
-        from .. import autograd, zeros_like
+        from .. import autograd, ones_like
 
         T = _tensor_cls()
         self.level = level = _Level()
@@ -304,7 +305,7 @@ class _Linearized:
                 if not isinstance(o, T):
                     raise RuntimeError(f"{api}: Expected f(*primals) to return only tensors, got unsupported type "
                                        f"{type(o)}")
-            self.u = [level.add_leaf(zeros_like(o).requires_grad_(True)) if o.is_floating_point() else None
+            self.u = [level.add_leaf(ones_like(o).requires_grad_(True)) if o.is_floating_point() else None
                       for o in self.flat_out]
             live = [(o, u) for o, u in zip(self.flat_out, self.u) if u is not None]
             self.g = _autograd_grad([o for o, _ in live], self.wrapped, [u for _, u in live])
