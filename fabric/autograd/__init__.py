@@ -19,7 +19,7 @@ from .variable import Variable
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "Node", "once_differentiable", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "gradcheck", "gradgradcheck", "detect_anomaly",
-           "set_detect_anomaly", "functional", "graph", "InplaceFunction", "Variable"]
+           "set_detect_anomaly", "functional", "graph", "forward_ad", "InplaceFunction", "Variable"]
 
 
 def _as_tuple(x):

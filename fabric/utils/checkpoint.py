@@ -34,6 +34,11 @@ import contextlib
 import warnings
 from typing import Any
 
+from .. import autograd
+from .._tensor import Tensor
+from ..autograd import Function
+from ..autograd.engine import _GraphTask
+
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction", "detach_variable",
            "noop_context_fn"]
 
@@ -55,8 +60,6 @@ def noop_context_fn():
 
 def detach_variable(inputs):
     """Detached copies of the tensors in tuple ``inputs`` keeping their ``requires_grad``."""
-    from .._tensor import Tensor
-
     if not isinstance(inputs, tuple):
         raise RuntimeError(f"Only tuple of tensors is supported. Got Unsupported input type: {type(inputs).__name__}")
     out = []
@@ -75,7 +78,6 @@ def detach_variable(inputs):
 def _rng_state(args):
     """The CPU generator state and that of every CUDA device an argument lives on."""
     from .. import random as _random
-    from .._tensor import Tensor
 
     cuda = sorted({a.device.index or 0 for a in args if isinstance(a, Tensor) and a.device.type == "cuda"})
     cuda_states = []
@@ -124,65 +126,39 @@ def _current_like(state):
 
 # --- use_reentrant=True -------------------------------------------------------
 
-def _function_class():
-    from ..autograd import Function
+class CheckpointFunction(Function):
+    """The reentrant variant (see module docstring)."""
 
-    class CheckpointFunction(Function):
-        """The reentrant variant (see module docstring)."""
+    @staticmethod
+    def forward(ctx, run_function, preserve_rng_state, *args):
+        ctx.run_function = run_function
+        ctx.rng = _rng_state(args) if preserve_rng_state else None
+        ctx.inputs = [None if isinstance(a, Tensor) else a for a in args]
+        ctx.tensor_indices = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        ctx.save_for_backward(*[a for a in args if isinstance(a, Tensor)])
+        return run_function(*args)  # apply() runs forward under no_grad
 
-        @staticmethod
-        def forward(ctx, run_function, preserve_rng_state, *args):
-            from .._tensor import Tensor
-
-            ctx.run_function = run_function
-            ctx.rng = _rng_state(args) if preserve_rng_state else None
-            ctx.inputs = [None if isinstance(a, Tensor) else a for a in args]
-            ctx.tensor_indices = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
-            ctx.save_for_backward(*[a for a in args if isinstance(a, Tensor)])
-            return run_function(*args)  # apply() runs forward under no_grad
-
-        @staticmethod
-        def backward(ctx, *grads):
-            from .. import autograd
-            from .._tensor import Tensor
-            from ..autograd.engine import _GraphTask
-
-            task = _GraphTask.current
-            if task is not None and not task[3]:
-                raise RuntimeError(
-                    "When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() or passing an "
-                    "`inputs` parameter to .backward(). To resolve this error, you can either set "
-                    "use_reentrant=False, or call .backward() without passing the `inputs` argument.")
-            inputs = list(ctx.inputs)
-            for i, t in zip(ctx.tensor_indices, ctx.saved_tensors):
-                inputs[i] = t
-            detached = detach_variable(tuple(inputs))
-            with _rng_restored(ctx.rng), autograd.enable_grad():
-                outputs = ctx.run_function(*detached)
-            if isinstance(outputs, Tensor):
-                outputs = (outputs,)
-            with_grad = [(o, g) for o, g in zip(outputs, grads) if isinstance(o, Tensor) and o.requires_grad]
-            if not with_grad:
-                raise RuntimeError("none of output has requires_grad=True, this checkpoint() is not necessary")
-            autograd.backward([o for o, _ in with_grad], [g for _, g in with_grad])
-            return (None, None) + tuple(d.grad if isinstance(d, Tensor) else None for d in detached)
-
-    return CheckpointFunction
-
-
-_cls: list = []
-
-
-def __getattr__(name):
-    if name == "CheckpointFunction":
-        return _checkpoint_function()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def _checkpoint_function():
-    if not _cls:
-        _cls.append(_function_class())
-    return _cls[0]
+    @staticmethod
+    def backward(ctx, *grads):
+        task = _GraphTask.current
+        if task is not None and not task[3]:
+            raise RuntimeError(
+                "When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() or passing an "
+                "`inputs` parameter to .backward(). To resolve this error, you can either set "
+                "use_reentrant=False, or call .backward() without passing the `inputs` argument.")
+        inputs = list(ctx.inputs)
+        for i, t in zip(ctx.tensor_indices, ctx.saved_tensors):
+            inputs[i] = t
+        detached = detach_variable(tuple(inputs))
+        with _rng_restored(ctx.rng), autograd.enable_grad():
+            outputs = ctx.run_function(*detached)
+        if isinstance(outputs, Tensor):
+            outputs = (outputs,)
+        with_grad = [(o, g) for o, g in zip(outputs, grads) if isinstance(o, Tensor) and o.requires_grad]
+        if not with_grad:
+            raise RuntimeError("none of output has requires_grad=True, this checkpoint() is not necessary")
+        autograd.backward([o for o, _ in with_grad], [g for _, g in with_grad])
+        return (None, None) + tuple(d.grad if isinstance(d, Tensor) else None for d in detached)
 
 
 # --- use_reentrant=False ------------------------------------------------------
@@ -200,7 +176,9 @@ class _Frame:
     backward needs it, what the recomputation saved."""
 
     def __init__(self, fn, args, kwargs, rng, recompute_ctx, metadata_fn, early_stop):
-        self.fn, self.args, self.kwargs, self.rng = fn, args, kwargs, rng
+        self.fn, self.rng = fn, rng
+        self.args: Any = args
+        self.kwargs: Any = kwargs
         self.recompute_ctx, self.metadata_fn, self.early_stop = recompute_ctx, metadata_fn, early_stop
         self.forward_meta: list = []
         self.recomputed: dict | None = None
@@ -221,7 +199,6 @@ class _Frame:
         return self.recomputed[idx]
 
     def _recompute(self):
-        from .. import autograd
         from ..autograd.graph import saved_tensors_hooks
 
         store: dict = {}
@@ -304,7 +281,7 @@ def checkpoint(function, *args, use_reentrant: bool | None = None, context_fn=no
     if use_reentrant:
         if context_fn is not noop_context_fn or debug is not False:
             raise ValueError("Passing `context_fn` or `debug` is only supported when use_reentrant=False.")
-        return _checkpoint_function().apply(function, preserve, *args)
+        return CheckpointFunction.apply(function, preserve, *args)
     return _checkpoint_without_reentrant(function, preserve, context_fn, determinism_check, early_stop, args,
                                          kwargs)
 

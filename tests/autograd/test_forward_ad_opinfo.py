@@ -63,7 +63,7 @@ def test_forward_ad_matches_finite_differences_and_reverse_mode(op):
         if not leaves:
             continue
 
-        def call(values, x=x, args=args, s=s):
+        def call(values, x=x, args=args, s=s, leaves=leaves):
             m = {id(leaf): v for leaf, v in zip(leaves, values)}
             r = fn(_substitute(x, m), *_substitute(args, m), **s.kwargs)
             return r[op.output_index] if op.output_index is not None else r

@@ -80,10 +80,9 @@ def test_save_on_cpu():
 
 
 def test_disable_saved_tensors_hooks():
-    with graph.disable_saved_tensors_hooks("no hooks here"):
-        with pytest.raises(RuntimeError, match="no hooks here"):
-            with graph.saved_tensors_hooks(lambda t: t, lambda t: t):
-                pass
+    with graph.disable_saved_tensors_hooks("no hooks here"), pytest.raises(RuntimeError, match="no hooks here"), \
+            graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+        pass
     with graph.saved_tensors_hooks(lambda t: t, lambda t: t):  # enabled again outside
         pass
 
@@ -159,7 +158,7 @@ def test_saved_hooks_count_matches_torch():
     for lib in (torch, fabric):
         x = lib.tensor(xs, requires_grad=True)
         n = []
-        with lib.autograd.graph.saved_tensors_hooks(lambda t: n.append(1) or t, lambda t: t):
+        with lib.autograd.graph.saved_tensors_hooks(lambda t, n=n: n.append(1) or t, lambda t: t):
             y = (x.exp() * x).tanh().sum()
         y.backward()
         counts.append((len(n), x.grad.detach().numpy()))
