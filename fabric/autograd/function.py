@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import threading
 import traceback
 import weakref
 from typing import Any
@@ -49,8 +50,16 @@ _new_object = object.__new__
 _FREED = object()
 # Kinds of saved values.
 _SAVED_INPUT, _SAVED_OUTPUT, _SAVED_CONST, _SAVED_RAW, _SAVED_HOOKED = 0, 1, 2, 3, 4
-# Active ``autograd.graph.saved_tensors_hooks`` as (pack, unpack) pairs, innermost last.
+# ``autograd.graph.saved_tensors_hooks``: each thread's (pack, unpack) pairs, innermost last, and a
+# process-wide list with one entry per active context in any thread (the cheap check the op paths make).
 saved_hooks: list = []
+
+
+class _SavedHooks(threading.local):
+    stack: tuple = ()
+
+
+saved_hooks_local = _SavedHooks()
 
 Tensor: Any = None  # set by fabric._tensor (import cycle: Tensor calls ops, ops record nodes)
 
@@ -759,7 +768,10 @@ _PLAIN = (float, int, bool, str, type(None))
 def _hook_saved(node):
     """Pass what ``node`` saved through the innermost saved-tensor pack hook
     (``autograd.graph.saved_tensors_hooks``); unpacking calls the unpack hook."""
-    pack, unpack = saved_hooks[-1]
+    stack = saved_hooks_local.stack
+    if not stack:  # the active contexts belong to other threads
+        return
+    pack, unpack = stack[-1]
     hooked = []
     for s in node._saved:
         if s is None or s[0] == _SAVED_RAW:
