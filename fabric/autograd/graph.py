@@ -90,9 +90,13 @@ class saved_tensors_hooks:
     def __enter__(self) -> None:
         if _disabled.message is not None:
             raise RuntimeError(_disabled.message)
-        _function.saved_hooks.append((self.pack_hook, self.unpack_hook))
+        local = _function.saved_hooks_local
+        local.stack = local.stack + ((self.pack_hook, self.unpack_hook),)
+        _function.saved_hooks.append(None)
 
     def __exit__(self, *exc) -> None:
+        local = _function.saved_hooks_local
+        local.stack = local.stack[:-1]
         _function.saved_hooks.pop()
 
 
@@ -121,8 +125,11 @@ class save_on_cpu(saved_tensors_hooks):
         super().__init__(pack_to_cpu, unpack_from_cpu)
 
 
-class _disabled:
+class _Disabled(threading.local):
     message: Any = None
+
+
+_disabled = _Disabled()
 
 
 class disable_saved_tensors_hooks:

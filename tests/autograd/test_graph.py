@@ -164,3 +164,24 @@ def test_saved_hooks_count_matches_torch():
         counts.append((len(n), x.grad.detach().numpy()))
     assert counts[0][0] == counts[1][0]
     np.testing.assert_allclose(counts[0][1], counts[1][1])
+
+
+def test_saved_tensors_hooks_are_per_thread():
+    import threading
+
+    seen = []
+    started, release = threading.Event(), threading.Event()
+
+    def other():
+        with graph.saved_tensors_hooks(lambda t: seen.append(t) or t, lambda t: t):
+            started.set()
+            release.wait(10)
+
+    th = threading.Thread(target=other)
+    th.start()
+    started.wait(10)
+    x = fabric.tensor([1.0], requires_grad=True)
+    (x.exp() * x).sum().backward()   # this thread has no hooks: nothing is packed
+    release.set()
+    th.join()
+    assert seen == []
