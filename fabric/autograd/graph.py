@@ -69,9 +69,7 @@ def increment_version(tensor) -> None:
     """Bump the version counter of ``tensor`` (or of each tensor in an
     iterable), as an in-place op would: saved copies of it then fail their
     version check in backward."""
-    from .._tensor import Tensor
-
-    for t in ((tensor,) if isinstance(tensor, Tensor) else tensor):
+    for t in ((tensor,) if hasattr(tensor, "_bump_version") else tensor):  # a Tensor, or an iterable of them
         t._bump_version()
 
 
