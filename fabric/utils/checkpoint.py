@@ -40,7 +40,7 @@ from ..autograd import Function
 from ..autograd.engine import _GraphTask
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction", "detach_variable",
-           "noop_context_fn"]
+           "noop_context_fn", "set_checkpoint_early_stop", "set_checkpoint_debug_enabled"]
 
 _DEBUG_TIP = """
 Tip: To see a more detailed error message, either pass `debug=True` to
@@ -71,6 +71,29 @@ def detach_variable(inputs):
         x.requires_grad = inp.requires_grad
         out.append(x)
     return tuple(out)
+
+
+class _Globals:
+    early_stop: bool | None = None   # set_checkpoint_early_stop overrides checkpoint's early_stop
+
+
+@contextlib.contextmanager
+def set_checkpoint_early_stop(enable: bool):
+    """Within this context, non-reentrant checkpoints stop recomputing as
+    soon as every needed tensor is recomputed (``True``) or always run the
+    whole function (``False``), whatever ``early_stop`` they are given."""
+    prev = _Globals.early_stop
+    _Globals.early_stop = enable
+    try:
+        yield
+    finally:
+        _Globals.early_stop = prev
+
+
+@contextlib.contextmanager
+def set_checkpoint_debug_enabled(enabled: bool | None):
+    """Accepted for compatibility: fabric's checkpoint errors carry no extra debug trace."""
+    yield
 
 
 # --- RNG state --------------------------------------------------------------
@@ -244,6 +267,8 @@ def _checkpoint_without_reentrant(function, preserve, context_fn, determinism_ch
         raise ValueError(f"determinism_check should be one of {list(checks)}, but got {determinism_check}")
     forward_ctx, recompute_ctx = context_fn()
     rng = _rng_state(args) if preserve else None
+    if _Globals.early_stop is not None:
+        early_stop = _Globals.early_stop
     frame = _Frame(function, args, kwargs, rng, recompute_ctx, checks[determinism_check], early_stop)
     with forward_ctx, saved_tensors_hooks(frame.pack, frame.unpack):
         return function(*args, **kwargs)

@@ -181,3 +181,22 @@ def test_against_torch(reentrant):
     checkpoint(_block, x, w, use_reentrant=reentrant).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-10)
     np.testing.assert_allclose(w.grad.numpy(), wt.grad.numpy(), rtol=1e-10)
+
+
+def test_early_stop_and_global_override():
+    from fabric.utils.checkpoint import set_checkpoint_early_stop
+
+    tail = []
+
+    def f(x):
+        y = x.exp()          # the only saved tensor
+        tail.append(1)       # runs after it: skipped by an early-stopped recomputation
+        return y
+
+    x = fabric.tensor([1.0], requires_grad=True)
+    checkpoint(f, x, use_reentrant=False).sum().backward()
+    assert len(tail) == 1
+    with set_checkpoint_early_stop(False):
+        y = checkpoint(f, x, use_reentrant=False)
+    y.sum().backward()
+    assert len(tail) == 3
