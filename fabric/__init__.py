@@ -100,7 +100,7 @@ def __getattr__(name):
 
     if name in _extras._FUNCTIONAL:
         return getattr(_extras, name)
-    if name in ("fx", "export", "onnx"):  # graph capture: imported on first use
+    if name in ("fx", "export", "onnx", "compiler"):  # graph capture: imported on first use
         import importlib
         return importlib.import_module(f"fabric.{name}")
     raise AttributeError(f"module 'fabric' has no attribute '{name}'")

@@ -194,11 +194,13 @@ def get_float32_matmul_precision() -> str:
 
 
 def compile(model=None, **kwargs):
-    """``torch.compile`` stand-in: fabric runs eagerly, so the model (or
-    function) is returned unchanged."""
-    if model is None:
-        return lambda m: m
-    return model
+    """``torch.compile``: see :func:`fabric.compile.compile` (imported on first use, with ``fabric.fx``)."""
+    import importlib
+    import sys
+
+    impl = importlib.import_module("fabric.compile")
+    sys.modules["fabric"].compile = impl.compile  # importing the package bound fabric.compile to the module
+    return impl.compile(model, **kwargs)
 
 
 def get_default_device():
