@@ -31,7 +31,8 @@ from .._tensor import Tensor
 from ..autograd.grad_mode import is_grad_enabled
 from ..nn.modules.module import Module
 from . import config, exc
-from ._capture import capture, current_tracer, is_compiling
+from ._capture import _state, capture, current_tracer, is_compiling
+from .executor import build
 from .passes import eliminate_common_subexpressions, eliminate_dead_code
 
 __all__ = ["compile", "OptimizedModule", "list_backends", "reset", "disable", "is_compiling", "config", "exc"]
@@ -61,12 +62,23 @@ def _value_key(a):
     raise _Uncacheable(type(a).__name__)
 
 
+def _attrs_of(gm) -> dict:
+    out = {}
+    for node in gm.graph.nodes:
+        if node.op in ("get_attr", "call_module"):
+            value = gm
+            for atom in node.target.split("."):
+                value = getattr(value, atom)
+            out[node.target] = value
+    return out
+
+
 def _inductor(gm, example_inputs):
+    """The default backend: passes over the captured graph, then the lean executor."""
     g = gm.graph
     eliminate_common_subexpressions(g)
     eliminate_dead_code(g)
-    gm.recompile()
-    return gm
+    return build(g, _attrs_of(gm), "forward")
 
 
 def _eager(gm, example_inputs):
@@ -104,8 +116,10 @@ class _CompiledFunction:
                 train, is_grad_enabled())
 
     def __call__(self, *args, **kwargs):
-        if self.disabled or _disabled_depth[0] or is_compiling():
-            return self.fn(*args, **kwargs)
+        mod = self.module
+        if self.disabled or _state["disabled"] or _state["depth"] or \
+                (mod is not None and (mod._forward_hooks or mod._forward_pre_hooks)):
+            return self.fn(*args, **kwargs)     # hooks on the compiled module itself run eagerly
         try:
             key = self._key(args, kwargs)
         except _Uncacheable as e:
@@ -147,9 +161,6 @@ class _CompiledFunction:
             raise exc.BackendCompilerFailed(backend, e) from e
         self.cache[key] = _Entry(key, compiled, None)
         return result
-
-
-_disabled_depth = [0]
 
 
 class OptimizedModule(Module):
@@ -218,7 +229,7 @@ def compile(model=None, *, fullgraph: bool = False, dynamic: bool | None = None,
         return model
     kw = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options)
     if isinstance(model, Module):
-        return OptimizedModule(model, _CompiledFunction(model.forward, model, **kw))
+        return OptimizedModule(model, _CompiledFunction(model, model, **kw))
     cf = _CompiledFunction(model, None, **kw)
 
     @functools.wraps(model)
@@ -254,11 +265,11 @@ def disable(fn=None, recursive: bool = True, *, reason: str | None = None):
         if tracer is not None:
             tracer.graph_break(f"{getattr(fn, '__name__', fn)} is marked compiler.disable")
             args, kwargs = _unwrap(args), _unwrap(kwargs)
-        _disabled_depth[0] += 1
+        _state["disabled"] += 1
         try:
             return fn(*args, **kwargs)
         finally:
-            _disabled_depth[0] -= 1
+            _state["disabled"] -= 1
     disabled._torchdynamo_disable = True
     return disabled
 

@@ -31,11 +31,11 @@ _DATA_DEPENDENT_SHAPE = {"nonzero", "masked_select", "unique", "unique_consecuti
 _RANDOM_FACTORIES = ("rand", "randn", "randint", "randperm", "normal", "poisson", "multinomial", "bernoulli",
                      "empty")
 
-_state: dict = {"depth": 0, "tracers": []}
+_state: dict = {"depth": 0, "tracers": [], "disabled": 0}
 
 
 def is_compiling() -> bool:
-    return _state["depth"] > 0
+    return _state["depth"] > 0 and not _state["disabled"]
 
 
 def current_tracer():
