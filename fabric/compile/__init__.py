@@ -101,17 +101,21 @@ class _CompiledFunction:
         self.fullgraph, self.dynamic, self.backend, self.mode, self.options = \
             fullgraph, dynamic, backend, mode, options
         self.cache: dict = {}
+        self._mods = None             # the modules whose training flags are guarded (listed on first call)
         self.over_limit = False
         self.disabled = False
         _all_compiled.append(self)
 
     def reset(self):
         self.cache.clear()
+        self._mods = None
         self.over_limit = False
 
     def _key(self, args, kwargs):
-        mod = self.module
-        train = tuple(m.training for m in mod.modules()) if mod is not None else ()
+        mods = self._mods
+        if mods is None:
+            mods = self._mods = list(self.module.modules()) if self.module is not None else []
+        train = tuple(m.training for m in mods)
         return (tuple(_value_key(a) for a in args), tuple((k, _value_key(v)) for k, v in kwargs.items()),
                 train, is_grad_enabled())
 
