@@ -29,7 +29,7 @@ import warnings
 
 from .._tensor import Tensor
 from ..autograd.grad_mode import is_grad_enabled
-from ..nn.modules.module import Module
+from ..nn.modules.module import Module, _has_global_hooks
 from . import config, exc
 from ._capture import _state, capture, current_tracer, is_compiling
 from .executor import build
@@ -119,16 +119,25 @@ class _CompiledFunction:
         return (tuple(_value_key(a) for a in args), tuple((k, _value_key(v)) for k, v in kwargs.items()),
                 train, is_grad_enabled())
 
+    def _hooked(self) -> bool:
+        """Module hooks run eagerly: a replayed graph does not call ``Module.__call__``."""
+        if _has_global_hooks():
+            return True
+        for m in self._mods or ():
+            if m._forward_hooks or m._forward_pre_hooks or m._backward_hooks or m._backward_pre_hooks:
+                return True
+        return False
+
     def __call__(self, *args, **kwargs):
-        mod = self.module
-        if self.disabled or _state["disabled"] or _state["depth"] or \
-                (mod is not None and (mod._forward_hooks or mod._forward_pre_hooks)):
-            return self.fn(*args, **kwargs)     # hooks on the compiled module itself run eagerly
+        if self.disabled or _state["disabled"] or _state["depth"]:
+            return self.fn(*args, **kwargs)
         try:
             key = self._key(args, kwargs)
         except _Uncacheable as e:
             if self.fullgraph:
                 raise exc.Unsupported(f"fabric.compile cannot guard on an argument of type {e}") from None
+            return self.fn(*args, **kwargs)
+        if self._mods and self._hooked():
             return self.fn(*args, **kwargs)
         entry = self.cache.get(key)
         if entry is not None:

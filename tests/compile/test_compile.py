@@ -338,12 +338,15 @@ def test_docstring_examples(module):
     assert result.failed == 0
 
 
-def test_hooks_on_the_compiled_module_run():
-    m = nn.Linear(2, 2)
+@pytest.mark.parametrize("where", ["root", "child"])
+def test_module_hooks_run_on_every_call(where):
+    m = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
     cm = fabric.compile(m)
-    calls = []
-    m.register_forward_hook(lambda mod, i, o: calls.append(o.shape))
     x = fabric.randn(1, 2)
+    cm(x)
+    cm(x)                                   # captured and replayed before the hook exists
+    calls = []
+    (m if where == "root" else m[0]).register_forward_hook(lambda mod, i, o: calls.append(tuple(o.shape)))
     cm(x)
     cm(x)
     assert calls == [(1, 2), (1, 2)]
