@@ -39,7 +39,7 @@ __all__ = ["compile", "OptimizedModule", "list_backends", "reset", "disable", "i
 
 _MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 _BACKENDS = ("inductor", "eager", "aot_eager")
-_all_compiled: "list" = []   # weak enough: reset() clears caches of every compiled function
+_all_compiled: list = []   # weak enough: reset() clears caches of every compiled function
 
 
 def list_backends(exclude_tags=("debug", "experimental")) -> list[str]:
@@ -170,7 +170,7 @@ class _CompiledFunction:
         example = [a for a in args if isinstance(a, Tensor)]
         try:
             compiled = backend(gm, example)
-        except Exception as e:      # noqa: BLE001 - reported as PyTorch does
+        except Exception as e:
             raise exc.BackendCompilerFailed(backend, e) from e
         self.cache[key] = _Entry(key, compiled, None)
         return result

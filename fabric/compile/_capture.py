@@ -122,7 +122,7 @@ def capture(root, args: tuple, kwargs: dict):
     result = tracer.trace_result
     if tracer.breaks:
         return None, result, tracer.breaks
-    attrs = dict(tracer.constant_tensors)
+    attrs: dict = dict(tracer.constant_tensors)
     owner = tracer.root
     for node in graph.nodes:
         if node.op == "get_attr" and node.target not in attrs:

@@ -95,7 +95,7 @@ def build(graph, attrs: dict, name: str = "compiled"):
     src = f"def {name}({', '.join(params)}):\n" + "".join(f"    {line}\n" for line in body or ["return None"])
     filename = f"<fabric.compile {name} {next(_counter)}>"
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
-    exec(compile(src, filename, "exec"), ns)      # noqa: S102 - our own generated code
+    exec(compile(src, filename, "exec"), ns)
     fn = ns[name]
     fn.source = src
     return fn

@@ -68,14 +68,14 @@ def test_training_steps_equal_eager(case):
     if case == "lenet":
         model = LeNet()
         batches = [(fabric.randn(4, 1, 28, 28), fabric.randint(0, 10, (4,))) for _ in range(3)]
-        make_opt = lambda p: fabric.optim.SGD(p, lr=0.05, momentum=0.9)   # noqa: E731
+        make_opt = lambda p: fabric.optim.SGD(p, lr=0.05, momentum=0.9)
 
         def loss_fn(out, y):
             return nn.functional.cross_entropy(out, y)
     else:
         model = TinyGPT()
         batches = [(fabric.randint(0, 11, (3, 8)), fabric.randint(0, 11, (3, 8))) for _ in range(3)]
-        make_opt = lambda p: fabric.optim.AdamW(p, lr=1e-2)   # noqa: E731
+        make_opt = lambda p: fabric.optim.AdamW(p, lr=1e-2)
 
         def loss_fn(out, y):
             return nn.functional.cross_entropy(out.reshape(-1, 11), y.reshape(-1))
