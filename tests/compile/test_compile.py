@@ -350,3 +350,24 @@ def test_module_hooks_run_on_every_call(where):
     cm(x)
     cm(x)
     assert calls == [(1, 2), (1, 2)]
+
+
+def test_torch_compile_under_the_alias(tmp_path):
+    import os
+    import subprocess
+    import sys
+    script = tmp_path / "s.py"
+    script.write_text(
+        "import torch\n"
+        "@torch.compile\n"
+        "def f(x):\n"
+        "    return torch.sin(x) * 2\n"
+        "x = torch.ones(3)\n"
+        "assert bool((f(x) == f(x)).all()) and not torch.compiler.is_compiling()\n"
+        "m = torch.compile(torch.nn.Linear(2, 2))\n"
+        "print(list(m.state_dict()))\n")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    out = subprocess.run([sys.executable, "-m", "fabric.run", str(script)], capture_output=True, text=True,
+                         timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['_orig_mod.weight', '_orig_mod.bias']"
