@@ -86,10 +86,17 @@ def _eager(gm, example_inputs):
 
 
 class _Entry:
-    __slots__ = ("key", "fn", "reason")
+    __slots__ = ("key", "fn", "reason", "bindings")
 
-    def __init__(self, key, fn, reason):
-        self.key, self.fn, self.reason = key, fn, reason
+    def __init__(self, key, fn, reason, bindings=()):
+        self.key, self.fn, self.reason, self.bindings = key, fn, reason, bindings
+
+    def valid(self) -> bool:
+        """The parameters and buffers the graph holds are still the module's."""
+        for d, name, value in self.bindings:
+            if d.get(name) is not value:
+                return False
+        return True
 
 
 class _CompiledFunction:
@@ -140,6 +147,9 @@ class _CompiledFunction:
         if self._mods and self._hooked():
             return self.fn(*args, **kwargs)
         entry = self.cache.get(key)
+        if entry is not None and not entry.valid():
+            del self.cache[key]             # a parameter or buffer was replaced: capture again
+            entry = None
         if entry is not None:
             if entry.fn is None:
                 return self.fn(*args, **kwargs)
@@ -158,7 +168,7 @@ class _CompiledFunction:
 
     def _compile_and_run(self, key, args, kwargs):
         root = self.module if self.module is not None else self.fn
-        gm, result, breaks = capture(root, args, kwargs)
+        gm, result, breaks, bindings = capture(root, args, kwargs)
         if breaks:
             if self.fullgraph:
                 raise exc.Unsupported("fabric.compile(fullgraph=True): graph break: " + breaks[0])
@@ -172,7 +182,7 @@ class _CompiledFunction:
             compiled = backend(gm, example)
         except Exception as e:
             raise exc.BackendCompilerFailed(backend, e) from e
-        self.cache[key] = _Entry(key, compiled, None)
+        self.cache[key] = _Entry(key, compiled, None, bindings)
         return result
 
 

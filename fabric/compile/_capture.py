@@ -108,8 +108,10 @@ class CompileTracer(ConcreteTracer):
 def capture(root, args: tuple, kwargs: dict):
     """Run ``root(*args, **kwargs)`` once while recording it.
 
-    Returns ``(graph_module or None, result, breaks)``; the graph module is None
-    when the call had graph breaks (``breaks`` says why).
+    Returns ``(graph_module or None, result, breaks, bindings)``; the graph module
+    is None when the call had graph breaks (``breaks`` says why).  ``bindings``
+    lists ``(dict, name, tensor)`` for every parameter/buffer the graph holds: the
+    graph is valid while ``dict[name] is tensor`` (a reassigned parameter invalidates it).
     """
     tracer = CompileTracer()
     _state["depth"] += 1
@@ -121,16 +123,23 @@ def capture(root, args: tuple, kwargs: dict):
         _state["tracers"].pop()
     result = tracer.trace_result
     if tracer.breaks:
-        return None, result, tracer.breaks
+        return None, result, tracer.breaks, []
     attrs: dict = dict(tracer.constant_tensors)
     owner = tracer.root
+    bindings = []
     for node in graph.nodes:
         if node.op == "get_attr" and node.target not in attrs:
-            value = owner
-            for atom in node.target.split("."):
-                value = getattr(value, atom)
+            *path, field = node.target.split(".")
+            parent = owner
+            for atom in path:
+                parent = getattr(parent, atom)
+            value = getattr(parent, field)
             attrs[node.target] = value
+            for table in ("_parameters", "_buffers"):
+                d = parent.__dict__.get(table)
+                if d is not None and d.get(field) is value:
+                    bindings.append((d, field, value))
         elif node.op == "call_module":   # not made by this tracer (no leaf modules); kept for safety
             attrs[node.target] = owner.get_submodule(node.target)
     name = type(root).__name__ if isinstance(root, Module) else getattr(root, "__name__", "fn")
-    return GraphModule(attrs, graph, name), result, []
+    return GraphModule(attrs, graph, name), result, [], bindings

@@ -371,3 +371,16 @@ def test_torch_compile_under_the_alias(tmp_path):
                          timeout=120, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "['_orig_mod.weight', '_orig_mod.bias']"
+
+
+def test_replaced_parameter_or_buffer_is_seen():
+    m = nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2)).eval()
+    cm = fabric.compile(m)
+    x = fabric.randn(3, 2)
+    cm(x)
+    cm(x)
+    m[0].weight = nn.Parameter(fabric.zeros(2, 2))
+    m[1].running_mean = fabric.ones(2)
+    np.testing.assert_allclose(cm(x).detach().numpy(), m(x).detach().numpy())
+    m.double()                                   # in place: the same Parameter objects
+    np.testing.assert_allclose(cm(x.double()).detach().numpy(), m(x.double()).detach().numpy())
