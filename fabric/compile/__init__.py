@@ -93,10 +93,7 @@ class _Entry:
 
     def valid(self) -> bool:
         """The parameters and buffers the graph holds are still the module's."""
-        for d, name, value in self.bindings:
-            if d.get(name) is not value:
-                return False
-        return True
+        return all(d.get(name) is value for d, name, value in self.bindings)
 
 
 class _CompiledFunction:
