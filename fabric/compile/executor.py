@@ -38,7 +38,7 @@ def build(graph, attrs: dict, name: str = "compiled"):
     def const(v) -> str:
         if v is None or type(v) in (bool, int, str):
             return repr(v)
-        key = f"_k{len(ns)}"
+        key = f"__k{len(ns)}"
         ns[key] = v
         return key
 
@@ -70,7 +70,7 @@ def build(graph, attrs: dict, name: str = "compiled"):
 
     params, body = [], []
     for i, node in enumerate(nodes):
-        var = f"v{i}"
+        var = f"__v{i}"
         if node.op == "placeholder":
             var = node.target if node.target.isidentifier() else var
             params.append(var)
@@ -89,7 +89,7 @@ def build(graph, attrs: dict, name: str = "compiled"):
         elif node.op == "output":
             body.append(f"return {emit(node.args[0])}")
             break
-        drop = [names[v] for v in dying.get(node, ()) if names[v].startswith("v") and v.op != "placeholder"]
+        drop = [names[v] for v in dying.get(node, ()) if names[v].startswith("__v") and v.op != "placeholder"]
         if drop:
             body.append("del " + ", ".join(drop))
     src = f"def {name}({', '.join(params)}):\n" + "".join(f"    {line}\n" for line in body or ["return None"])

@@ -384,3 +384,14 @@ def test_replaced_parameter_or_buffer_is_seen():
     np.testing.assert_allclose(cm(x).detach().numpy(), m(x).detach().numpy())
     m.double()                                   # in place: the same Parameter objects
     np.testing.assert_allclose(cm(x.double()).detach().numpy(), m(x.double()).detach().numpy())
+
+
+def test_executor_names_do_not_clash_with_arguments():
+    def f(v1, v2, _k0):
+        return (v1 + v2) * _k0
+
+    cf = fabric.compile(f)
+    a, b, c = fabric.ones(2), fabric.full((2,), 2.0), fabric.full((2,), 3.0)
+    for _ in range(2):
+        np.testing.assert_array_equal(cf(a, b, c).numpy(), [9, 9])
+        np.testing.assert_array_equal(cf(a, v2=b, _k0=c).numpy(), [9, 9])
