@@ -10,12 +10,12 @@ import pytest
 
 import fabric
 from fabric import fx, nn
-from fabric.compile import config, exc
+from fabric.compile import OptimizedModule, config, exc
 from fabric.compile.passes import eliminate_common_subexpressions, eliminate_dead_code
 
 
 def _entries(compiled):
-    cf = compiled._compiled if isinstance(compiled, fabric.compile.OptimizedModule) else compiled._fabric_compiled
+    cf = compiled._compiled if isinstance(compiled, OptimizedModule) else compiled._fabric_compiled
     return list(cf.cache.values())
 
 
@@ -93,7 +93,7 @@ def test_training_steps_equal_eager(case):
 def test_optimized_module_surface():
     m = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
     cm = fabric.compile(m)
-    assert isinstance(cm, fabric.compile.OptimizedModule) and cm._orig_mod is m
+    assert isinstance(cm, OptimizedModule) and cm._orig_mod is m
     assert list(cm.state_dict()) == ["_orig_mod." + k for k in m.state_dict()]
     assert [n for n, _ in cm.named_parameters()] == ["_orig_mod." + n for n, _ in m.named_parameters()]
     assert getattr(cm, "1") is m[1]            # attributes reach the original module (not subscript, as torch)
@@ -365,6 +365,8 @@ def test_torch_compile_under_the_alias(tmp_path):
         "x = torch.ones(3)\n"
         "assert bool((f(x) == f(x)).all()) and not torch.compiler.is_compiling()\n"
         "m = torch.compile(torch.nn.Linear(2, 2))\n"
+        "import inspect, fabric\n"
+        "assert inspect.isfunction(fabric.compile)  # the function, also after the package was imported\n"
         "print(list(m.state_dict()))\n")
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     out = subprocess.run([sys.executable, "-m", "fabric.run", str(script)], capture_output=True, text=True,
