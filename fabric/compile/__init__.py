@@ -31,7 +31,7 @@ from .._tensor import Tensor
 from ..autograd.grad_mode import is_grad_enabled
 from ..nn.modules.module import Module, _has_global_hooks
 from . import config, exc
-from ._capture import _state, capture, current_tracer, is_compiling
+from ._capture import NOT_RUN, _state, capture, current_tracer, is_compiling
 from .executor import build
 from .passes import eliminate_common_subexpressions, eliminate_dead_code
 
@@ -166,6 +166,11 @@ class _CompiledFunction:
     def _compile_and_run(self, key, args, kwargs):
         root = self.module if self.module is not None else self.fn
         gm, result, breaks, bindings = capture(root, args, kwargs)
+        if result is NOT_RUN:
+            if self.fullgraph:
+                raise exc.Unsupported("fabric.compile(fullgraph=True): " + breaks[0])
+            self.cache[key] = _Entry(key, None, breaks)
+            return self.fn(*args, **kwargs)
         if breaks:
             if self.fullgraph:
                 raise exc.Unsupported("fabric.compile(fullgraph=True): graph break: " + breaks[0])

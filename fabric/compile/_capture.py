@@ -102,7 +102,17 @@ class CompileTracer(ConcreteTracer):
             tracer.graph_break(f"attribute {k!r} assigned on a {type(mod).__name__} inside the compiled call")
             orig_setattr(mod, k, v)
         self._patcher.patch_attr(Module, "__setattr__", setattr_guard)
-        return super()._create_args_for_root(fn, is_module, concrete_args)
+        try:
+            return super()._create_args_for_root(fn, is_module, concrete_args)
+        except NotImplementedError as e:     # e.g. keyword-only parameters: nothing has run yet
+            raise CannotCapture(str(e)) from None
+
+
+class CannotCapture(Exception):
+    """The call cannot be traced at all; raised before any of it ran (the caller runs it eagerly)."""
+
+
+NOT_RUN = object()   # capture's result when the call could not even start being traced
 
 
 def capture(root, args: tuple, kwargs: dict):
@@ -118,6 +128,8 @@ def capture(root, args: tuple, kwargs: dict):
     _state["tracers"].append(tracer)
     try:
         graph = tracer.trace(root, args, kwargs)
+    except CannotCapture as e:
+        return None, NOT_RUN, [f"cannot trace: {e}"], []
     finally:
         _state["depth"] -= 1
         _state["tracers"].pop()

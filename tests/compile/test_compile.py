@@ -397,3 +397,21 @@ def test_executor_names_do_not_clash_with_arguments():
     for _ in range(2):
         np.testing.assert_array_equal(cf(a, b, c).numpy(), [9, 9])
         np.testing.assert_array_equal(cf(a, v2=b, _k0=c).numpy(), [9, 9])
+
+
+def test_untraceable_signature_runs_eagerly_once():
+    calls = []
+
+    class M(nn.Module):
+        def forward(self, x, *, scale=2.0):
+            calls.append(1)
+            return x * scale
+
+    cm = fabric.compile(M())
+    x = fabric.ones(2)
+    np.testing.assert_array_equal(cm(x, scale=3.0).numpy(), [3, 3])
+    np.testing.assert_array_equal(cm(x, scale=3.0).numpy(), [3, 3])
+    assert len(calls) == 2                       # each call ran forward exactly once
+    assert "cannot trace" in _entries(cm)[0].reason[0]
+    with pytest.raises(exc.Unsupported):
+        fabric.compile(M(), fullgraph=True)(x, scale=3.0)
