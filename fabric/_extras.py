@@ -194,13 +194,10 @@ def get_float32_matmul_precision() -> str:
 
 
 def compile(model=None, **kwargs):
-    """``torch.compile``: see :func:`fabric.compile.compile` (imported on first use, with ``fabric.fx``)."""
-    import importlib
-    import sys
+    """``torch.compile``: see :func:`fabric._dynamo.compile` (imported on first use, with ``fabric.fx``)."""
+    from ._dynamo import compile as impl
 
-    impl = importlib.import_module("fabric.compile")
-    sys.modules["fabric"].compile = impl.compile  # importing the package bound fabric.compile to the module
-    return impl.compile(model, **kwargs)
+    return impl(model, **kwargs)
 
 
 def get_default_device():

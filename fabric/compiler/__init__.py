@@ -29,13 +29,13 @@ __all__ = ["compile", "is_compiling", "is_dynamo_compiling", "is_exporting", "di
 
 def compile(*args, **kwargs):
     """``fabric.compile`` (``torch.compiler.compile``)."""
-    from ..compile import compile as impl
+    from .._dynamo import compile as impl
     return impl(*args, **kwargs)
 
 
 def is_compiling() -> bool:
     """True while ``fabric.compile`` is capturing a call (False inside a ``disable``d function)."""
-    mod = sys.modules.get("fabric.compile._capture")
+    mod = sys.modules.get("fabric._dynamo._capture")
     return bool(mod is not None and mod.is_compiling())
 
 
@@ -55,7 +55,7 @@ def is_exporting() -> bool:
 
 def disable(fn=None, recursive: bool = True, *, reason=None):
     """Run ``fn`` eagerly, never captured. Usable bare or with arguments."""
-    from ..compile import disable as impl
+    from .._dynamo import disable as impl
     return impl(fn, recursive, reason=reason)
 
 
@@ -76,14 +76,14 @@ def substitute_in_graph(original_fn, *, can_constant_fold_through=False, skip_si
 
 def reset() -> None:
     """Forget every graph captured by ``fabric.compile``."""
-    mod = sys.modules.get("fabric.compile")
+    mod = sys.modules.get("fabric._dynamo")
     if mod is not None:
         mod.reset()
 
 
 def list_backends(exclude_tags=("debug", "experimental")) -> list:
     """The ``backend=`` names of ``fabric.compile``."""
-    from ..compile import list_backends as impl
+    from .._dynamo import list_backends as impl
     return impl(exclude_tags)
 
 

@@ -11,7 +11,7 @@ Example::
 
     >>> import operator, fabric
     >>> from fabric import fx
-    >>> from fabric.compile.executor import build
+    >>> from fabric._dynamo.executor import build
     >>> g = fx.Graph(); x = g.placeholder("x")
     >>> _ = g.output(g.call_function(operator.mul, (g.call_function(fabric.exp, (x,)), 2)))
     >>> fn = build(g, {})

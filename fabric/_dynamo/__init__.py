@@ -1,4 +1,6 @@
-"""``fabric.compile``: ``torch.compile``'s API on the ``fabric.fx`` graph IR.
+"""``fabric._dynamo``: the machinery of ``fabric.compile`` (``torch.compile``'s API) on the
+``fabric.fx`` graph IR, under PyTorch's module name so that ``torch._dynamo.config``,
+``torch._dynamo.reset()`` and ``torch._dynamo.exc.Unsupported`` resolve under the alias.
 
 ``fabric.compile(model)`` returns an :class:`OptimizedModule` (the original is
 ``._orig_mod``; ``state_dict`` keys get the ``_orig_mod.`` prefix, as in
@@ -10,7 +12,7 @@ mode) captures the call as an ``fx.Graph`` (see ``_capture``), runs the passes
 later calls that pass the same guards run it.  Past ``config.recompile_limit``
 graphs the function runs eagerly with a warning.  Code that cannot be captured
 (a graph break) runs eagerly; ``fullgraph=True`` raises
-``fabric.compile.exc.Unsupported`` instead.
+``fabric._dynamo.exc.Unsupported`` instead.
 
 Example::
 
@@ -297,16 +299,3 @@ def disable(fn=None, recursive: bool = True, *, reason: str | None = None):
             _state["disabled"] -= 1
     disabled._torchdynamo_disable = True
     return disabled
-
-
-class _CallablePackage(type(functools)):
-    """``fabric.compile`` is the function; should the package itself end up bound there (``import
-    fabric.compile.passes`` before the first call), calling it still compiles."""
-
-    def __call__(self, model=None, **kwargs):
-        return compile(model, **kwargs)
-
-
-import sys as _sys  # noqa: E402
-
-_sys.modules[__name__].__class__ = _CallablePackage

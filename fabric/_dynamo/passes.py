@@ -10,7 +10,7 @@ Example::
     >>> g = fx.Graph(); x = g.placeholder("x")
     >>> a = g.call_function(operator.mul, (x, 2)); b = g.call_function(operator.mul, (x, 2))
     >>> _ = g.call_function(fabric.exp, (x,)); _ = g.output(g.call_function(operator.add, (a, b)))
-    >>> from fabric.compile.passes import eliminate_common_subexpressions, eliminate_dead_code
+    >>> from fabric._dynamo.passes import eliminate_common_subexpressions, eliminate_dead_code
     >>> eliminate_common_subexpressions(g), eliminate_dead_code(g)
     (1, 1)
 """

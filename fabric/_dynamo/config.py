@@ -7,7 +7,7 @@ with a warning, as PyTorch does.
 
 Example::
 
-    >>> from fabric.compile import config
+    >>> from fabric._dynamo import config
     >>> config.recompile_limit
     8
 """
