@@ -415,3 +415,22 @@ def test_untraceable_signature_runs_eagerly_once():
     assert "cannot trace" in _entries(cm)[0].reason[0]
     with pytest.raises(exc.Unsupported):
         fabric.compile(M(), fullgraph=True)(x, scale=3.0)
+
+
+def test_module_compile_in_place():
+    """nn.Module.compile() compiles forward in place (PyTorch's Module.compile): same numbers, keys unchanged,
+    parameter updates seen, picklable."""
+    import pickle
+
+    m = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    x = fabric.randn(5, 3)
+    ref = m(x)
+    m.compile()
+    assert bool((m(x) == ref).all()) and list(m.state_dict())[0] == "0.weight"
+    m(x).sum().backward()
+    fabric.optim.SGD(m.parameters(), lr=0.1).step()
+    twin = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    twin.load_state_dict(m.state_dict())
+    assert bool((m(x) == twin(x)).all())
+    back = pickle.loads(pickle.dumps(m))
+    assert bool((back(x) == twin(x)).all())
