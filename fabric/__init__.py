@@ -31,6 +31,7 @@ from .autograd.grad_mode import is_inference_mode_enabled  # noqa: F401
 from . import autograd, backends, cuda, ops, random  # noqa: F401
 from .ops import *  # noqa: F401,F403
 from ._creation import *  # noqa: F401,F403
+from ._errors import OutOfMemoryError  # noqa: F401
 from ._random_ops import *  # noqa: F401,F403
 from .random import manual_seed, seed, initial_seed, get_rng_state, set_rng_state, Generator  # noqa: F401
 from ._formatting import set_printoptions  # noqa: F401

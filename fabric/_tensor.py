@@ -475,9 +475,13 @@ class Tensor:
         return builtins.bool(self._data.reshape(()).item())
 
     def __float__(self) -> float:
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return builtins.float(self.item())
 
     def __int__(self) -> int:
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return builtins.int(self.item())
 
     def __index__(self) -> int:

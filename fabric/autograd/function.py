@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from .._errors import out_of_memory
 from .grad_mode import any_thread as _any_thread
 from .grad_mode import state as _state
 
@@ -338,6 +339,7 @@ class Function(metaclass=FunctionMeta):
     _array_forward = False   # built-ins: forward receives arrays
     _is_view = False         # output shares memory with input 0 (view ops)
     _is_inplace = False      # modifies input 0 in place and returns it
+    _checks_overlap = True   # in-place: refuse to write repeated or partly overlapping memory
     _differentiable_outputs = True  # False: outputs never require grad (argmax, comparisons)
     _exact_grads = False     # backward returns each input's gradient in its shape and dtype (no fix-up)
     _Node = Node
@@ -376,16 +378,52 @@ def _normalize(out):
     return out
 
 
+_OVERLAP = ("unsupported operation: {} to a single memory location. Please clone() the tensor before "
+            "performing the operation.")
+
+
+def check_no_internal_overlap(x):
+    """PyTorch's error for writing into an array whose elements repeat in
+    memory (an expanded tensor): a zero stride over a size above one."""
+    if 0 in x.strides and x.size > 1 and any(st == 0 and n > 1 for st, n in zip(x.strides, x.shape)):
+        raise RuntimeError(_OVERLAP.format("more than one element of the written-to tensor refers"))
+
+
+def _dense(a):
+    return a.flags.c_contiguous or a.flags.f_contiguous
+
+
+def _check_write_overlap(arrays):
+    """The checks PyTorch makes before an in-place op writes ``arrays[0]``:
+    no repeated elements in it, and no input that partly overlaps it
+    (``x[1:].add_(x[:-1])`` raises; ``x.add_(x)`` is fine).  As in PyTorch,
+    only dense layouts are compared; others are too hard to tell and pass."""
+    x = arrays[0]
+    check_no_internal_overlap(x)
+    if x.__class__ is not _ndarray or not _dense(x):
+        return
+    for y in arrays[1:]:
+        if y.__class__ is _ndarray and y is not x and y.size and np.may_share_memory(x, y) and _dense(y) \
+                and not (y.__array_interface__["data"][0] == x.__array_interface__["data"][0]
+                         and y.strides == x.strides and y.shape == x.shape):
+            raise RuntimeError(_OVERLAP.format("some elements of the input tensor and the written-to tensor refer"))
+
+
 def _apply(cls, args, arrays) -> Any:
     """Run a built-in op: ``args`` are the original arguments (Tensors make
     graph edges), ``arrays`` what ``forward`` receives (already promoted)."""
+    if cls._is_inplace and cls._checks_overlap:
+        _check_write_overlap(arrays)
     if _state.enabled and cls._differentiable_outputs:
         for a in args:
             if isinstance(a, Tensor) and a._requires_grad:
                 return _apply_recording(cls, args, arrays)
     if cls._is_inplace and args[0]._base is not None and _state.enabled and args[0]._base._requires_grad:
         raise RuntimeError(_NO_GRAD_VIEW)
-    out = cls.forward(_NullCtx(), *arrays)
+    try:
+        out = cls.forward(_NullCtx(), *arrays)
+    except MemoryError as e:
+        raise out_of_memory(e) from None
     if cls._is_inplace:
         t = args[0]
         t._bump_version()
@@ -428,7 +466,10 @@ def _apply_recording(cls, args, arrays) -> Any:
         _check_inplace(args[0])
     node._edges = edges
     node._input_meta = meta
-    out = cls.forward(node, *arrays)
+    try:
+        out = cls.forward(node, *arrays)
+    except MemoryError as e:
+        raise out_of_memory(e) from None
     if cls._is_inplace:
         t = args[0]
         t._bump_version()
@@ -474,7 +515,10 @@ def _apply1(cls, a, arrays, exact=False) -> Any:
         return _record1(cls, a, arrays, exact)
     if cls._is_inplace:
         return _apply(cls, (a,) + tuple(arrays[1:]), arrays)
-    out = cls.forward(_NullCtx(), *arrays)
+    try:
+        out = cls.forward(_NullCtx(), *arrays)
+    except MemoryError as e:
+        raise out_of_memory(e) from None
     if out.__class__ is not _ndarray:
         if out.__class__ is tuple:
             return tuple(Tensor._make(o if o.__class__ is _ndarray else _normalize(o), False) for o in out)

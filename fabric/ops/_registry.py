@@ -6,7 +6,7 @@ aliases, and its autocast policy.  From the declarations come the modules'
 ``__all__`` entries (:func:`public_names`), the Tensor methods and in-place
 methods (:func:`tensor_methods`, installed by ``ops/_methods.py``) and the
 autocast cast the op's shared entry applies (:func:`autocast_name`, read by
-``amp._policy.cast``).  The declaration also has the (empty) slots that later
+``ops._autocast.cast``).  The declaration also has the (empty) slots that later
 work fills per op: a batching rule for ``vmap``, a forward-mode (JVP) rule, an
 ONNX lowering and a fusion class.
 

@@ -40,12 +40,20 @@ from .. import _dtype as D
 from .. import _special_functions as _sf
 from .._special_functions import quiet as _quiet
 from .._tensor import Tensor
-from ..autograd.function import Function, _apply, _apply_elementwise, _check_inplace, _normalize, _rebase_view
+from ..autograd.function import (
+    Function,
+    _apply,
+    _apply_elementwise,
+    _check_inplace,
+    _normalize,
+    _rebase_view,
+    check_no_internal_overlap,
+)
 from ..autograd.grad_mode import state as _state
 from . import _autocast as _amp
 from ._registry import declare
 from ._registry import public_names as declared_names
-from ._util import _SCALARS, _same_device, binary_operands, float_operands, scalar_value, xp_of
+from ._util import _SCALARS, _same_device, binary_operands, checked_scalar, float_operands, scalar_value, xp_of
 from .arith import exp, pow
 from .inplace import copy_into_out
 
@@ -232,6 +240,7 @@ def _commit(self, result, recorded):
     shape rules for in-place ops) and hand ``self`` its graph."""
     r = result._data
     x = self._data
+    check_no_internal_overlap(x)
     if r.shape != x.shape:
         raise RuntimeError(f"output with shape {list(x.shape)} doesn't match the broadcast shape {list(r.shape)}")
     if r.dtype != x.dtype and not D.can_cast(D.from_numpy_dtype(r.dtype), D.from_numpy_dtype(x.dtype)):
@@ -1627,6 +1636,10 @@ def where(condition, input=None, other=None, *, out=None):
         c = c.astype(bool)
     if isinstance(input, Tensor) or isinstance(other, Tensor):
         a, b, x, y = binary_operands(input, other)
+        if not isinstance(b, Tensor):
+            y = checked_scalar(b, x.dtype)
+        elif not isinstance(a, Tensor):
+            x = checked_scalar(a, y.dtype)
         c, x, y = _one_device((condition, a, b), [c, x, y])
     else:
         a, b = scalar_value(input), scalar_value(other)
@@ -1748,9 +1761,9 @@ def _clamp_args(input, min, max, name):
         rt = D.result_type(input, lo, hi).np
         if rt == np.bool_:
             _unsupported("clamp", x)
-        if rt.kind in "iu":  # out-of-range integer bounds wrap, as PyTorch's casts
-            lo = None if lo is None else np.asarray(lo).astype(rt)[()]
-            hi = None if hi is None else np.asarray(hi).astype(rt)[()]
+        if rt.kind in "iu":  # bounds that do not fit raise, as PyTorch's checked scalar conversion
+            lo = None if lo is None else np.asarray(checked_scalar(lo, rt)).astype(rt)[()]
+            hi = None if hi is None else np.asarray(checked_scalar(hi, rt)).astype(rt)[()]
     return ClampScalar, (input, None, None), [x.astype(rt, copy=False), lo, hi]
 
 

@@ -947,8 +947,8 @@ class _VarStd(Function):
     _array_forward = True
 
     @staticmethod
-    def forward(ctx, x, dims, correction, keepdim, is_std):
-        ctx.dims, ctx.keepdim, ctx.shape = dims, keepdim, x.shape
+    def forward(ctx, x, dims, correction, keepdim, is_std, whole=False):
+        ctx.dims, ctx.keepdim, ctx.shape, ctx.whole = dims, keepdim, x.shape, whole
         n = _numel(x.shape, dims)
         ctx.divisor = divisor = _bmax(n - correction, 0)
         xp = xp_of(x)
@@ -971,13 +971,17 @@ class _VarStd(Function):
         centered = x - x.mean(dims, keepdim=True) if dims else x * 0
         gye = _expand_back(gy, ctx.shape, dims, keepdim)
         if y is None:  # var
-            return gye * centered * (2.0 / ctx.divisor if ctx.divisor else math.inf), None, None, None, None
+            if not ctx.divisor and ctx.whole:
+                # PyTorch's var_backward without dim: inf (nan where x == mean) whatever the sign of x - mean
+                return gye * _const(xp_of(x._data).where(centered._data == 0, math.nan, math.inf)), None, None, None, \
+                    None, None
+            return gye * centered * (2.0 / ctx.divisor if ctx.divisor else math.inf), None, None, None, None, None
         # std: d std = d var / (2 std), and 0 where std == 0 (as PyTorch)
         yz = _keep(y._data, dims, keepdim) == 0
         ye = _expand_back(y + _const((y._data == 0).astype(y._data.dtype)), ctx.shape, dims, keepdim)
         scale = 1.0 / ctx.divisor if ctx.divisor else math.inf
         with _quiet():
-            return gye * centered * scale / ye * _const(~yz), None, None, None, None
+            return gye * centered * scale / ye * _const(~yz), None, None, None, None, None
 
 
 class Var(_VarStd):
@@ -1016,7 +1020,8 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
         tensor(1.6667)
     """
     x, dims, c = _var_args("var", input, dim, unbiased, keepdim, correction)
-    return _out(_apply1(Var, input, (x, dims, c, keepdim, False)), out)
+    whole = dim is None or isinstance(dim, _bool) or x.ndim == 0
+    return _out(_apply1(Var, input, (x, dims, c, keepdim, False, whole)), out)
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
