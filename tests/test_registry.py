@@ -62,3 +62,9 @@ def test_angle_matches_torch():
         np.testing.assert_array_equal(fabric.angle(fabric.from_numpy(a.astype(dt))).numpy(),
                                       torch.angle(torch.from_numpy(a.astype(dt))).numpy())
     assert fabric.angle(fabric.tensor([-3, 0, 4])).tolist() == torch.angle(torch.tensor([-3, 0, 4])).tolist()
+
+
+def test_internal_helpers_are_not_public():
+    for name in ("binary", "copy_into_out", "scalar_tensor_like", "builtins_bool"):
+        assert not hasattr(fabric, name), name
+        assert name not in fabric.ops.__all__, name
