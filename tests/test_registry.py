@@ -68,3 +68,12 @@ def test_internal_helpers_are_not_public():
     for name in ("binary", "copy_into_out", "scalar_tensor_like", "builtins_bool"):
         assert not hasattr(fabric, name), name
         assert name not in fabric.ops.__all__, name
+
+
+def test_declared_autocast_is_what_the_entry_applies():
+    # the float functions cast from their declaration; the binary entry does not cast (yet), so says none
+    assert _registry.REGISTRY["atan2"].autocast is None
+    x = fabric.ones(2, dtype=fabric.float16)
+    from fabric.ops import _autocast
+
+    assert _autocast.cast("log1p", x) is None  # autocast off: nothing to do

@@ -1241,7 +1241,8 @@ def _binary_fn(F, name, prepare, doc, saves_self=True, scalar_other=None, scalar
     op.__doc__ = doc
     op_.__doc__ = f"In-place :func:`{name}`."
     op, op_ = _broadcasting(op), _broadcasting(op_)
-    declare(op, inplace=op_ if inplace else None, aliases=aliases, fusion="elementwise")
+    # autocast=False: the binary entry does not cast yet (atan2 is on CUDA's "promote" list; docs/amp.md)
+    declare(op, inplace=op_ if inplace else None, aliases=aliases, fusion="elementwise", autocast=False)
     return op, op_
 
 
