@@ -14,7 +14,7 @@ order.
 
 Example::
 
-    >>> from fabric.data.datasets import Digits
+    >>> from fabric.vision.datasets import Digits
     >>> train, test = Digits(train=True), Digits(train=False)   # doctest: +SKIP
     >>> len(train), len(test)                                    # doctest: +SKIP
     (1438, 359)
@@ -29,7 +29,7 @@ import numpy as np
 
 from ..._creation import from_numpy
 from ...random import Generator
-from ..dataset import Dataset
+from ...data.dataset import Dataset
 
 __all__ = ["Digits"]
 

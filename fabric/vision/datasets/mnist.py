@@ -8,7 +8,7 @@ turns either into a 1x28x28 float tensor in [0, 1]) and the target an int.
 
 Example::
 
-    >>> from fabric.data.datasets import MNIST
+    >>> from fabric.vision.datasets import MNIST
     >>> MNIST.resources[0][0]
     'train-images-idx3-ubyte.gz'
 """
@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from ..._creation import from_numpy
-from ..dataset import Dataset
-from ._utils import check_integrity, download_url, read_idx
+from ...data.dataset import Dataset
+from .utils import check_integrity, download_url, read_idx
 
 __all__ = ["MNIST", "FashionMNIST"]
 

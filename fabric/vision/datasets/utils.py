@@ -4,7 +4,7 @@ downloads from a list of mirrors with a clear error when none answers.
 Example::
 
     >>> import io, gzip, numpy as np
-    >>> from fabric.data.datasets._utils import write_idx, read_idx
+    >>> from fabric.vision.datasets.utils import write_idx, read_idx
     >>> import tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "x-idx1-ubyte.gz")
     >>> write_idx(path, np.arange(3, dtype=np.uint8))
