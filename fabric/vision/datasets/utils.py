@@ -20,7 +20,8 @@ from urllib.error import URLError
 
 import numpy as np
 
-__all__ = ["read_idx", "write_idx", "md5sum", "check_integrity", "download_url"]
+__all__ = ["read_idx", "write_idx", "md5sum", "check_integrity", "download_url", "extract_zip_members", "extract_tar",
+           "load_pickled_arrays"]
 
 # IDX type codes -> big-endian dtypes
 _IDX_TYPES = {0x08: np.dtype(">u1"), 0x09: np.dtype(">i1"), 0x0B: np.dtype(">i2"), 0x0C: np.dtype(">i4"),
@@ -116,3 +117,175 @@ def download_url(urls: list[str], path: str, md5: str | None = None, timeout: fl
     raise RuntimeError(f"Error downloading {os.path.basename(path)}: no mirror could provide it "
                        f"(offline, or the mirrors are down?).\n  " + "\n  ".join(errors)
                        + f"\nPlace the file at {path} by hand and try again without download=True.")
+
+
+def _member_target(folder: str, name: str) -> str:
+    """Where an archive member may be written: inside ``folder`` only (no
+    absolute paths, no ``..``), else ValueError."""
+    target = os.path.realpath(os.path.join(folder, name))
+    root = os.path.realpath(folder)
+    if os.path.isabs(name) or not target.startswith(root + os.sep):
+        raise ValueError(f"archive member {name!r} would be written outside {folder}")
+    return target
+
+
+def extract_zip_members(archive: str, folder: str, keep) -> list[str]:
+    """Extract the members of a zip file whose name satisfies ``keep`` into
+    ``folder`` (flattened to their base names). Returns the paths written."""
+    import zipfile
+
+    written = []
+    with zipfile.ZipFile(archive) as z:
+        for info in z.infolist():
+            if info.is_dir() or not keep(info.filename):
+                continue
+            target = _member_target(folder, os.path.basename(info.filename))
+            with z.open(info) as src, open(target, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            written.append(target)
+    return written
+
+
+def extract_tar(archive: str, folder: str) -> None:
+    """Extract the regular files and folders of a tarball into ``folder``;
+    links, devices and members outside ``folder`` are refused."""
+    import tarfile
+
+    with tarfile.open(archive, "r:*") as tar:
+        for member in tar.getmembers():
+            target = _member_target(folder, member.name)
+            if member.isdir():
+                os.makedirs(target, exist_ok=True)
+            elif member.isfile():
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                with tar.extractfile(member) as src, open(target, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+            else:
+                raise ValueError(f"{archive}: member {member.name!r} is not a regular file or folder")
+
+
+# --- pickled NumPy arrays without running pickle code ---------------------------------------------
+_SAFE_KINDS = set("biuf")  # bool, signed, unsigned, float: no objects, no structured dtypes
+
+
+class _DtypeStub:
+    """Stands in for ``numpy.dtype(...)`` while unpickling; becomes a real dtype once checked."""
+
+    def __init__(self, descr, align=False, copy=False):
+        self.descr = descr
+        self.byteorder = "="
+
+    def __setstate__(self, state):
+        if not isinstance(state, tuple) or len(state) < 8 or state[2] is not None or state[3] is not None:
+            raise pickle_error("only plain numeric dtypes are allowed")
+        self.byteorder = state[1]
+
+    def dtype(self) -> np.dtype:
+        if not isinstance(self.descr, str):
+            raise pickle_error(f"unexpected dtype description {self.descr!r}")
+        dt = np.dtype(self.descr)
+        if dt.kind not in _SAFE_KINDS or dt.fields is not None or dt.subdtype is not None:
+            raise pickle_error(f"dtype {dt} is not allowed")
+        return dt.newbyteorder(self.byteorder) if self.byteorder in "<>" else dt
+
+
+class _ArrayStub:
+    """Stands in for a pickled ``numpy.ndarray``: its state (shape, dtype, raw
+    bytes) is checked and turned into an array with ``np.frombuffer``."""
+
+    def __init__(self, cls, shape, typecode):
+        if cls is not _ArrayStub:
+            raise pickle_error("only numpy.ndarray may be reconstructed")
+        self.array = None
+
+    def __setstate__(self, state):
+        if not isinstance(state, tuple) or len(state) != 5:
+            raise pickle_error("unexpected ndarray state")
+        _, shape, dtype, is_fortran, raw = state
+        if not isinstance(dtype, _DtypeStub) or not isinstance(shape, tuple):
+            raise pickle_error("unexpected ndarray state")
+        if not all(isinstance(n, int) and n >= 0 for n in shape):
+            raise pickle_error(f"bad array shape {shape}")
+        if isinstance(raw, str):  # a Python 2 str read with encoding='latin1'
+            raw = raw.encode("latin1")
+        if not isinstance(raw, (bytes, bytearray)):
+            raise pickle_error("array data must be raw bytes")
+        dt = dtype.dtype()
+        count = 1
+        for n in shape:
+            count *= n
+        if count * dt.itemsize != len(raw):
+            raise pickle_error(f"array of shape {shape} and dtype {dt} needs {count * dt.itemsize} bytes, "
+                               f"the file holds {len(raw)}")
+        arr = np.frombuffer(raw, dt, count).reshape(shape, order="F" if is_fortran else "C")
+        self.array = arr.astype(dt.newbyteorder("="))
+
+
+def pickle_error(msg: str):
+    import pickle
+
+    return pickle.UnpicklingError(f"refused by the restricted unpickler: {msg}")
+
+
+def _reconstruct(cls, shape, typecode):
+    return _ArrayStub(cls, shape, typecode)
+
+
+def _codecs_encode(text, encoding="utf-8"):
+    # how Python 3 pickles bytes at protocol 2
+    if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
+        raise pickle_error("only _codecs.encode(str, 'latin1') is allowed")
+    return text.encode("latin1")
+
+
+def _frombuffer(buf, dtype, shape, order):
+    # how NumPy pickles arrays at protocol 5
+    stub = _ArrayStub(_ArrayStub, (0,), b"b")
+    stub.__setstate__((1, tuple(shape), dtype, order == "F", bytes(buf)))
+    return stub
+
+
+_ALLOWED_GLOBALS = {
+    ("_codecs", "encode"): _codecs_encode,
+    ("numpy.core.numeric", "_frombuffer"): _frombuffer,
+    ("numpy._core.numeric", "_frombuffer"): _frombuffer,
+    ("numpy.core.multiarray", "_reconstruct"): _reconstruct,
+    ("numpy._core.multiarray", "_reconstruct"): _reconstruct,
+    ("numpy", "ndarray"): _ArrayStub,
+    ("numpy", "dtype"): _DtypeStub,
+}
+
+
+def _unstub(obj):
+    if isinstance(obj, _ArrayStub):
+        if obj.array is None:
+            raise pickle_error("array without data")
+        return obj.array
+    if isinstance(obj, dict):
+        return {_unstub(k): _unstub(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_unstub(v) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(_unstub(v) for v in obj)
+    if isinstance(obj, _DtypeStub):
+        return obj.dtype()
+    return obj
+
+
+def load_pickled_arrays(path: str, encoding: str = "latin1"):
+    """Read a pickle of dicts/lists/strings/numbers and plain NumPy arrays
+    (CIFAR's batch files) without running any code from the file: only
+    ``numpy.ndarray`` reconstruction is allowed, and each array is rebuilt
+    from its raw bytes with ``np.frombuffer`` after its size is checked.
+    Anything else raises ``pickle.UnpicklingError``."""
+    import pickle
+
+    class _Restricted(pickle.Unpickler):
+        def find_class(self, module, name):
+            fn = _ALLOWED_GLOBALS.get((module, name))
+            if fn is None:
+                raise pickle_error(f"global '{module}.{name}' is not allowed")
+            return fn
+
+    with open(path, "rb") as f:
+        return _unstub(_Restricted(f, encoding=encoding).load())
