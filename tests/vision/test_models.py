@@ -1,0 +1,420 @@
+"""fabric.vision.models: parameter counts against torchvision's documented
+``num_params``, state_dict keys against torchvision's checkpoint layout, and
+eval-mode logits against the same architecture written here with torch.nn
+(torchvision's module names), loaded with the same random weights.
+``weights=`` reads checkpoints from $TORCH_HOME/hub/checkpoints only."""
+import re
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+
+import fabric
+from fabric.vision import models
+from fabric.vision.models import _api
+
+
+@pytest.fixture
+def fast_init(monkeypatch):
+    """Skip random initialisation (the weights are overwritten by the test):
+    filling 100M-element VGG layers one sample at a time is slow."""
+    for name in ("kaiming_normal_", "kaiming_uniform_", "normal_", "uniform_", "constant_", "zeros_", "ones_",
+                 "trunc_normal_", "xavier_uniform_"):
+        monkeypatch.setattr(fabric.nn.init, name, lambda t, *a, **k: t)
+
+
+# --- torch.nn versions of torchvision's architectures (reference for keys and logits) ---------------
+def _torch_resnet(torch, block, layers, groups=1, width=64, num_classes=1000):
+    nn = torch.nn
+
+    class Basic(nn.Module):
+        expansion = 1
+
+        def __init__(self, inp, planes, stride, down):
+            super().__init__()
+            self.conv1 = nn.Conv2d(inp, planes, 3, stride, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(planes)
+            self.relu = nn.ReLU(inplace=True)
+            self.conv2 = nn.Conv2d(planes, planes, 3, 1, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(planes)
+            self.downsample = down
+
+        def forward(self, x):
+            out = self.bn2(self.conv2(self.relu(self.bn1(self.conv1(x)))))
+            return self.relu(out + (x if self.downsample is None else self.downsample(x)))
+
+    class Bottle(nn.Module):
+        expansion = 4
+
+        def __init__(self, inp, planes, stride, down):
+            super().__init__()
+            w = int(planes * (width / 64.0)) * groups
+            self.conv1 = nn.Conv2d(inp, w, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(w)
+            self.conv2 = nn.Conv2d(w, w, 3, stride, 1, groups=groups, bias=False)
+            self.bn2 = nn.BatchNorm2d(w)
+            self.conv3 = nn.Conv2d(w, planes * 4, 1, bias=False)
+            self.bn3 = nn.BatchNorm2d(planes * 4)
+            self.relu = nn.ReLU(inplace=True)
+            self.downsample = down
+
+        def forward(self, x):
+            out = self.relu(self.bn1(self.conv1(x)))
+            out = self.relu(self.bn2(self.conv2(out)))
+            out = self.bn3(self.conv3(out))
+            return self.relu(out + (x if self.downsample is None else self.downsample(x)))
+
+    B = Basic if block == "basic" else Bottle
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
+            self.bn1 = nn.BatchNorm2d(64)
+            self.relu = nn.ReLU(inplace=True)
+            self.maxpool = nn.MaxPool2d(3, 2, 1)
+            inp = 64
+            for i, (planes, n) in enumerate(zip((64, 128, 256, 512), layers)):
+                stride = 1 if i == 0 else 2
+                down = None
+                if stride != 1 or inp != planes * B.expansion:
+                    down = nn.Sequential(nn.Conv2d(inp, planes * B.expansion, 1, stride, bias=False),
+                                         nn.BatchNorm2d(planes * B.expansion))
+                blocks = [B(inp, planes, stride, down)]
+                inp = planes * B.expansion
+                blocks += [B(inp, planes, 1, None) for _ in range(1, n)]
+                setattr(self, f"layer{i + 1}", nn.Sequential(*blocks))
+            self.avgpool = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Linear(512 * B.expansion, num_classes)
+
+        def forward(self, x):
+            x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+            x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+            return self.fc(torch.flatten(self.avgpool(x), 1))
+
+    return Net()
+
+
+def _torch_vgg(torch, cfg, bn, num_classes=1000):
+    nn = torch.nn
+    layers, c = [], 3
+    for v in cfg:
+        if v == "M":
+            layers.append(nn.MaxPool2d(2, 2))
+        else:
+            layers += [nn.Conv2d(c, v, 3, padding=1)] + ([nn.BatchNorm2d(v)] if bn else []) + [nn.ReLU(True)]
+            c = v
+    m = nn.Module()
+    m.features = nn.Sequential(*layers)
+    m.avgpool = nn.AdaptiveAvgPool2d(7)
+    m.classifier = nn.Sequential(nn.Linear(25088, 4096), nn.ReLU(True), nn.Dropout(), nn.Linear(4096, 4096),
+                                 nn.ReLU(True), nn.Dropout(), nn.Linear(4096, num_classes))
+    m.forward = lambda x: m.classifier(torch.flatten(m.avgpool(m.features(x)), 1))
+    return m
+
+
+def _torch_alexnet(torch):
+    nn = torch.nn
+    m = nn.Module()
+    m.features = nn.Sequential(nn.Conv2d(3, 64, 11, 4, 2), nn.ReLU(True), nn.MaxPool2d(3, 2),
+                               nn.Conv2d(64, 192, 5, padding=2), nn.ReLU(True), nn.MaxPool2d(3, 2),
+                               nn.Conv2d(192, 384, 3, padding=1), nn.ReLU(True), nn.Conv2d(384, 256, 3, padding=1),
+                               nn.ReLU(True), nn.Conv2d(256, 256, 3, padding=1), nn.ReLU(True), nn.MaxPool2d(3, 2))
+    m.avgpool = nn.AdaptiveAvgPool2d(6)
+    m.classifier = nn.Sequential(nn.Dropout(), nn.Linear(9216, 4096), nn.ReLU(True), nn.Dropout(),
+                                 nn.Linear(4096, 4096), nn.ReLU(True), nn.Linear(4096, 1000))
+    m.forward = lambda x: m.classifier(torch.flatten(m.avgpool(m.features(x)), 1))
+    return m
+
+
+def _torch_squeezenet(torch, version):
+    nn = torch.nn
+
+    class Fire(nn.Module):
+        def __init__(self, i, s, e1, e3):
+            super().__init__()
+            self.squeeze, self.squeeze_activation = nn.Conv2d(i, s, 1), nn.ReLU(True)
+            self.expand1x1, self.expand1x1_activation = nn.Conv2d(s, e1, 1), nn.ReLU(True)
+            self.expand3x3, self.expand3x3_activation = nn.Conv2d(s, e3, 3, padding=1), nn.ReLU(True)
+
+        def forward(self, x):
+            x = self.squeeze_activation(self.squeeze(x))
+            return torch.cat([self.expand1x1_activation(self.expand1x1(x)),
+                              self.expand3x3_activation(self.expand3x3(x))], 1)
+
+    pool = lambda: nn.MaxPool2d(3, 2, ceil_mode=True)  # noqa: E731
+    if version == "1_0":
+        feats = [nn.Conv2d(3, 96, 7, 2), nn.ReLU(True), pool(), Fire(96, 16, 64, 64), Fire(128, 16, 64, 64),
+                 Fire(128, 32, 128, 128), pool(), Fire(256, 32, 128, 128), Fire(256, 48, 192, 192),
+                 Fire(384, 48, 192, 192), Fire(384, 64, 256, 256), pool(), Fire(512, 64, 256, 256)]
+    else:
+        feats = [nn.Conv2d(3, 64, 3, 2), nn.ReLU(True), pool(), Fire(64, 16, 64, 64), Fire(128, 16, 64, 64), pool(),
+                 Fire(128, 32, 128, 128), Fire(256, 32, 128, 128), pool(), Fire(256, 48, 192, 192),
+                 Fire(384, 48, 192, 192), Fire(384, 64, 256, 256), Fire(512, 64, 256, 256)]
+    m = nn.Module()
+    m.features = nn.Sequential(*feats)
+    m.classifier = nn.Sequential(nn.Dropout(), nn.Conv2d(512, 1000, 1), nn.ReLU(True), nn.AdaptiveAvgPool2d(1))
+    m.forward = lambda x: torch.flatten(m.classifier(m.features(x)), 1)
+    return m
+
+
+def _torch_densenet(torch, growth, blocks, init_features):
+    nn = torch.nn
+
+    class Layer(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.norm1, self.relu1 = nn.BatchNorm2d(c), nn.ReLU(True)
+            self.conv1 = nn.Conv2d(c, 4 * growth, 1, bias=False)
+            self.norm2, self.relu2 = nn.BatchNorm2d(4 * growth), nn.ReLU(True)
+            self.conv2 = nn.Conv2d(4 * growth, growth, 3, padding=1, bias=False)
+
+        def forward(self, feats):
+            x = self.conv1(self.relu1(self.norm1(torch.cat(feats, 1))))
+            return self.conv2(self.relu2(self.norm2(x)))
+
+    class Block(nn.ModuleDict):
+        def __init__(self, n, c):
+            super().__init__()
+            for i in range(n):
+                self.add_module(f"denselayer{i + 1}", Layer(c + i * growth))
+
+        def forward(self, x):
+            feats = [x]
+            for layer in self.values():
+                feats.append(layer(feats))
+            return torch.cat(feats, 1)
+
+    feats = nn.Sequential(OrderedDict([("conv0", nn.Conv2d(3, init_features, 7, 2, 3, bias=False)),
+                                       ("norm0", nn.BatchNorm2d(init_features)), ("relu0", nn.ReLU(True)),
+                                       ("pool0", nn.MaxPool2d(3, 2, 1))]))
+    c = init_features
+    for i, n in enumerate(blocks):
+        feats.add_module(f"denseblock{i + 1}", Block(n, c))
+        c += n * growth
+        if i != len(blocks) - 1:
+            feats.add_module(f"transition{i + 1}", nn.Sequential(OrderedDict([
+                ("norm", nn.BatchNorm2d(c)), ("relu", nn.ReLU(True)), ("conv", nn.Conv2d(c, c // 2, 1, bias=False)),
+                ("pool", nn.AvgPool2d(2, 2))])))
+            c //= 2
+    feats.add_module("norm5", nn.BatchNorm2d(c))
+    m = nn.Module()
+    m.features = feats
+    m.classifier = nn.Linear(c, 1000)
+    m.forward = lambda x: m.classifier(torch.flatten(
+        torch.nn.functional.adaptive_avg_pool2d(torch.relu(m.features(x)), 1), 1))
+    return m
+
+
+def _torch_mobilenet_v2(torch):
+    nn = torch.nn
+
+    def cna(i, o, k=3, s=1, g=1):
+        return nn.Sequential(nn.Conv2d(i, o, k, s, (k - 1) // 2, groups=g, bias=False), nn.BatchNorm2d(o),
+                             nn.ReLU6(True))
+
+    class IR(nn.Module):
+        def __init__(self, i, o, s, t):
+            super().__init__()
+            h = i * t
+            self.res = s == 1 and i == o
+            layers = ([cna(i, h, 1)] if t != 1 else []) + [cna(h, h, 3, s, h), nn.Conv2d(h, o, 1, bias=False),
+                                                          nn.BatchNorm2d(o)]
+            self.conv = nn.Sequential(*layers)
+
+        def forward(self, x):
+            return x + self.conv(x) if self.res else self.conv(x)
+
+    feats, c = [cna(3, 32, 3, 2)], 32
+    for t, o, n, s in [[1, 16, 1, 1], [6, 24, 2, 2], [6, 32, 3, 2], [6, 64, 4, 2], [6, 96, 3, 1], [6, 160, 3, 2],
+                       [6, 320, 1, 1]]:
+        for i in range(n):
+            feats.append(IR(c, o, s if i == 0 else 1, t))
+            c = o
+    feats.append(cna(320, 1280, 1))
+    m = nn.Module()
+    m.features = nn.Sequential(*feats)
+    m.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(1280, 1000))
+    m.forward = lambda x: m.classifier(torch.flatten(
+        torch.nn.functional.adaptive_avg_pool2d(m.features(x), 1), 1))
+    return m
+
+
+def _randomize_bn(torch, model, seed):
+    """Non-trivial running statistics so eval-mode batch norm matters."""
+    g = torch.Generator().manual_seed(seed)
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.copy_(torch.randn(m.num_features, generator=g) * 0.1)
+            m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+            m.weight.data.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+            m.bias.data.copy_(torch.randn(m.num_features, generator=g) * 0.1)
+
+
+def _to_fabric_state(sd):
+    return OrderedDict((k, fabric.from_numpy(v.detach().numpy().copy())) for k, v in sd.items())
+
+
+def _check(torch, name, ref, size, rtol=1e-4, atol=1e-4):
+    """Same keys and shapes; same eval-mode logits once loaded with the reference's weights."""
+    torch.manual_seed(0)
+    ref.eval()
+    _randomize_bn(torch, ref, 1)
+    model = models.get_model(name)
+    ours = model.state_dict()
+    theirs = ref.state_dict()
+    assert list(ours) == list(theirs)
+    assert all(tuple(ours[k].shape) == tuple(theirs[k].shape) for k in ours)
+    model.load_state_dict(_to_fabric_state(theirs))
+    model.eval()
+    x = np.random.default_rng(2).standard_normal((2, 3, size, size)).astype(np.float32)
+    with torch.no_grad():
+        want = ref(torch.from_numpy(x)).numpy()
+    with fabric.no_grad():
+        got = model(fabric.from_numpy(x)).numpy()
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name,block,layers,groups,width", [
+    ("resnet18", "basic", [2, 2, 2, 2], 1, 64),
+    ("resnet34", "basic", [3, 4, 6, 3], 1, 64),
+    ("resnet50", "bottleneck", [3, 4, 6, 3], 1, 64),
+    ("resnext50_32x4d", "bottleneck", [3, 4, 6, 3], 32, 4),
+])
+def test_resnets_match_torch(fast_init, name, block, layers, groups, width):
+    import torch
+
+    _check(torch, name, _torch_resnet(torch, block, layers, groups, width), 64)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name,version", [("squeezenet1_0", "1_0"), ("squeezenet1_1", "1_1")])
+def test_squeezenets_match_torch(fast_init, name, version):
+    import torch
+
+    _check(torch, name, _torch_squeezenet(torch, version), 64)
+
+
+@pytest.mark.torch
+def test_densenet121_matches_torch(fast_init):
+    import torch
+
+    _check(torch, "densenet121", _torch_densenet(torch, 32, (6, 12, 24, 16), 64), 64)
+
+
+@pytest.mark.torch
+def test_mobilenet_v2_matches_torch(fast_init):
+    import torch
+
+    _check(torch, "mobilenet_v2", _torch_mobilenet_v2(torch), 64)
+
+
+@pytest.mark.torch
+def test_alexnet_and_vgg11_bn_match_torch(fast_init):
+    import torch
+
+    _check(torch, "alexnet", _torch_alexnet(torch), 64)
+    _check(torch, "vgg11_bn", _torch_vgg(torch, models.vgg.cfgs["A"], True), 32)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", ["vgg11", "vgg13", "vgg13_bn", "vgg16", "vgg16_bn", "vgg19", "vgg19_bn"])
+def test_vgg_keys_and_shapes(fast_init, name):
+    import torch
+
+    cfg = {"11": "A", "13": "B", "16": "D", "19": "E"}[name[3:5]]
+    ref = _torch_vgg(torch, models.vgg.cfgs[cfg], name.endswith("_bn")).state_dict()
+    ours = models.get_model(name).state_dict()
+    assert list(ours) == list(ref) and all(tuple(ours[k].shape) == tuple(ref[k].shape) for k in ours)
+
+
+@pytest.mark.parametrize("name", ["resnet18", "resnet50", "resnet101", "resnet152", "resnext50_32x4d",
+                                  "resnext101_32x8d", "wide_resnet50_2", "densenet121", "densenet161",
+                                  "densenet169", "densenet201", "mobilenet_v2", "squeezenet1_0", "squeezenet1_1",
+                                  "alexnet", "vgg16", "vgg19_bn"])
+def test_parameter_counts_match_torchvision(fast_init, name):
+    model = models.get_model(name)
+    assert sum(p.numel() for p in model.parameters()) == models.get_model_weights(name).DEFAULT.meta["num_params"]
+
+
+def test_checkpoint_keys_follow_torchvision(fast_init):
+    keys = set(models.resnet18().state_dict())
+    assert {"conv1.weight", "bn1.running_mean", "bn1.num_batches_tracked", "layer1.0.conv1.weight",
+            "layer2.0.downsample.0.weight", "layer2.0.downsample.1.running_var", "fc.weight", "fc.bias"} <= keys
+    keys = set(models.densenet121().state_dict())
+    assert {"features.conv0.weight", "features.denseblock1.denselayer1.norm1.weight",
+            "features.denseblock4.denselayer16.conv2.weight", "features.transition3.conv.weight",
+            "features.norm5.running_var", "classifier.weight"} <= keys
+    keys = set(models.mobilenet_v2().state_dict())
+    assert {"features.0.0.weight", "features.0.1.running_mean", "features.1.conv.0.0.weight",
+            "features.1.conv.1.weight", "features.2.conv.3.weight", "features.18.0.weight",
+            "classifier.1.weight"} <= keys
+    keys = set(models.squeezenet1_0().state_dict())
+    assert {"features.0.weight", "features.3.squeeze.weight", "features.12.expand3x3.bias",
+            "classifier.1.weight"} <= keys
+    keys = set(models.alexnet().state_dict())
+    assert {"features.0.weight", "features.10.weight", "classifier.1.weight", "classifier.4.weight",
+            "classifier.6.bias"} <= keys
+
+
+# --- weights= ------------------------------------------------------------------------------------
+def test_weights_enums_names_and_transforms():
+    w = models.ResNet50_Weights.DEFAULT
+    assert w is models.ResNet50_Weights.IMAGENET1K_V2 and w.url.endswith("resnet50-11ad3fa6.pth")
+    assert models.get_weight("ResNet50_Weights.IMAGENET1K_V1").url.endswith("resnet50-0676ba61.pth")
+    assert models.ResNet18_Weights.verify("IMAGENET1K_V1") is models.ResNet18_Weights.IMAGENET1K_V1
+    assert models.ResNet18_Weights.verify("ResNet18_Weights.DEFAULT") is models.ResNet18_Weights.IMAGENET1K_V1
+    with pytest.raises(TypeError, match="Invalid Weight class provided; expected ResNet18_Weights but received "
+                                        "ResNet50_Weights"):
+        models.ResNet18_Weights.verify(models.ResNet50_Weights.DEFAULT)
+    preprocess = w.transforms()
+    out = preprocess(fabric.randint(0, 256, (3, 300, 260), dtype=fabric.uint8))
+    assert out.shape == (3, 224, 224) and out.dtype == fabric.float32
+    assert preprocess.resize_size == [232]
+    assert "resnet18" in models.list_models() and "vgg16_bn" in models.list_models(include="vgg*")
+    with pytest.raises(ValueError, match="Unknown model nope"):
+        models.get_model("nope")
+
+
+def test_missing_checkpoint_says_where_to_put_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path))
+    with pytest.raises(RuntimeError) as e:
+        models.resnet18(weights="IMAGENET1K_V1")
+    msg = str(e.value)
+    assert "https://download.pytorch.org/models/resnet18-f37072fd.pth" in msg
+    assert str(tmp_path / "hub" / "checkpoints" / "resnet18-f37072fd.pth") in msg
+    with pytest.raises(ValueError, match="The parameter 'num_classes' expected value 1000 but got 10"):
+        models.resnet18(weights="DEFAULT", num_classes=10)
+
+
+@pytest.mark.torch
+def test_weights_load_from_torch_home(tmp_path, monkeypatch):
+    """A torch-saved checkpoint under torchvision's file name loads through weights=; densenet's
+    old-style keys ('norm.1') are renamed; a hash prefix that does not match is refused."""
+    import torch
+
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path))
+    folder = tmp_path / "hub" / "checkpoints"
+    folder.mkdir(parents=True)
+    monkeypatch.setattr(_api, "_HASH", re.compile(r"(?!)"))  # random weights cannot carry the real hash
+    ref = _torch_squeezenet(torch, "1_1").eval()
+    torch.save(ref.state_dict(), folder / "squeezenet1_1-b8a52dc0.pth")
+    model = models.squeezenet1_1(weights=models.SqueezeNet1_1_Weights.IMAGENET1K_V1).eval()
+    x = np.random.default_rng(3).standard_normal((1, 3, 48, 48)).astype(np.float32)
+    with torch.no_grad():
+        want = ref(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(model(fabric.from_numpy(x)).detach().numpy(), want, rtol=1e-4, atol=1e-5)
+    dense = _torch_densenet(torch, 32, (6, 12, 24, 16), 64)
+    old = OrderedDict((re.sub(r"(denselayer\d+\.(?:norm|conv))([12])\.", r"\1.\2.", k), v)
+                      for k, v in dense.state_dict().items() if not k.endswith("num_batches_tracked"))
+    assert "features.denseblock1.denselayer1.norm.1.weight" in old
+    torch.save(old, folder / "densenet121-a639ec97.pth")
+    model = models.densenet121(weights="DEFAULT")
+    assert np.array_equal(model.features.denseblock1.denselayer1.norm1.weight.detach().numpy(),
+                          dense.features.denseblock1.denselayer1.norm1.weight.detach().numpy())
+    monkeypatch.undo()
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path))
+    with pytest.raises(RuntimeError, match='invalid hash value \\(expected "b8a52dc0"'):
+        models.squeezenet1_1(weights="DEFAULT")
