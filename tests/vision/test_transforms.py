@@ -416,3 +416,111 @@ def test_reprs_and_argument_errors():
         T.CenterCrop((1, 2, 3))
     with pytest.raises(ValueError, match="If value is str, it should be 'random'"):
         T.RandomErasing(value="x")
+
+
+# --- AutoAugment family: torchvision's draws and magnitude tables ---------------------------------
+def _record_ops(monkeypatch):
+    from fabric.vision.transforms import autoaugment
+
+    calls = []
+    real = autoaugment._apply_op
+
+    def spy(img, op_name, magnitude, interpolation, fill):
+        calls.append((op_name, round(magnitude, 5)))
+        return real(img, op_name, magnitude, interpolation, fill)
+
+    monkeypatch.setattr(autoaugment, "_apply_op", spy)
+    return calls
+
+
+_COMMON = ["ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color", "Contrast", "Sharpness",
+           "Posterize", "Solarize", "AutoContrast", "Equalize"]
+
+
+def _torch_table(torch, name, bins, h, w, wide=False):
+    if name in ("Identity", "AutoContrast", "Equalize", "Invert"):
+        return torch.tensor(0.0), False
+    top = {"ShearX": 0.99 if wide else 0.3, "ShearY": 0.99 if wide else 0.3,
+           "TranslateX": 32.0 if wide else 150.0 / 331.0 * w, "TranslateY": 32.0 if wide else 150.0 / 331.0 * h,
+           "Rotate": 135.0 if wide else 30.0}.get(name, 0.99 if wide else 0.9)
+    if name == "Posterize":
+        return 8 - (torch.arange(bins) / ((bins - 1) / (6 if wide else 4))).round().int(), False
+    if name == "Solarize":
+        return torch.linspace(255.0, 0.0, bins), False
+    return torch.linspace(0.0, top, bins), True
+
+
+@pytest.mark.torch
+def test_randaugment_and_trivialaugment_draw_like_torchvision(monkeypatch):
+    import torch
+
+    calls = _record_ops(monkeypatch)
+    img = fabric.randint(0, 256, (3, 12, 20), dtype=fabric.uint8)
+    names = ["Identity"] + _COMMON
+    fabric.manual_seed(21)
+    torch.manual_seed(21)
+    for _ in range(6):
+        T.RandAugment(num_ops=3, magnitude=7)(img)
+    expected = []
+    for _ in range(18):
+        name = names[int(torch.randint(len(names), (1,)).item())]
+        mags, signed = _torch_table(torch, name, 31, 12, 20)
+        m = float(mags[7].item()) if mags.ndim > 0 else 0.0
+        if signed and torch.randint(2, (1,)):
+            m *= -1.0
+        expected.append((name, round(m, 5)))
+    assert calls == expected
+    calls.clear()
+    for _ in range(10):
+        T.TrivialAugmentWide()(img)
+    expected = []
+    for _ in range(10):
+        name = names[int(torch.randint(len(names), (1,)).item())]
+        mags, signed = _torch_table(torch, name, 31, 12, 20, wide=True)
+        m = float(mags[torch.randint(len(mags), (1,), dtype=torch.long)].item()) if mags.ndim > 0 else 0.0
+        if signed and torch.randint(2, (1,)):
+            m *= -1.0
+        expected.append((name, round(m, 5)))
+    assert calls == expected
+
+
+@pytest.mark.torch
+def test_autoaugment_draws_like_torchvision(monkeypatch):
+    import torch
+
+    from fabric.vision.transforms.autoaugment import _POLICIES
+
+    calls = _record_ops(monkeypatch)
+    img = fabric.randint(0, 256, (3, 10, 10), dtype=fabric.uint8)
+    fabric.manual_seed(8)
+    torch.manual_seed(8)
+    aa = T.AutoAugment(T.AutoAugmentPolicy.CIFAR10)
+    for _ in range(12):
+        aa(img)
+    expected = []
+    for _ in range(12):
+        pid = int(torch.randint(25, (1,)).item())
+        probs, signs = torch.rand((2,)), torch.randint(2, (2,))
+        for i, (name, p, mid) in enumerate(_POLICIES[T.AutoAugmentPolicy.CIFAR10][pid]):
+            if probs[i] <= p:
+                mags, signed = _torch_table(torch, name, 10, 10, 10)
+                m = float(mags[mid].item()) if mid is not None else 0.0
+                if signed and signs[i] == 0:
+                    m *= -1.0
+                expected.append((name, round(m, 5)))
+    assert calls == expected and len(calls) > 5
+
+
+def test_autoaugment_on_pil_and_numpy_images():
+    Image = pytest.importorskip("PIL.Image")
+    arr = np.random.default_rng(16).integers(0, 256, (12, 12, 3), dtype=np.uint8)
+    for seed in range(8):
+        fabric.manual_seed(seed)
+        out = T.AutoAugment(T.AutoAugmentPolicy.SVHN)(Image.fromarray(arr))
+        assert out.size == (12, 12) and out.mode == "RGB"
+        out = T.TrivialAugmentWide()(arr)
+        assert isinstance(out, np.ndarray) and out.shape == (12, 12, 3) and out.dtype == np.uint8
+    with pytest.raises(ValueError, match="The provided operator Blur is not recognized"):
+        from fabric.vision.transforms.autoaugment import _apply_op
+
+        _apply_op(arr, "Blur", 0.0, T.InterpolationMode.NEAREST, None)

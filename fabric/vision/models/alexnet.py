@@ -2,9 +2,9 @@
 
 Example::
 
-    >>> from fabric.vision.models import alexnet
-    >>> sum(p.numel() for p in alexnet().parameters())
-    61100840
+    >>> from fabric.vision.models import AlexNet
+    >>> AlexNet(num_classes=10).classifier[6].out_features
+    10
 """
 from __future__ import annotations
 

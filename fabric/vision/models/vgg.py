@@ -3,9 +3,9 @@
 
 Example::
 
-    >>> from fabric.vision.models import vgg11
-    >>> vgg11().classifier[6].out_features
-    1000
+    >>> from fabric.vision.models import VGG16_BN_Weights
+    >>> VGG16_BN_Weights.DEFAULT.meta["num_params"]
+    138365992
 """
 from __future__ import annotations
 

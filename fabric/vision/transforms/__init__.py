@@ -11,18 +11,16 @@ Example::
 from __future__ import annotations
 
 from . import functional  # noqa: F401
+from .autoaugment import AutoAugment, AutoAugmentPolicy, RandAugment, TrivialAugmentWide
 from .transforms import *  # noqa: F401,F403
 from .transforms import __all__ as _transforms_all
 
-__all__ = list(_transforms_all)
+__all__ = list(_transforms_all) + ["AutoAugment", "AutoAugmentPolicy", "RandAugment", "TrivialAugmentWide"]
 
 
 def __getattr__(name: str):
-    # autoaugment and v2 load on first use
-    import importlib
+    if name == "v2":  # loads on first use
+        import importlib
 
-    if name in ("v2", "autoaugment"):
-        return importlib.import_module(f"{__name__}.{name}")
-    if name in ("AutoAugment", "AutoAugmentPolicy", "RandAugment", "TrivialAugmentWide", "AugMix"):
-        return getattr(importlib.import_module(f"{__name__}.autoaugment"), name)
+        return importlib.import_module(f"{__name__}.v2")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
