@@ -15,7 +15,9 @@ from ._api import Weights, WeightsEnum, get_model, get_model_builder, get_model_
 from .alexnet import *  # noqa: F401,F403
 from .densenet import *  # noqa: F401,F403
 from .mobilenetv2 import *  # noqa: F401,F403
+from .mobilenetv3 import *  # noqa: F401,F403
 from .resnet import *  # noqa: F401,F403
+from .shufflenetv2 import *  # noqa: F401,F403
 from .squeezenet import *  # noqa: F401,F403
 from .vgg import *  # noqa: F401,F403
 

@@ -240,6 +240,94 @@ def _torch_mobilenet_v2(torch):
     return m
 
 
+def _torch_mobilenet_v3_small(torch):
+    nn = torch.nn
+
+    def div8(v):
+        n = max(8, int(v + 4) // 8 * 8)
+        return n + 8 if n < 0.9 * v else n
+
+    def cna(i, o, k, s=1, g=1, act=None):
+        layers = [nn.Conv2d(i, o, k, s, (k - 1) // 2, groups=g, bias=False), nn.BatchNorm2d(o, eps=0.001,
+                                                                                             momentum=0.01)]
+        return nn.Sequential(*(layers + ([act(inplace=True)] if act else [])))
+
+    class SE(nn.Module):
+        def __init__(self, c, sq):
+            super().__init__()
+            self.avgpool = nn.AdaptiveAvgPool2d(1)
+            self.fc1, self.fc2 = nn.Conv2d(c, sq, 1), nn.Conv2d(sq, c, 1)
+            self.activation, self.scale_activation = nn.ReLU(), nn.Hardsigmoid()
+
+        def forward(self, x):
+            return self.scale_activation(self.fc2(self.activation(self.fc1(self.avgpool(x))))) * x
+
+    class Block(nn.Module):
+        def __init__(self, i, k, e, o, se, act, s):
+            super().__init__()
+            a = nn.Hardswish if act == "HS" else nn.ReLU
+            layers = ([cna(i, e, 1, act=a)] if e != i else []) + [cna(e, e, k, s, e, act=a)]
+            layers += ([SE(e, div8(e // 4))] if se else []) + [cna(e, o, 1)]
+            self.block = nn.Sequential(*layers)
+            self.res = s == 1 and i == o
+
+        def forward(self, x):
+            y = self.block(x)
+            return y + x if self.res else y
+
+    cfg = [(16, 3, 16, 16, True, "RE", 2), (16, 3, 72, 24, False, "RE", 2), (24, 3, 88, 24, False, "RE", 1),
+           (24, 5, 96, 40, True, "HS", 2), (40, 5, 240, 40, True, "HS", 1), (40, 5, 240, 40, True, "HS", 1),
+           (40, 5, 120, 48, True, "HS", 1), (48, 5, 144, 48, True, "HS", 1), (48, 5, 288, 96, True, "HS", 2),
+           (96, 5, 576, 96, True, "HS", 1), (96, 5, 576, 96, True, "HS", 1)]
+    m = nn.Module()
+    m.features = nn.Sequential(cna(3, 16, 3, 2, act=nn.Hardswish), *[Block(*c) for c in cfg],
+                               cna(96, 576, 1, act=nn.Hardswish))
+    m.avgpool = nn.AdaptiveAvgPool2d(1)
+    m.classifier = nn.Sequential(nn.Linear(576, 1024), nn.Hardswish(True), nn.Dropout(0.2, True),
+                                 nn.Linear(1024, 1000))
+    m.forward = lambda x: m.classifier(torch.flatten(m.avgpool(m.features(x)), 1))
+    return m
+
+
+def _torch_shufflenet_v2(torch, repeats, channels):
+    nn = torch.nn
+
+    class Unit(nn.Module):
+        def __init__(self, i, o, s):
+            super().__init__()
+            b = o // 2
+            self.stride = s
+            self.branch1 = nn.Sequential(nn.Conv2d(i, i, 3, s, 1, groups=i, bias=False), nn.BatchNorm2d(i),
+                                         nn.Conv2d(i, b, 1, bias=False), nn.BatchNorm2d(b),
+                                         nn.ReLU(True)) if s > 1 else nn.Sequential()
+            self.branch2 = nn.Sequential(nn.Conv2d(i if s > 1 else b, b, 1, bias=False), nn.BatchNorm2d(b),
+                                         nn.ReLU(True), nn.Conv2d(b, b, 3, s, 1, groups=b, bias=False),
+                                         nn.BatchNorm2d(b), nn.Conv2d(b, b, 1, bias=False), nn.BatchNorm2d(b),
+                                         nn.ReLU(True))
+
+        def forward(self, x):
+            if self.stride == 1:
+                x1, x2 = x.chunk(2, dim=1)
+                out = torch.cat((x1, self.branch2(x2)), 1)
+            else:
+                out = torch.cat((self.branch1(x), self.branch2(x)), 1)
+            n, c, h, w = out.shape
+            return out.view(n, 2, c // 2, h, w).transpose(1, 2).reshape(n, c, h, w)
+
+    m = nn.Module()
+    m.conv1 = nn.Sequential(nn.Conv2d(3, channels[0], 3, 2, 1, bias=False), nn.BatchNorm2d(channels[0]),
+                            nn.ReLU(True))
+    m.maxpool = nn.MaxPool2d(3, 2, 1)
+    c = channels[0]
+    for name, r, o in zip(("stage2", "stage3", "stage4"), repeats, channels[1:]):
+        setattr(m, name, nn.Sequential(Unit(c, o, 2), *[Unit(o, o, 1) for _ in range(r - 1)]))
+        c = o
+    m.conv5 = nn.Sequential(nn.Conv2d(c, channels[-1], 1, bias=False), nn.BatchNorm2d(channels[-1]), nn.ReLU(True))
+    m.fc = nn.Linear(channels[-1], 1000)
+    m.forward = lambda x: m.fc(m.conv5(m.stage4(m.stage3(m.stage2(m.maxpool(m.conv1(x)))))).mean([2, 3]))
+    return m
+
+
 def _randomize_bn(torch, model, seed):
     """Non-trivial running statistics so eval-mode batch norm matters."""
     g = torch.Generator().manual_seed(seed)
@@ -312,6 +400,14 @@ def test_mobilenet_v2_matches_torch(fast_init):
 
 
 @pytest.mark.torch
+def test_mobilenet_v3_small_and_shufflenet_v2_match_torch(fast_init):
+    import torch
+
+    _check(torch, "mobilenet_v3_small", _torch_mobilenet_v3_small(torch), 64)
+    _check(torch, "shufflenet_v2_x0_5", _torch_shufflenet_v2(torch, [4, 8, 4], [24, 48, 96, 192, 1024]), 64)
+
+
+@pytest.mark.torch
 def test_alexnet_and_vgg11_bn_match_torch(fast_init):
     import torch
 
@@ -333,7 +429,9 @@ def test_vgg_keys_and_shapes(fast_init, name):
 @pytest.mark.parametrize("name", ["resnet18", "resnet50", "resnet101", "resnet152", "resnext50_32x4d",
                                   "resnext101_32x8d", "wide_resnet50_2", "densenet121", "densenet161",
                                   "densenet169", "densenet201", "mobilenet_v2", "squeezenet1_0", "squeezenet1_1",
-                                  "alexnet", "vgg16", "vgg19_bn"])
+                                  "alexnet", "vgg16", "vgg19_bn", "mobilenet_v3_large", "mobilenet_v3_small",
+                                  "shufflenet_v2_x0_5", "shufflenet_v2_x1_0", "shufflenet_v2_x1_5",
+                                  "shufflenet_v2_x2_0"])
 def test_parameter_counts_match_torchvision(fast_init, name):
     model = models.get_model(name)
     assert sum(p.numel() for p in model.parameters()) == models.get_model_weights(name).DEFAULT.meta["num_params"]

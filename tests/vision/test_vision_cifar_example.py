@@ -26,7 +26,7 @@ def test_runs_on_fakedata(tmp_path, capsys, cifar_resnet):
 
 
 def test_runs_on_a_cifar_folder(tmp_path, capsys, monkeypatch, cifar_resnet):
-    from test_datasets import _cifar_folder, _with_md5s
+    from test_vision_datasets import _cifar_folder, _with_md5s
 
     from fabric.vision import datasets
 
