@@ -328,6 +328,130 @@ def _torch_shufflenet_v2(torch, repeats, channels):
     return m
 
 
+def _torch_efficientnet_b0(torch):
+    nn = torch.nn
+
+    def div8(v):
+        n = max(8, int(v + 4) // 8 * 8)
+        return n + 8 if n < 0.9 * v else n
+
+    def cna(i, o, k, s=1, g=1, act=True):
+        layers = [nn.Conv2d(i, o, k, s, (k - 1) // 2, groups=g, bias=False), nn.BatchNorm2d(o)]
+        return nn.Sequential(*(layers + ([nn.SiLU(inplace=True)] if act else [])))
+
+    class SE(nn.Module):
+        def __init__(self, c, sq):
+            super().__init__()
+            self.avgpool = nn.AdaptiveAvgPool2d(1)
+            self.fc1, self.fc2 = nn.Conv2d(c, sq, 1), nn.Conv2d(sq, c, 1)
+            self.activation, self.scale_activation = nn.SiLU(inplace=True), nn.Sigmoid()
+
+        def forward(self, x):
+            return self.scale_activation(self.fc2(self.activation(self.fc1(self.avgpool(x))))) * x
+
+    class MB(nn.Module):
+        def __init__(self, t, k, s, i, o):
+            super().__init__()
+            e = div8(i * t)
+            layers = ([cna(i, e, 1)] if e != i else []) + [cna(e, e, k, s, e), SE(e, max(1, i // 4)), cna(e, o, 1,
+                                                                                                            act=False)]
+            self.block = nn.Sequential(*layers)
+            self.res = s == 1 and i == o
+
+        def forward(self, x):
+            y = self.block(x)
+            return y + x if self.res else y
+
+    stages = []
+    for t, k, s, i, o, n in [(1, 3, 1, 32, 16, 1), (6, 3, 2, 16, 24, 2), (6, 5, 2, 24, 40, 2), (6, 3, 2, 40, 80, 3),
+                             (6, 5, 1, 80, 112, 3), (6, 5, 2, 112, 192, 4), (6, 3, 1, 192, 320, 1)]:
+        stages.append(nn.Sequential(*[MB(t, k, s if j == 0 else 1, i if j == 0 else o, o) for j in range(n)]))
+    m = nn.Module()
+    m.features = nn.Sequential(cna(3, 32, 3, 2), *stages, cna(320, 1280, 1))
+    m.avgpool = nn.AdaptiveAvgPool2d(1)
+    m.classifier = nn.Sequential(nn.Dropout(0.2, inplace=True), nn.Linear(1280, 1000))
+    m.forward = lambda x: m.classifier(torch.flatten(m.avgpool(m.features(x)), 1))
+    return m
+
+
+def _torch_convnext_tiny(torch):
+    nn = torch.nn
+
+    class LN2d(nn.LayerNorm):
+        def forward(self, x):
+            return super().forward(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+
+    class Perm(nn.Module):
+        def __init__(self, dims):
+            super().__init__()
+            self.dims = dims
+
+        def forward(self, x):
+            return x.permute(*self.dims)
+
+    class Block(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.block = nn.Sequential(nn.Conv2d(d, d, 7, padding=3, groups=d), Perm([0, 2, 3, 1]),
+                                       nn.LayerNorm(d, eps=1e-6), nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d),
+                                       Perm([0, 3, 1, 2]))
+            self.layer_scale = nn.Parameter(torch.rand(d, 1, 1))
+
+        def forward(self, x):
+            return self.layer_scale * self.block(x) + x
+
+    layers = [nn.Sequential(nn.Conv2d(3, 96, 4, 4), LN2d(96, eps=1e-6))]
+    for i, o, n in [(96, 192, 3), (192, 384, 3), (384, 768, 9), (768, None, 3)]:
+        layers.append(nn.Sequential(*[Block(i) for _ in range(n)]))
+        if o is not None:
+            layers.append(nn.Sequential(LN2d(i, eps=1e-6), nn.Conv2d(i, o, 2, 2)))
+    m = nn.Module()
+    m.features = nn.Sequential(*layers)
+    m.avgpool = nn.AdaptiveAvgPool2d(1)
+    m.classifier = nn.Sequential(LN2d(768, eps=1e-6), nn.Flatten(1), nn.Linear(768, 1000))
+    m.forward = lambda x: m.classifier(m.avgpool(m.features(x)))
+    return m
+
+
+def _torch_vit(torch, image_size, patch, layers, heads, hidden, mlp, num_classes):
+    nn = torch.nn
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1 = nn.LayerNorm(hidden, eps=1e-6)
+            self.self_attention = nn.MultiheadAttention(hidden, heads, batch_first=True)
+            self.dropout = nn.Dropout(0.0)
+            self.ln_2 = nn.LayerNorm(hidden, eps=1e-6)
+            self.mlp = nn.Sequential(nn.Linear(hidden, mlp), nn.GELU(), nn.Dropout(0.0), nn.Linear(mlp, hidden),
+                                     nn.Dropout(0.0))
+
+        def forward(self, x):
+            y = self.ln_1(x)
+            y, _ = self.self_attention(y, y, y, need_weights=False)
+            x = y + x
+            return x + self.mlp(self.ln_2(x))
+
+    seq = (image_size // patch) ** 2 + 1
+    m = nn.Module()
+    m.conv_proj = nn.Conv2d(3, hidden, patch, patch)
+    m.class_token = nn.Parameter(torch.randn(1, 1, hidden))
+    m.encoder = nn.Module()
+    m.encoder.pos_embedding = nn.Parameter(torch.randn(1, seq, hidden) * 0.02)
+    m.encoder.layers = nn.Sequential(OrderedDict((f"encoder_layer_{i}", Block()) for i in range(layers)))
+    m.encoder.ln = nn.LayerNorm(hidden, eps=1e-6)
+    m.heads = nn.Sequential(OrderedDict([("head", nn.Linear(hidden, num_classes))]))
+
+    def forward(x):
+        n = x.shape[0]
+        x = m.conv_proj(x).reshape(n, hidden, -1).permute(0, 2, 1)
+        x = torch.cat([m.class_token.expand(n, -1, -1), x], 1) + m.encoder.pos_embedding
+        return m.heads(m.encoder.ln(m.encoder.layers(x))[:, 0])
+
+    m.forward = forward
+    return m
+
+
 def _randomize_bn(torch, model, seed):
     """Non-trivial running statistics so eval-mode batch norm matters."""
     g = torch.Generator().manual_seed(seed)
@@ -408,6 +532,35 @@ def test_mobilenet_v3_small_and_shufflenet_v2_match_torch(fast_init):
 
 
 @pytest.mark.torch
+def test_efficientnet_b0_and_convnext_tiny_match_torch(fast_init):
+    import torch
+
+    _check(torch, "efficientnet_b0", _torch_efficientnet_b0(torch), 64)
+    _check(torch, "convnext_tiny", _torch_convnext_tiny(torch), 64)
+
+
+@pytest.mark.torch
+def test_vision_transformer_matches_torch(fast_init):
+    import torch
+
+    torch.manual_seed(3)
+    ref = _torch_vit(torch, 32, 8, 2, 4, 32, 64, 10).eval()
+    model = models.VisionTransformer(32, 8, 2, 4, 32, 64, num_classes=10).eval()
+    assert list(model.state_dict()) == list(ref.state_dict())
+    model.load_state_dict(_to_fabric_state(ref.state_dict()))
+    x = np.random.default_rng(4).standard_normal((2, 3, 32, 32)).astype(np.float32)
+    with torch.no_grad():
+        want = ref(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(model(fabric.from_numpy(x)).detach().numpy(), want, rtol=1e-4, atol=1e-5)
+    keys = set(models.vit_b_16().state_dict())
+    assert {"class_token", "conv_proj.weight", "encoder.pos_embedding",
+            "encoder.layers.encoder_layer_11.self_attention.in_proj_weight",
+            "encoder.layers.encoder_layer_0.mlp.3.bias", "encoder.ln.weight", "heads.head.weight"} <= keys
+    with pytest.raises(AssertionError, match="Wrong image height! Expected 32 but got 16!"):
+        model(fabric.zeros(1, 3, 16, 32))
+
+
+@pytest.mark.torch
 def test_alexnet_and_vgg11_bn_match_torch(fast_init):
     import torch
 
@@ -431,7 +584,7 @@ def test_vgg_keys_and_shapes(fast_init, name):
                                   "densenet169", "densenet201", "mobilenet_v2", "squeezenet1_0", "squeezenet1_1",
                                   "alexnet", "vgg16", "vgg19_bn", "mobilenet_v3_large", "mobilenet_v3_small",
                                   "shufflenet_v2_x0_5", "shufflenet_v2_x1_0", "shufflenet_v2_x1_5",
-                                  "shufflenet_v2_x2_0"])
+                                  "shufflenet_v2_x2_0", "efficientnet_b0", "convnext_tiny", "vit_b_16"])
 def test_parameter_counts_match_torchvision(fast_init, name):
     model = models.get_model(name)
     assert sum(p.numel() for p in model.parameters()) == models.get_model_weights(name).DEFAULT.meta["num_params"]

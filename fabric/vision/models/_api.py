@@ -187,13 +187,17 @@ def handle_weights(builder_weights_enum, weights, kwargs: dict, num_classes_key:
     return weights
 
 
-def imagenet_weights(url: str, num_params: int, crop_size: int = 224, resize_size: int = 256, **meta: Any) -> Weights:
+def imagenet_weights(url: str, num_params: int, crop_size: int = 224, resize_size: int = 256, interpolation=None,
+                     **meta: Any) -> Weights:
     """A torchvision ImageNet-1K checkpoint entry."""
     from functools import partial
 
     from ..transforms._presets import ImageClassification
+    from ..transforms.functional import InterpolationMode
 
-    return Weights(url=url, transforms=partial(ImageClassification, crop_size=crop_size, resize_size=resize_size),
+    preset = partial(ImageClassification, crop_size=crop_size, resize_size=resize_size,
+                     interpolation=interpolation or InterpolationMode.BILINEAR)
+    return Weights(url=url, transforms=preset,
                    meta={"num_params": num_params, "num_classes": 1000, "min_size": (1, 1), **meta})
 
 
