@@ -452,6 +452,64 @@ def _torch_vit(torch, image_size, patch, layers, heads, hidden, mlp, num_classes
     return m
 
 
+def _torch_googlenet(torch):
+    nn = torch.nn
+
+    class Basic(nn.Module):
+        def __init__(self, i, o, **kw):
+            super().__init__()
+            self.conv = nn.Conv2d(i, o, bias=False, **kw)
+            self.bn = nn.BatchNorm2d(o, eps=0.001)
+
+        def forward(self, x):
+            return torch.relu(self.bn(self.conv(x)))
+
+    class Inc(nn.Module):
+        def __init__(self, i, a, b1, b2, c1, c2, p):
+            super().__init__()
+            self.branch1 = Basic(i, a, kernel_size=1)
+            self.branch2 = nn.Sequential(Basic(i, b1, kernel_size=1), Basic(b1, b2, kernel_size=3, padding=1))
+            self.branch3 = nn.Sequential(Basic(i, c1, kernel_size=1), Basic(c1, c2, kernel_size=3, padding=1))
+            self.branch4 = nn.Sequential(nn.MaxPool2d(3, 1, 1, ceil_mode=True), Basic(i, p, kernel_size=1))
+
+        def forward(self, x):
+            return torch.cat([self.branch1(x), self.branch2(x), self.branch3(x), self.branch4(x)], 1)
+
+    m = nn.Module()
+    m.conv1 = Basic(3, 64, kernel_size=7, stride=2, padding=3)
+    m.maxpool1 = nn.MaxPool2d(3, 2, ceil_mode=True)
+    m.conv2 = Basic(64, 64, kernel_size=1)
+    m.conv3 = Basic(64, 192, kernel_size=3, padding=1)
+    m.maxpool2 = nn.MaxPool2d(3, 2, ceil_mode=True)
+    for name, args in [("inception3a", (192, 64, 96, 128, 16, 32, 32)), ("inception3b", (256, 128, 128, 192, 32, 96, 64)),
+                       ("maxpool3", None), ("inception4a", (480, 192, 96, 208, 16, 48, 64)),
+                       ("inception4b", (512, 160, 112, 224, 24, 64, 64)), ("inception4c", (512, 128, 128, 256, 24, 64, 64)),
+                       ("inception4d", (512, 112, 144, 288, 32, 64, 64)),
+                       ("inception4e", (528, 256, 160, 320, 32, 128, 128)), ("maxpool4", None),
+                       ("inception5a", (832, 256, 160, 320, 32, 128, 128)),
+                       ("inception5b", (832, 384, 192, 384, 48, 128, 128))]:
+        if args is None:
+            setattr(m, name, nn.MaxPool2d(3 if name == "maxpool3" else 2, 2, ceil_mode=True))
+        else:
+            setattr(m, name, Inc(*args))
+    m.avgpool = nn.AdaptiveAvgPool2d(1)
+    m.dropout = nn.Dropout(0.2)
+    m.fc = nn.Linear(1024, 1000)
+    order = ["conv1", "maxpool1", "conv2", "conv3", "maxpool2", "inception3a", "inception3b", "maxpool3",
+             "inception4a", "inception4b", "inception4c", "inception4d", "inception4e", "maxpool4", "inception5a",
+             "inception5b", "avgpool"]
+
+    def forward(x):
+        x = torch.cat([x[:, :1] * (0.229 / 0.5) + (0.485 - 0.5) / 0.5, x[:, 1:2] * (0.224 / 0.5) + (0.456 - 0.5) / 0.5,
+                       x[:, 2:] * (0.225 / 0.5) + (0.406 - 0.5) / 0.5], 1)
+        for name in order:
+            x = getattr(m, name)(x)
+        return m.fc(torch.flatten(x, 1))
+
+    m.forward = forward
+    return m
+
+
 def _randomize_bn(torch, model, seed):
     """Non-trivial running statistics so eval-mode batch norm matters."""
     g = torch.Generator().manual_seed(seed)
@@ -561,6 +619,39 @@ def test_vision_transformer_matches_torch(fast_init):
 
 
 @pytest.mark.torch
+def test_googlenet_matches_torch(fast_init, tmp_path, monkeypatch):
+    """Through weights=: transform_input on, auxiliary heads dropped after loading, as torchvision."""
+    import torch
+
+    torch.manual_seed(0)
+    ref = _torch_googlenet(torch).eval()
+    _randomize_bn(torch, ref, 2)
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path))
+    monkeypatch.setattr(_api, "_HASH", re.compile(r"(?!)"))
+    (tmp_path / "hub" / "checkpoints").mkdir(parents=True)
+    state = ref.state_dict()
+    aux = models.googlenet(aux_logits=True, init_weights=False).state_dict()
+    full = OrderedDict((k, state[k] if k in state else torch.zeros(tuple(aux[k].shape), dtype=torch.float32
+                                                                   if aux[k].is_floating_point() else torch.int64))
+                       for k in aux)
+    torch.save(full, tmp_path / "hub" / "checkpoints" / "googlenet-1378be20.pth")
+    model = models.googlenet(weights="DEFAULT").eval()
+    assert model.aux1 is None and model.transform_input and list(model.state_dict()) == list(state)
+    x = np.random.default_rng(5).standard_normal((2, 3, 64, 64)).astype(np.float32)
+    with torch.no_grad():
+        want = ref(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(model(fabric.from_numpy(x)).detach().numpy(), want, rtol=1e-4, atol=1e-4)
+    train = models.googlenet(init_weights=False).train()
+    with fabric.no_grad():
+        for p in train.parameters():
+            p.fill_(0.01)  # fast_init left them unset
+    out = train(fabric.from_numpy(x))
+    assert out._fields == ("logits", "aux_logits2", "aux_logits1") and out.aux_logits1.shape == (2, 1000)
+    with pytest.warns(FutureWarning, match="default weight initialization of GoogleNet"):
+        models.googlenet()
+
+
+@pytest.mark.torch
 def test_alexnet_and_vgg11_bn_match_torch(fast_init):
     import torch
 
@@ -584,9 +675,9 @@ def test_vgg_keys_and_shapes(fast_init, name):
                                   "densenet169", "densenet201", "mobilenet_v2", "squeezenet1_0", "squeezenet1_1",
                                   "alexnet", "vgg16", "vgg19_bn", "mobilenet_v3_large", "mobilenet_v3_small",
                                   "shufflenet_v2_x0_5", "shufflenet_v2_x1_0", "shufflenet_v2_x1_5",
-                                  "shufflenet_v2_x2_0", "efficientnet_b0", "convnext_tiny", "vit_b_16"])
+                                  "shufflenet_v2_x2_0", "efficientnet_b0", "convnext_tiny", "vit_b_16", "googlenet"])
 def test_parameter_counts_match_torchvision(fast_init, name):
-    model = models.get_model(name)
+    model = models.get_model(name, **({"aux_logits": False, "init_weights": True} if name == "googlenet" else {}))
     assert sum(p.numel() for p in model.parameters()) == models.get_model_weights(name).DEFAULT.meta["num_params"]
 
 
