@@ -675,10 +675,27 @@ def test_vgg_keys_and_shapes(fast_init, name):
                                   "densenet169", "densenet201", "mobilenet_v2", "squeezenet1_0", "squeezenet1_1",
                                   "alexnet", "vgg16", "vgg19_bn", "mobilenet_v3_large", "mobilenet_v3_small",
                                   "shufflenet_v2_x0_5", "shufflenet_v2_x1_0", "shufflenet_v2_x1_5",
-                                  "shufflenet_v2_x2_0", "efficientnet_b0", "convnext_tiny", "vit_b_16", "googlenet"])
+                                  "shufflenet_v2_x2_0", "efficientnet_b0", "convnext_tiny", "vit_b_16", "googlenet",
+                                  "inception_v3"])
 def test_parameter_counts_match_torchvision(fast_init, name):
-    model = models.get_model(name, **({"aux_logits": False, "init_weights": True} if name == "googlenet" else {}))
+    extra = {"googlenet": {"aux_logits": False, "init_weights": True}, "inception_v3": {"init_weights": True}}
+    model = models.get_model(name, **extra.get(name, {}))
     assert sum(p.numel() for p in model.parameters()) == models.get_model_weights(name).DEFAULT.meta["num_params"]
+
+
+def test_inception_v3_layout_and_outputs(fast_init):
+    model = models.inception_v3(init_weights=True)
+    keys = set(model.state_dict())
+    assert {"Conv2d_1a_3x3.conv.weight", "Conv2d_1a_3x3.bn.running_var", "Mixed_5b.branch5x5_2.conv.weight",
+            "Mixed_6e.branch7x7dbl_5.bn.bias", "Mixed_7c.branch3x3dbl_3b.conv.weight", "AuxLogits.conv1.conv.weight",
+            "AuxLogits.fc.weight", "fc.weight"} <= keys
+    with fabric.no_grad():
+        for p in model.parameters():
+            p.fill_(0.01)
+    x = fabric.from_numpy(np.random.default_rng(6).standard_normal((2, 3, 139, 139)).astype(np.float32))
+    out = model.train()(x)  # the auxiliary head needs 139x139 inputs (5x5 at Mixed_6e)
+    assert out._fields == ("logits", "aux_logits") and out.logits.shape == out.aux_logits.shape == (2, 1000)
+    assert model.eval()(x[:, :, :75, :75]).shape == (2, 1000)
 
 
 def test_checkpoint_keys_follow_torchvision(fast_init):

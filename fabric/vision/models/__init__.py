@@ -17,6 +17,7 @@ from .convnext import *  # noqa: F401,F403
 from .densenet import *  # noqa: F401,F403
 from .efficientnet import *  # noqa: F401,F403
 from .googlenet import *  # noqa: F401,F403
+from .inception import *  # noqa: F401,F403
 from .mobilenetv2 import *  # noqa: F401,F403
 from .mobilenetv3 import *  # noqa: F401,F403
 from .resnet import *  # noqa: F401,F403
