@@ -692,8 +692,8 @@ def test_inception_v3_layout_and_outputs(fast_init):
     with fabric.no_grad():
         for p in model.parameters():
             p.fill_(0.01)
-    x = fabric.from_numpy(np.random.default_rng(6).standard_normal((2, 3, 139, 139)).astype(np.float32))
-    out = model.train()(x)  # the auxiliary head needs 139x139 inputs (5x5 at Mixed_6e)
+    x = fabric.from_numpy(np.random.default_rng(6).standard_normal((2, 3, 299, 299)).astype(np.float32))
+    out = model.train()(x)  # the auxiliary head needs 17x17 at Mixed_6e: 299x299 inputs
     assert out._fields == ("logits", "aux_logits") and out.logits.shape == out.aux_logits.shape == (2, 1000)
     assert model.eval()(x[:, :, :75, :75]).shape == (2, 1000)
 
