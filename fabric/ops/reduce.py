@@ -41,10 +41,10 @@ import warnings
 import numpy as np
 
 from .. import _dtype as D
-from ..autograd.function import Function, _apply, _apply1, _record1
-from ..amp import _policy as _amp
-from ..autograd.grad_mode import state as _grad_state
 from .._tensor import Tensor, _wrap_dim
+from ..amp import _policy as _amp
+from ..autograd.function import Function, _apply, _apply1, _record1
+from ..autograd.grad_mode import state as _grad_state
 from ..backends import backend_of
 from ._util import normalize_dims, xp_of
 
@@ -1285,7 +1285,7 @@ def _vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None, name="lin
     if x.dtype.kind != "f":
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
                            f"{_torch_name(x.dtype)}")
-    if isinstance(ord, str) or isinstance(ord, _bool):
+    if isinstance(ord, (str, _bool)):
         raise TypeError(f"{name}: ord must be a number, got {ord!r}")
     ord = _float(ord)
     dims = _dims(dim, x.ndim)
