@@ -8,5 +8,5 @@ Example::
 """
 from __future__ import annotations
 
-from ..vision.transforms import *  # noqa: F401,F403
+from ..vision.transforms import *  # noqa: F403
 from ..vision.transforms import __all__, functional  # noqa: F401

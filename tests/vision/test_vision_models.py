@@ -142,7 +142,7 @@ def _torch_squeezenet(torch, version):
             return torch.cat([self.expand1x1_activation(self.expand1x1(x)),
                               self.expand3x3_activation(self.expand3x3(x))], 1)
 
-    pool = lambda: nn.MaxPool2d(3, 2, ceil_mode=True)  # noqa: E731
+    pool = lambda: nn.MaxPool2d(3, 2, ceil_mode=True)
     if version == "1_0":
         feats = [nn.Conv2d(3, 96, 7, 2), nn.ReLU(True), pool(), Fire(96, 16, 64, 64), Fire(128, 16, 64, 64),
                  Fire(128, 32, 128, 128), pool(), Fire(256, 32, 128, 128), Fire(256, 48, 192, 192),

@@ -339,7 +339,7 @@ def test_flip_grayscale_apply_draws_like_torchvision():
         if torch.rand(1) < 0.5:
             g = (0.2989 * ref[0] + 0.587 * ref[1] + 0.114 * ref[2]).astype(np.float32)
             ref = np.stack([g, g, g])
-        if not 0.5 < torch.rand(1):
+        if not torch.rand(1) > 0.5:
             torch.randperm(4)
             b = float(torch.empty(1).uniform_(0.5, 1.5))
             ref = np.clip(b * ref, 0, 1)

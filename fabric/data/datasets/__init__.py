@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import sys
 
-from ...vision.datasets import Digits, FashionMNIST, MNIST, utils as _utils
-from ...vision.datasets import digits, mnist  # noqa: F401  (the old submodule paths)
+from ...vision.datasets import MNIST, Digits, FashionMNIST, digits, mnist
+from ...vision.datasets import utils as _utils
 
 sys.modules[__name__ + "._utils"] = _utils
 sys.modules[__name__ + ".mnist"] = mnist

@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 
 from ..._creation import from_numpy
-from ...random import Generator
 from ...data.dataset import Dataset
+from ...random import Generator
 
 __all__ = ["Digits"]
 

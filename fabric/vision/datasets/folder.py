@@ -52,10 +52,7 @@ def make_dataset(directory: str | os.PathLike, class_to_idx: dict[str, int] | No
     both_something = extensions is not None and is_valid_file is not None
     if both_none or both_something:
         raise ValueError("Both extensions and is_valid_file cannot be None or not None at the same time")
-    if extensions is not None:
-        def is_valid_file(x: str) -> bool:
-            return has_file_allowed_extension(x, extensions)
-
+    valid = is_valid_file if extensions is None else (lambda x: has_file_allowed_extension(x, extensions))
     instances, available = [], set()
     for target_class in sorted(class_to_idx):
         class_index = class_to_idx[target_class]
@@ -65,7 +62,7 @@ def make_dataset(directory: str | os.PathLike, class_to_idx: dict[str, int] | No
         for root, _, fnames in sorted(os.walk(target_dir, followlinks=True)):
             for fname in sorted(fnames):
                 path = os.path.join(root, fname)
-                if is_valid_file(path):
+                if valid(path):
                     instances.append((path, class_index))
                     available.add(target_class)
     empty = set(class_to_idx) - available

@@ -159,7 +159,10 @@ def extract_tar(archive: str, folder: str) -> None:
                 os.makedirs(target, exist_ok=True)
             elif member.isfile():
                 os.makedirs(os.path.dirname(target), exist_ok=True)
-                with tar.extractfile(member) as src, open(target, "wb") as dst:
+                src = tar.extractfile(member)
+                if src is None:
+                    raise ValueError(f"{archive}: member {member.name!r} has no data")
+                with src, open(target, "wb") as dst:
                     shutil.copyfileobj(src, dst)
             else:
                 raise ValueError(f"{archive}: member {member.name!r} is not a regular file or folder")

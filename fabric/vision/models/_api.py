@@ -55,7 +55,8 @@ def load_state_dict_from_url(url: str, model_dir: str | None = None, map_locatio
         r = _HASH.search(filename)
         prefix = r.group(1) if r else None
         if prefix:
-            digest = hashlib.sha256(open(path, "rb").read()).hexdigest()
+            with open(path, "rb") as f:
+                digest = hashlib.sha256(f.read()).hexdigest()
             if not digest.startswith(prefix):
                 raise RuntimeError(f'invalid hash value (expected "{prefix}", got "{digest}")')
     return serialization.load(path, map_location=map_location, weights_only=weights_only)

@@ -15,8 +15,8 @@ from typing import Any
 import fabric
 
 from ... import nn
-from ...nn import functional as F
 from ..._tensor import Tensor
+from ...nn import functional as F
 from ..ops.misc import Conv2dNormActivation, Permute
 from ..ops.stochastic_depth import StochasticDepth
 from ._api import WeightsEnum, handle_weights, imagenet_weights, load_weights, register_model

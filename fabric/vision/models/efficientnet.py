@@ -141,8 +141,8 @@ def _builder(name: str, width: float, depth: float, dropout: float, weights_enum
     def build(*, weights=None, progress: bool = True, **kwargs: Any) -> EfficientNet:
         if weights_enum is None:
             if weights is not None:
-                raise NotImplementedError(f"{name}: fabric.vision has no weights enum for this model yet; build it with "
-                                          "weights=None and load a state_dict")
+                raise NotImplementedError(f"{name}: fabric.vision has no weights enum for this model yet; build it "
+                                          "with weights=None and load a state_dict")
             w = None
         else:
             w = handle_weights(weights_enum, weights, kwargs)

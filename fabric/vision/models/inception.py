@@ -16,8 +16,8 @@ from typing import Any
 import fabric
 
 from ... import nn
-from ...nn import functional as F
 from ..._tensor import Tensor
+from ...nn import functional as F
 from ._api import WeightsEnum, handle_weights, imagenet_weights, load_weights, register_model
 from .googlenet import BasicConv2d
 

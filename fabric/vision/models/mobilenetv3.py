@@ -24,6 +24,9 @@ __all__ = ["MobileNetV3", "MobileNet_V3_Large_Weights", "MobileNet_V3_Small_Weig
            "mobilenet_v3_small"]
 
 
+_SE_HARDSIGMOID = partial(SqueezeExcitation, scale_activation=nn.Hardsigmoid)
+
+
 class InvertedResidualConfig:
     """One block's channels (scaled by ``width_mult``), kernel, SE, activation ('RE'/'HS'), stride, dilation."""
 
@@ -47,8 +50,9 @@ class InvertedResidual(nn.Module):
     """Expand (1x1), depthwise (kxk), optional SE, project (1x1); residual when shapes allow."""
 
     def __init__(self, cnf: InvertedResidualConfig, norm_layer: Callable[..., nn.Module],
-                 se_layer: Callable[..., nn.Module] = partial(SqueezeExcitation, scale_activation=nn.Hardsigmoid)):
+                 se_layer: Callable[..., nn.Module] | None = None):
         super().__init__()
+        se_layer = se_layer or _SE_HARDSIGMOID
         if not 1 <= cnf.stride <= 2:
             raise ValueError("illegal stride value")
         self.use_res_connect = cnf.stride == 1 and cnf.input_channels == cnf.out_channels

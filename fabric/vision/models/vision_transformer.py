@@ -26,6 +26,9 @@ __all__ = ["VisionTransformer", "ViT_B_16_Weights", "ViT_B_32_Weights", "ViT_L_1
            "vit_b_16", "vit_b_32", "vit_l_16", "vit_l_32"]
 
 
+_LAYER_NORM = partial(nn.LayerNorm, eps=1e-6)
+
+
 class MLPBlock(MLP):
     """Linear -> GELU -> Dropout -> Linear -> Dropout (keys ``0`` and ``3``)."""
 
@@ -44,7 +47,7 @@ class EncoderBlock(nn.Module):
     """Pre-norm self-attention and MLP, each with a residual."""
 
     def __init__(self, num_heads: int, hidden_dim: int, mlp_dim: int, dropout: float, attention_dropout: float,
-                 norm_layer: Callable[..., nn.Module] = partial(nn.LayerNorm, eps=1e-6)) -> None:
+                 norm_layer: Callable[..., nn.Module] = _LAYER_NORM) -> None:
         super().__init__()
         self.num_heads = num_heads
         self.ln_1 = norm_layer(hidden_dim)
@@ -67,7 +70,7 @@ class Encoder(nn.Module):
 
     def __init__(self, seq_length: int, num_layers: int, num_heads: int, hidden_dim: int, mlp_dim: int,
                  dropout: float, attention_dropout: float,
-                 norm_layer: Callable[..., nn.Module] = partial(nn.LayerNorm, eps=1e-6)) -> None:
+                 norm_layer: Callable[..., nn.Module] = _LAYER_NORM) -> None:
         super().__init__()
         self.pos_embedding = nn.Parameter(fabric.empty(1, seq_length, hidden_dim).normal_(std=0.02))
         self.dropout = nn.Dropout(dropout)
@@ -88,7 +91,7 @@ class VisionTransformer(nn.Module):
     def __init__(self, image_size: int, patch_size: int, num_layers: int, num_heads: int, hidden_dim: int,
                  mlp_dim: int, dropout: float = 0.0, attention_dropout: float = 0.0, num_classes: int = 1000,
                  representation_size: int | None = None,
-                 norm_layer: Callable[..., nn.Module] = partial(nn.LayerNorm, eps=1e-6)) -> None:
+                 norm_layer: Callable[..., nn.Module] = _LAYER_NORM) -> None:
         super().__init__()
         if image_size % patch_size != 0:
             raise AssertionError("Input shape indivisible by patch size!")

@@ -12,8 +12,16 @@ Example::
 """
 from __future__ import annotations
 
-from .boxes import (batched_nms, box_area, box_convert, box_iou, clip_boxes_to_image, generalized_box_iou, nms,
-                    remove_small_boxes)
+from .boxes import (
+                    batched_nms,
+                    box_area,
+                    box_convert,
+                    box_iou,
+                    clip_boxes_to_image,
+                    generalized_box_iou,
+                    nms,
+                    remove_small_boxes,
+)
 from .losses import sigmoid_focal_loss
 from .misc import MLP, Conv2dNormActivation, FrozenBatchNorm2d, Permute, SqueezeExcitation
 from .roi import RoIAlign, RoIPool, roi_align, roi_pool

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from . import functional  # noqa: F401
 from .autoaugment import AutoAugment, AutoAugmentPolicy, RandAugment, TrivialAugmentWide
-from .transforms import *  # noqa: F401,F403
+from .transforms import *  # noqa: F403
 from .transforms import __all__ as _transforms_all
 
 __all__ = list(_transforms_all) + ["AutoAugment", "AutoAugmentPolicy", "RandAugment", "TrivialAugmentWide"]

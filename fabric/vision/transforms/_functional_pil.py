@@ -143,8 +143,8 @@ def pad(img, padding, fill=0, padding_mode: str = "constant"):
         padding = padding[0]
     if padding_mode not in ("constant", "edge", "reflect", "symmetric"):
         raise ValueError("Padding mode should be either constant, edge, reflect or symmetric")
-    if isinstance(padding, int):
-        pad_left = pad_right = pad_top = pad_bottom = padding
+    if not isinstance(padding, (tuple, list)):
+        pad_left = pad_right = pad_top = pad_bottom = int(padding)
     elif len(padding) == 2:
         pad_left = pad_right = padding[0]
         pad_top = pad_bottom = padding[1]

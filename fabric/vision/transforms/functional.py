@@ -295,9 +295,9 @@ def pad(img, padding, fill=0, padding_mode: str = "constant"):
 
 def crop(img, top: int, left: int, height: int, width: int):
     """The ``height x width`` window at (top, left), zero-padded where it leaves the image."""
-    if isinstance(img, np.ndarray) and top >= 0 and left >= 0:
-        if top + height <= img.shape[0] and left + width <= img.shape[1]:
-            return img[top:top + height, left:left + width].copy()
+    inside = top >= 0 and left >= 0
+    if isinstance(img, np.ndarray) and inside and top + height <= img.shape[0] and left + width <= img.shape[1]:
+        return img[top:top + height, left:left + width].copy()
     return _dispatch(img, F_t.crop, F_pil.crop, top, left, height, width)
 
 

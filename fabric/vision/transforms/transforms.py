@@ -738,7 +738,7 @@ class RandomErasing(Module):
             elif isinstance(self.value, str):
                 value = None
             else:
-                value = [float(v) for v in self.value]
+                value = [float(v) for v in list(self.value)]
             if value is not None and len(value) not in (1, img.shape[-3]):
                 raise ValueError("If value is a sequence, it should have either a single value or "
                                  f"{img.shape[-3]} (number of input channels)")

@@ -18,13 +18,41 @@ import fabric
 from ...._tensor import Tensor
 from ....nn.modules.module import Module
 from .. import functional as _F
-from ..autoaugment import AutoAugment, AutoAugmentPolicy, RandAugment, TrivialAugmentWide  # noqa: F401
-from ..transforms import (CenterCrop, ColorJitter, Compose, ConvertImageDtype, FiveCrop, GaussianBlur,  # noqa: F401
-                          Grayscale, InterpolationMode, Lambda, Normalize, Pad, PILToTensor, RandomAdjustSharpness,
-                          RandomAffine, RandomApply, RandomAutocontrast, RandomChoice, RandomCrop, RandomEqualize,
-                          RandomErasing, RandomGrayscale, RandomHorizontalFlip, RandomInvert, RandomOrder,
-                          RandomPosterize, RandomResizedCrop, RandomRotation, RandomSolarize, RandomVerticalFlip,
-                          Resize, TenCrop, ToPILImage)
+from ..autoaugment import AutoAugment, AutoAugmentPolicy, RandAugment, TrivialAugmentWide
+from ..transforms import (
+    CenterCrop,
+    ColorJitter,
+    Compose,
+    ConvertImageDtype,
+    FiveCrop,
+    GaussianBlur,
+    Grayscale,
+    InterpolationMode,
+    Lambda,
+    Normalize,
+    Pad,
+    PILToTensor,
+    RandomAdjustSharpness,
+    RandomAffine,
+    RandomApply,
+    RandomAutocontrast,
+    RandomChoice,
+    RandomCrop,
+    RandomEqualize,
+    RandomErasing,
+    RandomGrayscale,
+    RandomHorizontalFlip,
+    RandomInvert,
+    RandomOrder,
+    RandomPosterize,
+    RandomResizedCrop,
+    RandomRotation,
+    RandomSolarize,
+    RandomVerticalFlip,
+    Resize,
+    TenCrop,
+    ToPILImage,
+)
 
 
 class ToImage(Module):
