@@ -17,7 +17,7 @@ import importlib
 
 __version__ = "0.28.0+fabric"  # the torchvision release whose API this follows
 
-_SUBMODULES = ("datasets", "transforms", "models", "ops", "utils", "io")
+_SUBMODULES = ("datasets", "transforms", "models", "ops", "utils")
 
 __all__ = list(_SUBMODULES)
 
