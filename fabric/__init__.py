@@ -45,6 +45,7 @@ from . import distributions  # noqa: E402,F401
 from . import special, testing  # noqa: E402,F401
 from . import amp, cpu  # noqa: E402,F401
 from . import func  # noqa: E402,F401
+from . import accelerator, version  # noqa: E402,F401
 from .amp import GradScaler  # noqa: E402,F401
 from .amp.autocast_mode import (  # noqa: E402,F401
     autocast, is_autocast_enabled, set_autocast_enabled, get_autocast_dtype, set_autocast_dtype,
