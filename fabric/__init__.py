@@ -24,6 +24,12 @@ from ._dtype import (  # noqa: F401
     uint8, bool, get_default_dtype, set_default_dtype, promote_types, can_cast, finfo, iinfo,
 )
 from ._device import device  # noqa: F401
+from ._layout import (  # noqa: F401
+    layout, memory_format, strided, sparse_coo, sparse_csr, sparse_csc, sparse_bsr, sparse_bsc, jagged,
+    contiguous_format, channels_last, channels_last_3d, preserve_format,
+)
+from math import e, inf, nan, pi  # noqa: F401  (torch.pi ... are Python floats too)
+newaxis = None
 from ._tensor import Tensor, Size  # noqa: F401
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled  # noqa: F401
 from .autograd.grad_mode import is_inference_mode_enabled  # noqa: F401

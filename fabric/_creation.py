@@ -19,7 +19,7 @@ from . import _dtype as D
 from ._device import as_device
 from ._tensor import Tensor, _to_array
 from .backends import backend_for, backend_of
-from .ops._util import shape_args
+from .ops._util import factory_size, shape_args
 
 __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "from_dlpack", "zeros", "ones", "full", "empty",
            "zeros_like", "ones_like", "full_like", "empty_like", "arange", "range", "linspace", "logspace", "eye",
@@ -186,20 +186,22 @@ def _filled(shape, value, dtype, device, requires_grad):
     return t
 
 
-def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
-    """A tensor of zeros (default dtype float32)."""
-    return _out(out, _filled(shape_args(size, "size"), 0, _np_dtype(dtype), device, requires_grad))
+def zeros(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+          pin_memory=False) -> Tensor:
+    """A tensor of zeros (default dtype float32): ``zeros(2, 3)``, ``zeros((2, 3))`` or ``zeros(size=(2, 3))``."""
+    return _out(out, _filled(factory_size("zeros", sizes, size), 0, _np_dtype(dtype), device, requires_grad))
 
 
-def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
-    """A tensor of ones."""
-    return _out(out, _filled(shape_args(size, "size"), 1, _np_dtype(dtype), device, requires_grad))
+def ones(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+         pin_memory=False) -> Tensor:
+    """A tensor of ones (the size as for :func:`zeros`)."""
+    return _out(out, _filled(factory_size("ones", sizes, size), 1, _np_dtype(dtype), device, requires_grad))
 
 
-def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
-          memory_format=None) -> Tensor:
-    """An uninitialised tensor."""
-    return _out(out, _filled(shape_args(size, "size"), None, _np_dtype(dtype), device, requires_grad))
+def empty(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+          pin_memory=False, memory_format=None) -> Tensor:
+    """An uninitialised tensor (the size as for :func:`zeros`)."""
+    return _out(out, _filled(factory_size("empty", sizes, size), None, _np_dtype(dtype), device, requires_grad))
 
 
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,

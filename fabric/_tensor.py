@@ -18,6 +18,7 @@ import weakref
 import numpy as np
 
 from . import _dtype as D
+from . import _layout
 from ._device import as_device, cpu as _CPU, device as _device_cls
 from .autograd import function as _function, engine as _engine
 from .autograd.grad_mode import state as _state
@@ -172,10 +173,20 @@ class Tensor:
 
     is_cpu = property(lambda self: self._data.__class__ is _ndarray)
     is_sparse = False
+    is_sparse_csr = False
     is_quantized = False
     is_meta = False
+    is_mkldnn = False
+    is_nested = False
+    is_mps = False
+    is_xpu = False
+    is_ipu = False
+    is_hpu = False
+    is_maia = False
+    is_mtia = False
+    is_vulkan = False
     is_complex = lambda self: False  # noqa: E731
-    layout = "strided"
+    layout = _layout.strided
 
     @property
     def ndim(self) -> int:
@@ -217,10 +228,13 @@ class Tensor:
             item = d.itemsize
             st = [s // item for s in d.strides]
             # size-1 dims: NumPy may report any stride (0 for inserted axes);
-            # PyTorch reports the nominal one, stride[d+1] * size[d+1]
-            for k in range(d.ndim - 1, -1, -1):
-                if d.shape[k] == 1:
-                    st[k] = st[k + 1] * d.shape[k + 1] if k + 1 < d.ndim else 1
+            # PyTorch reports the nominal one, stride[d+1] * size[d+1] (a
+            # channels-last copy's are nominal already: NumPy made them)
+            if not (d.ndim in (4, 5) and not d.flags.c_contiguous and _layout.is_contiguous_in(
+                    d.shape, st, _layout.channels_last if d.ndim == 4 else _layout.channels_last_3d)):
+                for k in range(d.ndim - 1, -1, -1):
+                    if d.shape[k] == 1:
+                        st[k] = st[k + 1] * d.shape[k + 1] if k + 1 < d.ndim else 1
             st = tuple(st)
         if dim is None:
             return st
@@ -245,12 +259,32 @@ class Tensor:
         return d.data.ptr
 
     def is_contiguous(self, memory_format=None) -> bool:
-        return bool(self._data.flags.c_contiguous)
+        """Whether the elements lie in memory in ``memory_format``'s order
+        (default: row-major) without gaps, as PyTorch decides it."""
+        if memory_format is None or memory_format is _layout.contiguous_format:
+            return bool(self._data.flags.c_contiguous)
+        if memory_format is _layout.preserve_format:
+            raise RuntimeError("is_contiguous() does not support memory_format=torch.preserve_format")
+        return _layout.is_contiguous_in(self._data.shape, self.stride(), memory_format)
 
     def contiguous(self, memory_format=None) -> "Tensor":
-        if self._data.flags.c_contiguous:
+        """``self`` if it is contiguous in ``memory_format`` (default row-major),
+        else a copy laid out so (``channels_last``: NHWC order of an NCHW tensor).
+
+        Example::
+
+            >>> import fabric
+            >>> fabric.zeros(1, 2, 3, 3).contiguous(memory_format=fabric.channels_last).stride()
+            (18, 1, 6, 2)
+        """
+        if memory_format is None or memory_format is _layout.contiguous_format:
+            if self._data.flags.c_contiguous:
+                return self
+            return _ops.clone(self, memory_format=_layout.contiguous_format)
+        fmt = _layout.check_format(memory_format, self._data.ndim)
+        if fmt is _layout.preserve_format or self.is_contiguous(fmt):
             return self
-        return _ops.clone(self)
+        return _ops.clone(self, memory_format=fmt)
 
     # --- autograd attributes -------------------------------------------------
     @property
@@ -521,8 +555,12 @@ class Tensor:
     def to(self, *args, **kwargs) -> "Tensor":
         """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``;
         keywords ``non_blocking``, ``copy``. Differentiable."""
+        fmt = kwargs.pop("memory_format", None)
         dev, dt, copy, non_blocking = _parse_to(args, kwargs)
-        return _ops.to_copy(self, dev, dt, copy, non_blocking)
+        out = _ops.to_copy(self, dev, dt, copy, non_blocking)
+        if fmt is not None and fmt is not _layout.preserve_format:
+            out = out.contiguous(fmt)
+        return out
 
     def cpu(self, memory_format=None) -> "Tensor":
         return self if self._data.__class__ is _ndarray else self.to("cpu")
@@ -617,27 +655,27 @@ class Tensor:
         return get_cupy_backend().is_pinned(self._data)
 
     def clone(self, memory_format=None) -> "Tensor":
-        return _ops.clone(self)
+        return _ops.clone(self, memory_format=memory_format)
 
     def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
         from ._creation import tensor
 
         return tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
 
-    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, **kw):
+    def new_zeros(self, *sizes, size=None, dtype=None, device=None, requires_grad=False, **kw):
         from ._creation import zeros
 
-        return zeros(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+        return zeros(*sizes, size=size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
 
-    def new_ones(self, *size, dtype=None, device=None, requires_grad=False, **kw):
+    def new_ones(self, *sizes, size=None, dtype=None, device=None, requires_grad=False, **kw):
         from ._creation import ones
 
-        return ones(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+        return ones(*sizes, size=size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
 
-    def new_empty(self, *size, dtype=None, device=None, requires_grad=False, **kw):
+    def new_empty(self, *sizes, size=None, dtype=None, device=None, requires_grad=False, **kw):
         from ._creation import empty
 
-        return empty(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+        return empty(*sizes, size=size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
 
     def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False, **kw):
         from ._creation import full

@@ -1,0 +1,117 @@
+"""Layouts and memory formats: ``fabric.strided``, ``fabric.channels_last`` ...
+
+A tensor's *memory format* is the order its elements lie in memory. fabric
+keeps PyTorch's strides for each: ``contiguous_format`` is row-major (NCHW
+for images), ``channels_last`` stores a 4-D NCHW tensor as NHWC (strides
+``(H*W*C, 1, W*C, C)``), ``channels_last_3d`` a 5-D NCDHW tensor as NDHWC.
+``preserve_format`` (what ``clone``, ``*_like`` and ``to`` default to) keeps
+the input's order. :func:`is_contiguous_in` is PyTorch's test, which skips
+size-1 dimensions; :func:`copy_in_format` copies an array (NumPy or CuPy)
+into a format.
+
+Example::
+
+    >>> import fabric
+    >>> x = fabric.zeros(2, 3, 4, 5).contiguous(memory_format=fabric.channels_last)
+    >>> x.stride(), x.is_contiguous(memory_format=fabric.channels_last)
+    ((60, 1, 15, 3), True)
+"""
+from __future__ import annotations
+
+__all__ = ["layout", "memory_format", "strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr",
+           "sparse_bsc", "jagged", "contiguous_format", "channels_last", "channels_last_3d", "preserve_format",
+           "is_contiguous_in", "copy_in_format", "check_format"]
+
+
+class layout:
+    """A tensor layout (``fabric.strided`` for every dense tensor)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"fabric.{self.name}"
+
+    def __reduce__(self):
+        return self.name
+
+
+class memory_format:
+    """The order a dense tensor's elements lie in memory."""
+
+    __slots__ = ("name", "order")
+
+    def __init__(self, name: str, order):
+        self.name = name
+        self.order = order  # the dimension order from outermost to innermost in memory, or None
+
+    def __repr__(self) -> str:
+        return f"fabric.{self.name}"
+
+    def __reduce__(self):
+        return self.name
+
+
+strided = layout("strided")
+sparse_coo = layout("sparse_coo")
+sparse_csr = layout("sparse_csr")
+sparse_csc = layout("sparse_csc")
+sparse_bsr = layout("sparse_bsr")
+sparse_bsc = layout("sparse_bsc")
+jagged = layout("jagged")
+
+contiguous_format = memory_format("contiguous_format", None)
+channels_last = memory_format("channels_last", (0, 2, 3, 1))
+channels_last_3d = memory_format("channels_last_3d", (0, 2, 3, 4, 1))
+preserve_format = memory_format("preserve_format", None)
+
+
+def check_format(fmt, ndim: int):
+    """``fmt`` as a memory format for a tensor of ``ndim`` dims (None:
+    contiguous); RuntimeError where PyTorch refuses it."""
+    if fmt is None:
+        return contiguous_format
+    if not isinstance(fmt, memory_format):
+        raise TypeError(f"memory_format must be torch.memory_format, not {type(fmt).__name__}")
+    if fmt is channels_last and ndim != 4:
+        raise RuntimeError("required rank 4 tensor to use channels_last format")
+    if fmt is channels_last_3d and ndim != 5:
+        raise RuntimeError("required rank 5 tensor to use channels_last_3d format")
+    return fmt
+
+
+def is_contiguous_in(shape, strides, fmt) -> bool:
+    """PyTorch's contiguity test of ``strides`` (in elements) for ``fmt``:
+    walking the dims from innermost to outermost, every dim of size > 1 has
+    the stride of the product of the inner sizes."""
+    order = fmt.order
+    if order is None:
+        if 0 in shape:
+            return True
+        order = range(len(shape))
+    elif len(shape) != len(order):
+        return False
+    expected = 1
+    for d in reversed(order):
+        size = shape[d]
+        if size != 1:
+            if strides[d] != expected:
+                return False
+            expected *= size
+    return True
+
+
+def copy_in_format(a, fmt):
+    """A copy of array ``a`` (NumPy or CuPy) laid out in ``fmt``
+    (``preserve_format``: the order of ``a``'s strides, as NumPy's ``order='K'``)."""
+    if fmt is preserve_format:
+        return a.copy(order="K")
+    order = fmt.order
+    if order is None:
+        return a.copy(order="C")
+    inverse = [0] * len(order)
+    for i, d in enumerate(order):
+        inverse[d] = i
+    return a.transpose(order).copy(order="C").transpose(inverse)
