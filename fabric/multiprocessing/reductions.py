@@ -72,8 +72,9 @@ def _shared_array(t: Tensor):
         if t._base is None and not shared_memory.in_shared_mapping(arr):
             t.share_memory_()
             arr = t._data
-        else:
-            copy = shared_memory.empty(arr.shape, arr.dtype)
+        else:  # a view, or already in a mapping without a descriptor: copy, keeping the order of strides
+            segment = shared_memory.new_segment(arr.nbytes)
+            copy = np.ndarray(arr.shape, arr.dtype, buffer=segment, strides=np.empty_like(arr).strides)
             copy[...] = arr
             arr = copy
     return arr
