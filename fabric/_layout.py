@@ -18,6 +18,10 @@ Example::
 """
 from __future__ import annotations
 
+import sys
+
+import numpy as np
+
 __all__ = ["layout", "memory_format", "strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr",
            "sparse_bsc", "jagged", "contiguous_format", "channels_last", "channels_last_3d", "preserve_format",
            "is_contiguous_in", "copy_in_format", "check_format"]
@@ -103,15 +107,68 @@ def is_contiguous_in(shape, strides, fmt) -> bool:
     return True
 
 
+def dense_order(shape, strides) -> list:
+    """The dims of a tensor from outermost to innermost in memory, as
+    PyTorch's ``infer_dense_strides`` orders them for a ``preserve_format``
+    copy: by stride, equal strides putting the smaller size inside, and a
+    zero stride (an expanded dim) keeping its row-major place."""
+    perm = list(range(len(shape)))[::-1]  # innermost first
+
+    def should_swap(d0, d1) -> int:
+        s0, s1 = strides[d0], strides[d1]
+        if s0 == 0 or s1 == 0:
+            return 0
+        if s0 != s1:
+            return -1 if s0 < s1 else 1
+        return 1 if shape[d0] > shape[d1] else 0
+
+    for i in range(1, len(perm)):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    return perm[::-1]
+
+
+def channels_last_strides(a):
+    """``a``'s strides in elements when ``a`` (4-D or 5-D) has exactly the
+    strides of a channels-last copy and is not also row-major; else None."""
+    order = channels_last.order if a.ndim == 4 else channels_last_3d.order
+    item = a.itemsize
+    strides = a.strides
+    expected = item
+    for d in reversed(order):
+        if strides[d] != expected:
+            return None
+        expected *= max(a.shape[d], 1)
+    return tuple(s // item for s in strides)
+
+
 def copy_in_format(a, fmt):
     """A copy of array ``a`` (NumPy or CuPy) laid out in ``fmt``
-    (``preserve_format``: the order of ``a``'s strides, as NumPy's ``order='K'``)."""
+    (``preserve_format``: dense, in the order of ``a``'s strides, as PyTorch)."""
     if fmt is preserve_format:
-        return a.copy(order="K")
-    order = fmt.order
+        if a.flags.c_contiguous:
+            return a.copy()
+        item = a.itemsize
+        order = dense_order(a.shape, [s // item for s in a.strides])
+    else:
+        order = fmt.order
     if order is None:
         return a.copy(order="C")
     inverse = [0] * len(order)
     for i, d in enumerate(order):
         inverse[d] = i
-    return a.transpose(order).copy(order="C").transpose(inverse)
+    out = a.transpose(order).copy(order="C").transpose(inverse)
+    if out.size == 0:  # NumPy gives empty arrays zero strides; PyTorch keeps the format's
+        strides, acc = [0] * a.ndim, a.itemsize
+        for d in reversed(order):
+            strides[d] = acc
+            acc *= max(a.shape[d], 1)
+        xp = np if isinstance(a, np.ndarray) else sys.modules["cupy"]
+        out = xp.lib.stride_tricks.as_strided(out, a.shape, tuple(strides))
+    return out

@@ -222,19 +222,18 @@ class Tensor:
     def stride(self, dim=None):
         """Strides in elements, like PyTorch (NumPy's are in bytes)."""
         d = self._data
-        if d.size <= 1 or 0 in d.shape:
+        if d.ndim in (4, 5) and (cl := _layout.channels_last_strides(d)) is not None:
+            st = cl  # a channels-last copy: NumPy made PyTorch's strides, size-1 dims too
+        elif d.size <= 1 or 0 in d.shape:
             st = _contiguous_strides(d.shape)
         else:
             item = d.itemsize
             st = [s // item for s in d.strides]
             # size-1 dims: NumPy may report any stride (0 for inserted axes);
-            # PyTorch reports the nominal one, stride[d+1] * size[d+1] (a
-            # channels-last copy's are nominal already: NumPy made them)
-            if not (d.ndim in (4, 5) and not d.flags.c_contiguous and _layout.is_contiguous_in(
-                    d.shape, st, _layout.channels_last if d.ndim == 4 else _layout.channels_last_3d)):
-                for k in range(d.ndim - 1, -1, -1):
-                    if d.shape[k] == 1:
-                        st[k] = st[k + 1] * d.shape[k + 1] if k + 1 < d.ndim else 1
+            # PyTorch reports the nominal one, stride[d+1] * size[d+1]
+            for k in range(d.ndim - 1, -1, -1):
+                if d.shape[k] == 1:
+                    st[k] = st[k + 1] * d.shape[k + 1] if k + 1 < d.ndim else 1
             st = tuple(st)
         if dim is None:
             return st

@@ -67,7 +67,7 @@ class cuBLASModule:
             elif not isinstance(value, bool):
                 raise TypeError(f"{name} expects a bool or a tuple/list of bools, but got {type(value)!r}")
         if name in self._recorded:
-            self._recorded = {**self._recorded, name: value}
+            self._recorded[name] = value
             return
         raise AttributeError("Unknown attribute " + name)
 
