@@ -152,3 +152,12 @@ def test_clone_strides_match_torch_for_views():
         assert v(base).clone().stride() == v(tbase).clone().stride()
     assert fabric.zeros(3, 1).expand(3, 4).clone().stride() == torch.zeros(3, 1).expand(3, 4).clone().stride()
     assert fabric.zeros(1, 4).expand(3, 4).clone().stride() == torch.zeros(1, 4).expand(3, 4).clone().stride()
+
+
+@pytest.mark.cuda
+def test_channels_last_on_the_gpu():
+    x = fabric.arange(120.0).reshape(2, 3, 4, 5)
+    g = x.cuda().contiguous(memory_format=CL)
+    assert g.stride() == (60, 1, 15, 3) and g.is_contiguous(memory_format=CL)
+    assert fabric.equal(g.cpu(), x) and g.permute(0, 2, 3, 1).clone().stride() == (60, 15, 3, 1)
+    assert fabric.zeros(0, 3, 4, 5, device="cuda").contiguous(memory_format=CL).stride() == (60, 1, 15, 3)
