@@ -123,7 +123,9 @@ class TorchAliasFinder(importlib.abc.MetaPathFinder):
                     f"(there is no {fabric_name}); docs/compat.md lists what fabric covers",
                     name=fullname) from None
             raise
-        _mirror_loaded()
+        # the module being found must stay out of sys.modules until the import system puts it there
+        # (finding it there, importlib would reload it from fabric's own spec: a second module object)
+        _mirror_loaded(skip=fullname)
         spec = importlib.machinery.ModuleSpec(fullname, _AliasLoader(module),
                                               is_package=hasattr(module, "__path__"))
         if hasattr(module, "__path__"):
@@ -134,7 +136,7 @@ class TorchAliasFinder(importlib.abc.MetaPathFinder):
 _FINDER = TorchAliasFinder()
 
 
-def _mirror_loaded() -> None:
+def _mirror_loaded(skip: str | None = None) -> None:
     """Register every imported fabric module under its PyTorch name too.
 
     A hit in ``sys.modules`` skips the import machinery, which would set the
@@ -143,7 +145,9 @@ def _mirror_loaded() -> None:
     modules = sys.modules
     for name, module in list(modules.items()):
         if name.startswith("fabric.") and module is not None:
-            modules.setdefault(_torch_name(name), module)
+            alias = _torch_name(name)
+            if alias != skip:
+                modules.setdefault(alias, module)
 
 
 def _shim_on_path(add: bool) -> None:

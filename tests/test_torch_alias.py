@@ -90,7 +90,9 @@ def test_deep_paths_give_the_same_module_and_class_objects():
         from torch.autograd.function import Function
         import torch.backends.cudnn
         import torch.nn.utils.spectral_norm
+        import torch.distributions.bernoulli   # not imported by fabric itself until now
         checks = [
+            sys.modules["torch.distributions.bernoulli"] is sys.modules["fabric.distributions.bernoulli"],
             torch.nn.modules.module.Module is torch.nn.Module is fabric.nn.Module,
             sys.modules["torch.nn.modules.module"] is sys.modules["fabric.nn.modules.module"],
             Sampler is torch.utils.data.Sampler is fabric.data.Sampler,
