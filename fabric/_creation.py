@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from . import _dtype as D
+from . import _layout
 from ._device import as_device
 from ._tensor import Tensor, _to_array
 from .backends import backend_for, backend_of
@@ -254,27 +255,38 @@ def _like(input, dtype, device):
     return input._data.shape, dt, dev
 
 
+def _filled_like(input, value, dt, dev, requires_grad, memory_format) -> Tensor:
+    """``_filled`` laid out as ``memory_format`` (default: the input's own order, as PyTorch)."""
+    shape = input._data.shape
+    order = _layout.like_order(input._data, memory_format)
+    if order is None:
+        return _filled(shape, value, dt, dev, requires_grad)
+    t = _filled(tuple(shape[d] for d in order), value, dt, dev, requires_grad)
+    t._data = t._data.transpose(_layout.inverse_order(order))
+    return t
+
+
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
-    shape, dt, dev = _like(input, dtype, device)
-    return _filled(shape, 0, dt, dev, requires_grad)
+    _, dt, dev = _like(input, dtype, device)
+    return _filled_like(input, 0, dt, dev, requires_grad, memory_format)
 
 
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
-    shape, dt, dev = _like(input, dtype, device)
-    return _filled(shape, 1, dt, dev, requires_grad)
+    _, dt, dev = _like(input, dtype, device)
+    return _filled_like(input, 1, dt, dev, requires_grad, memory_format)
 
 
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
-    shape, dt, dev = _like(input, dtype, device)
-    return _filled(shape, None, dt, dev, requires_grad)
+    _, dt, dev = _like(input, dtype, device)
+    return _filled_like(input, None, dt, dev, requires_grad, memory_format)
 
 
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None) -> Tensor:
-    shape, dt, dev = _like(input, dtype, device)
+    _, dt, dev = _like(input, dtype, device)
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
-    return _filled(shape, fill_value, dt, dev, requires_grad)
+    return _filled_like(input, fill_value, dt, dev, requires_grad, memory_format)
 
 
 def _num(v):

@@ -148,6 +148,26 @@ def channels_last_strides(a):
     return tuple(s // item for s in strides)
 
 
+def like_order(a, fmt):
+    """The memory order (outermost dim first) of a new tensor made like array
+    ``a`` in ``fmt`` (None or ``preserve_format``: ``a``'s own order, as
+    PyTorch's ``*_like`` do); None when that is row-major."""
+    if fmt is None or fmt is preserve_format:
+        if a.flags.c_contiguous:
+            return None
+        order = dense_order(a.shape, [s // a.itemsize for s in a.strides])
+    else:
+        order = check_format(fmt, a.ndim).order
+    return None if order is None or list(order) == list(range(a.ndim)) else list(order)
+
+
+def inverse_order(order) -> list:
+    inverse = [0] * len(order)
+    for i, d in enumerate(order):
+        inverse[d] = i
+    return inverse
+
+
 def copy_in_format(a, fmt):
     """A copy of array ``a`` (NumPy or CuPy) laid out in ``fmt``
     (``preserve_format``: dense, in the order of ``a``'s strides, as PyTorch)."""

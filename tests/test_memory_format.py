@@ -161,3 +161,16 @@ def test_channels_last_on_the_gpu():
     assert g.stride() == (60, 1, 15, 3) and g.is_contiguous(memory_format=CL)
     assert fabric.equal(g.cpu(), x) and g.permute(0, 2, 3, 1).clone().stride() == (60, 15, 3, 1)
     assert fabric.zeros(0, 3, 4, 5, device="cuda").contiguous(memory_format=CL).stride() == (60, 1, 15, 3)
+
+
+@pytest.mark.parametrize("fn", ["empty_like", "zeros_like", "ones_like", "full_like"])
+def test_like_factories_keep_the_format_by_default(fn):
+    f = getattr(fabric, fn)
+    args = (2.5,) if fn == "full_like" else ()
+    x = fabric.zeros(2, 3, 4, 5).contiguous(memory_format=CL)
+    assert f(x, *args).stride() == (60, 1, 15, 3)
+    assert f(x, *args, memory_format=CF).stride() == (60, 20, 5, 1)
+    assert f(fabric.zeros(2, 3, 4, 5), *args, memory_format=CL).is_contiguous(memory_format=CL)
+    assert f(fabric.zeros(3, 4).t(), *args).stride() == (1, 4)
+    if fn != "empty_like":
+        assert f(x, *args).tolist() == f(fabric.zeros(2, 3, 4, 5), *args).tolist()
