@@ -41,7 +41,7 @@ from .random import manual_seed, seed, initial_seed, get_rng_state, set_rng_stat
 from ._formatting import set_printoptions  # noqa: F401
 import fabric.linalg as linalg  # noqa: E402,F401  (`from . import linalg` would get fabric.ops.linalg)
 from .serialization import save, load  # noqa: F401
-from ._torch_alias import install_torch_alias  # noqa: F401
+from ._torch_alias import install_torch_alias, uninstall_torch_alias  # noqa: F401
 from ._extras import *  # noqa: F401,F403,E402
 from ._threads import set_num_threads, get_num_threads, set_num_interop_threads, get_num_interop_threads  # noqa: F401,E501
 from . import nn, optim  # noqa: F401,E402

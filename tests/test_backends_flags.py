@@ -194,3 +194,14 @@ def test_version():
                                   "fabric.multiprocessing.reductions"])
 def test_docstring_examples(name):
     assert doctest.testmod(importlib.import_module(name)).failed == 0
+
+
+def test_docs_code_blocks_run():
+    import os
+    import re
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "pytorch_programs.md")
+    blocks = re.findall(r"```python\n(.*?)```", open(path).read(), re.S)
+    assert len(blocks) >= 5
+    for code in blocks:
+        exec(compile(code, "docs/pytorch_programs.md", "exec"), {})  # noqa: S102  (our own docs)
