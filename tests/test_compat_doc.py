@@ -46,8 +46,14 @@ def test_inventory_matches_the_installed_torch(inventory):
     out = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gen_compat_doc.py"), "--print-inventory"],
                          capture_output=True, text=True, env=env, timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
-    assert json.loads(out.stdout) == inventory, "tools/torch_inventory.json is stale: run " \
-                                                "python tools/gen_compat_doc.py --inventory"
+    fresh = json.loads(out.stdout)
+    stale = "tools/torch_inventory.json is stale: run python tools/gen_compat_doc.py --inventory"
+    assert sorted(fresh["modules"]) == sorted(inventory["modules"]), stale
+    for path, info in fresh["modules"].items():
+        kept = inventory["modules"][path]
+        # a torch module that needs an optional package (tensorboard ...) lists its names only where that is installed
+        if "torch_import_error" not in info and "torch_import_error" not in kept:
+            assert info["names"] == kept["names"], f"{path}: {stale}"
 
 
 def test_every_present_module_is_one_object_and_imports_cleanly(report):

@@ -105,7 +105,10 @@ for path, info in inventory["modules"].items():
         try:
             module = importlib.import_module(path)
         except ModuleNotFoundError as e:
-            report[path] = {"status": "missing"}
+            if e.name is not None and (path == e.name or path.startswith(e.name + ".")):
+                report[path] = {"status": "missing"}
+            else:  # a fabric module that needs something not installed: fabric modules must import without extras
+                report[path] = {"status": "error", "error": f"{type(e).__name__}: {e}"[:300]}
             continue
         except BaseException as e:
             report[path] = {"status": "error", "error": f"{type(e).__name__}: {e}"[:300]}
