@@ -129,6 +129,25 @@ def test_child_writes_reach_the_parent(method):
     assert p.exitcode == 0 and t.tolist() == [2.0, 2.0, 2.0, 2.0]
 
 
+def _report_sum(t, q):
+    q.put(t.sum().item())
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_views_as_process_arguments_stay_open_until_the_launch(method):
+    # a view travels as a copy whose only owner is the pickled message: it must outlive the pickling
+    if method not in multiprocessing.get_all_start_methods():
+        pytest.skip(f"no {method} here")
+    ctx = multiprocessing.get_context(method)
+    q = ctx.SimpleQueue()
+    p = ctx.Process(target=_report_sum, args=(fabric.arange(12.0).reshape(6, 2)[1:], q))
+    gc.collect()
+    p.start()
+    assert q.get() == 65.0
+    p.join(60)
+    assert p.exitcode == 0
+
+
 def test_sharing_strategy_api():
     assert fmp.get_all_sharing_strategies() == {"file_descriptor"}
     assert fmp.get_sharing_strategy() == "file_descriptor"

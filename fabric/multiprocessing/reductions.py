@@ -35,6 +35,7 @@ Example::
 """
 from __future__ import annotations
 
+from multiprocessing.context import get_spawning_popen
 from multiprocessing.reduction import DupFd, ForkingPickler
 
 import numpy as np
@@ -90,6 +91,11 @@ def reduce_tensor(t: Tensor):
         return t.__reduce_ex__(5)
     arr = _shared_array(t)
     segment, offset = shared_memory.segment_of(arr)
+    popen = get_spawning_popen()
+    if popen is not None:
+        # a spawn/forkserver launch passes the descriptor itself, later: the segment (a copy may have no other
+        # owner) must stay open until then, so the Process's Popen keeps it
+        popen.__dict__.setdefault("_fabric_segments", []).append(segment)
     state = dict(t.__dict__) if hasattr(t, "__dict__") else None
     return rebuild_tensor, (type(t), DupFd(segment.fd), segment.size, offset, arr.shape, arr.strides, arr.dtype,
                             t._requires_grad, state)
