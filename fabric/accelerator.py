@@ -55,7 +55,6 @@ def current_accelerator(check_available: bool = False):
     """``device('cuda')`` when CuPy can run here; None otherwise (and, with
     ``check_available``, when no GPU is visible)."""
     from ._device import device
-
     from .backends.cuda import is_built
 
     if not is_built() or (check_available and not is_available()):

@@ -91,9 +91,9 @@ def test_sdp_switches_and_the_deprecated_context():
     assert c.flash_sdp_enabled() and c.mem_efficient_sdp_enabled() and c.math_sdp_enabled() and c.cudnn_sdp_enabled()
     c.enable_flash_sdp(False)
     assert not c.flash_sdp_enabled()
-    with pytest.warns(FutureWarning, match="sdp_kernel"):
-        with c.sdp_kernel(enable_flash=True, enable_math=False, enable_mem_efficient=False):
-            assert c.flash_sdp_enabled() and not c.math_sdp_enabled() and not c.mem_efficient_sdp_enabled()
+    with pytest.warns(FutureWarning, match="sdp_kernel"), c.sdp_kernel(enable_flash=True, enable_math=False,
+                                                                         enable_mem_efficient=False):
+        assert c.flash_sdp_enabled() and not c.math_sdp_enabled() and not c.mem_efficient_sdp_enabled()
     assert not c.flash_sdp_enabled() and c.math_sdp_enabled()
     assert c.is_flash_attention_available() is False
     assert c.preferred_linalg_library() == "default" and c.preferred_blas_library() == "cublas"
@@ -201,7 +201,8 @@ def test_docs_code_blocks_run():
     import re
 
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "pytorch_programs.md")
-    blocks = re.findall(r"```python\n(.*?)```", open(path).read(), re.S)
+    with open(path) as f:
+        blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
     assert len(blocks) >= 5
     for code in blocks:
-        exec(compile(code, "docs/pytorch_programs.md", "exec"), {})  # noqa: S102  (our own docs)
+        exec(compile(code, "docs/pytorch_programs.md", "exec"), {})

@@ -54,6 +54,10 @@ def new_shared_fd(size: int) -> int:
 class Segment(mmap.mmap):
     """A shared mapping that owns its descriptor (``fd``, closed with the segment)."""
 
+    fd: int
+    size: int
+    address: int  # of the first byte, to find an array's offset in the segment
+
     def __new__(cls, fd: int, size: int):
         self = super().__new__(cls, fd, size)
         self.fd, self.size = fd, size

@@ -19,12 +19,19 @@ Example::
 from __future__ import annotations
 
 import multiprocessing
-from multiprocessing import *  # noqa: F403
+from multiprocessing import *
 
-from . import reductions
+from . import reductions  # noqa: F401  (torch.multiprocessing.reductions)
 from .reductions import get_all_sharing_strategies, get_sharing_strategy, init_reductions, set_sharing_strategy
-from .spawn import (ProcessContext, ProcessException, ProcessExitedException, ProcessRaisedException, SpawnContext,
-                    spawn, start_processes)
+from .spawn import (
+                    ProcessContext,
+                    ProcessException,
+                    ProcessExitedException,
+                    ProcessRaisedException,
+                    SpawnContext,
+                    spawn,
+                    start_processes,
+)
 
 __all__ = ["set_sharing_strategy", "get_sharing_strategy", "get_all_sharing_strategies", "init_reductions",
            "spawn", "start_processes", "ProcessContext", "SpawnContext", "ProcessException",

@@ -90,7 +90,9 @@ def reduce_tensor(t: Tensor):
     if t._data.__class__ is not np.ndarray or not shared_memory.available:
         return t.__reduce_ex__(5)
     arr = _shared_array(t)
-    segment, offset = shared_memory.segment_of(arr)
+    found = shared_memory.segment_of(arr)
+    assert found is not None  # _shared_array put it in a segment
+    segment, offset = found
     popen = get_spawning_popen()
     if popen is not None:
         # a spawn/forkserver launch passes the descriptor itself, later: the segment (a copy may have no other

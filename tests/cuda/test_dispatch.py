@@ -14,7 +14,7 @@ from fabric.backends.cuda import launch
 def _cupy_without_device():
     try:
         import cupy
-    except Exception:  # noqa: BLE001  (ImportError, or CUDA libraries failing to load)
+    except Exception:
         pytest.skip("CuPy is not installed")
     if cupy.is_available():
         pytest.skip("a CUDA device is present")
@@ -34,7 +34,7 @@ def test_backend_lookup_raises_clearly_without_device(monkeypatch):
 
     monkeypatch.setattr(backends, "_cupy_instance", None)
     # importing the submodule must not shadow the accessor
-    import fabric.backends.cupy_backend  # noqa: F401 (the import is the test)
+    import fabric.backends.cupy_backend
     with pytest.raises(RuntimeError, match="no usable CUDA device"):
         backends.get_cupy_backend()
     with pytest.raises(RuntimeError, match="no usable CUDA device"):
@@ -61,7 +61,7 @@ def test_cuda_is_not_available_without_device():
         import cupy
         if cupy.is_available():
             pytest.skip("a CUDA device is present")
-    except Exception:  # noqa: BLE001, S110  (no usable CuPy: fabric must say False)
+    except Exception:
         pass
     assert fabric.cuda.is_available() is False
 

@@ -63,7 +63,7 @@ class cuBLASModule:
             if isinstance(value, (list, tuple)):
                 if not value or len(value) > 2 or not all(isinstance(v, bool) for v in value):
                     raise TypeError(f"{name} expects a bool or a tuple/list of one or two bools")
-                value = value[0]
+                value = list(value)[0]
             elif not isinstance(value, bool):
                 raise TypeError(f"{name} expects a bool or a tuple/list of bools, but got {type(value)!r}")
         if name in self._recorded:
