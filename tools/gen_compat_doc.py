@@ -94,6 +94,8 @@ def build_inventory() -> dict:
 
 _PROBE = r"""
 import importlib, json, sys, warnings
+# an editable install of another checkout would answer for submodules this checkout lacks
+sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")]
 import fabric
 fabric.install_torch_alias()
 from fabric._torch_alias import fabric_module_name
