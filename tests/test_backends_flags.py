@@ -190,7 +190,7 @@ def test_version():
 @pytest.mark.parametrize("name", ["fabric.backends._flags", "fabric.backends.cudnn", "fabric.backends.mps",
                                   "fabric.backends.mkldnn", "fabric.backends.cpu", "fabric.backends.opt_einsum",
                                   "fabric.backends.cuda", "fabric.accelerator", "fabric.version", "fabric._layout",
-                                  "fabric.backends.shared_memory", "fabric.multiprocessing",
+                                  "fabric._shared_memory", "fabric.multiprocessing",
                                   "fabric.multiprocessing.reductions"])
 def test_docstring_examples(name):
     assert doctest.testmod(importlib.import_module(name)).failed == 0

@@ -14,7 +14,7 @@ import pytest
 
 import fabric
 import fabric.multiprocessing as fmp
-from fabric.backends import shared_memory
+from fabric import _shared_memory as shared_memory
 
 pytestmark = pytest.mark.skipif(not shared_memory.available, reason="no POSIX shared memory")
 

@@ -40,8 +40,8 @@ from multiprocessing.reduction import DupFd, ForkingPickler
 
 import numpy as np
 
+from .. import _shared_memory as shared_memory
 from .._tensor import Tensor
-from ..backends import shared_memory
 
 __all__ = ["reduce_tensor", "rebuild_tensor", "init_reductions", "get_sharing_strategy", "set_sharing_strategy",
            "get_all_sharing_strategies"]

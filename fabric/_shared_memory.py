@@ -1,4 +1,5 @@
-"""Arrays in shared memory that other processes can map.
+"""Anonymous shared memory: the primitive below ``Tensor.share_memory_``, tensors sent between
+processes (``fabric.multiprocessing``) and the DataLoader's shared batches (``fabric.data._shm``).
 
 A :class:`Segment` is an ``mmap`` of anonymous shared memory (``memfd``; a
 POSIX segment unlinked at once where memfd is missing) that keeps its file
@@ -10,9 +11,9 @@ every process, even when processes are killed.
 Example::
 
     >>> import numpy as np
-    >>> from fabric.backends import shared_memory
-    >>> a = shared_memory.empty((2, 3), np.float32)
-    >>> seg, offset = shared_memory.segment_of(a)
+    >>> from fabric import _shared_memory
+    >>> a = _shared_memory.empty((2, 3), np.float32)
+    >>> seg, offset = _shared_memory.segment_of(a)
     >>> offset, seg.size
     (0, 24)
 """
@@ -30,17 +31,19 @@ try:
 except ImportError:  # Windows
     _posixshmem = None
 
-__all__ = ["available", "Segment", "new_segment", "attach", "empty", "segment_of", "in_shared_mapping"]
+__all__ = ["available", "new_shared_fd", "Segment", "new_segment", "attach", "empty", "segment_of",
+           "in_shared_mapping"]
 
-available = sys.platform != "win32" and (hasattr(os, "memfd_create") or _posixshmem is not None)
+available = _posixshmem is not None and sys.platform != "win32"
 
 
 def new_shared_fd(size: int) -> int:
     """A descriptor of ``size`` bytes of anonymous shared memory."""
     if hasattr(os, "memfd_create"):
-        fd = os.memfd_create("fabric-shm", os.MFD_CLOEXEC)
+        fd = os.memfd_create("fabric-data", os.MFD_CLOEXEC)
     else:
-        name = f"/fab{os.getpid():x}_{os.urandom(6).hex()}"
+        assert _posixshmem is not None
+        name = f"/fdl{os.getpid():x}_{os.urandom(6).hex()}"
         fd = _posixshmem.shm_open(name, os.O_CREAT | os.O_EXCL | os.O_RDWR, mode=0o600)
         _posixshmem.shm_unlink(name)
     try:
