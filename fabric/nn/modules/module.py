@@ -642,13 +642,16 @@ class Module:
             fabric.float64
         """
         kwargs = dict(kwargs)
-        kwargs.pop("memory_format", None)
+        fmt = kwargs.pop("memory_format", None)
         device, dtype, _, non_blocking = _parse_to(args, kwargs)
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
                             f"dtype={dtype}")
 
         def convert(t):
+            if fmt is not None and t.dim() in (4, 5):  # as PyTorch: only 4-D/5-D weights take the format
+                return t.to(device, dtype if t.is_floating_point() else None, non_blocking=non_blocking,
+                            memory_format=fmt)
             return t.to(device, dtype if t.is_floating_point() else None, non_blocking=non_blocking)
 
         return self._apply(convert)
