@@ -10,7 +10,9 @@ Example::
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+# The PyTorch release whose API fabric follows, with fabric's own version (the fabric-dl distribution's) as
+# the local label: scripts that compare torch.__version__ with "2.0" under the alias take PyTorch 2's branches.
+__version__ = "2.13.0+fabric.0.1.0"
 
 import builtins as _builtins
 import warnings as _warnings
