@@ -474,7 +474,7 @@ class KernelOps:
                                     weight_decay, nesterov, maximize, first_step)
         bufs = momentum_bufs if momentum else params   # never read when momentum == 0
         self._multi_tensor("sgd_step", [params, grads, bufs], (
-            _f64(lr), _f64(momentum), _f64(dampening), _f64(weight_decay),
+            _f64(lr), _f64(momentum), _f64(1.0 - dampening), _f64(weight_decay),
             _i32(bool(nesterov)), _i32(bool(maximize)), _i32(bool(first_step))))
 
     def adam_step(self, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, lr=1e-3,
@@ -490,9 +490,11 @@ class KernelOps:
         step_size = lr / (1.0 - beta1 ** step)
         bc2_sqrt = math.sqrt(1.0 - beta2 ** step)
         vmax = max_exp_avg_sqs if amsgrad else exp_avg_sqs   # never read without amsgrad
+        # differences from 1 in double, rounded once by the kernel (as the reference's Python floats)
         self._multi_tensor("adam_step", [params, grads, exp_avgs, exp_avg_sqs, vmax], (
-            _f64(lr), _f64(beta1), _f64(beta2), _f64(eps), _f64(weight_decay), _f64(step_size),
-            _f64(bc2_sqrt), _i32(bool(amsgrad)), _i32(bool(maximize)), _i32(bool(decoupled_weight_decay))))
+            _f64(1.0 - beta1), _f64(beta2), _f64(1.0 - beta2), _f64(eps), _f64(weight_decay),
+            _f64(1.0 - lr * weight_decay), _f64(step_size), _f64(bc2_sqrt), _i32(bool(amsgrad)),
+            _i32(bool(maximize)), _i32(bool(decoupled_weight_decay))))
 
 
 def _import_cupy():
