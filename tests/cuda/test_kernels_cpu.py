@@ -25,6 +25,9 @@ CONFIGS = {
     "tiny-uncached": {"seed": 1, "guard": "start", "limits": launch.Limits(
         max_block=64, max_grid=2, max_shared=0, elementwise_block=32, chunk_size=40)},
     "gpu-sized": {"seed": 2, "guard": "end", "limits": launch.Limits()},
+    # race check: every access recorded, threads preempted at memory operations
+    "race-checked": {"seed": 3, "guard": "end", "race": True, "limits": launch.Limits(
+        max_block=64, max_grid=3, max_shared=44 * 1024, elementwise_block=32, chunk_size=64)},
 }
 ALL = [np.float16, np.float32, np.float64]
 LAUNCHED: set[str] = set()
