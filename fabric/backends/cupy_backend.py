@@ -78,10 +78,8 @@ class KernelOps:
         cols = xm.shape[-1]
         rows = xm.size // cols if cols else 0
         if rows:
-            lim = self.kernels.limits
-            cached, smem = cache_config(cols, xm.itemsize, 1, lim)
-            grid, block = rows_config(rows, cols, lim)
-            self.kernels.get(kernel, x.dtype)(grid, block, (xm, y, _i64(rows), _i32(cols), _i32(cached)),
+            mode, grid, block, smem = launch.row_mode_config(rows, cols, xm.itemsize, 1, self.kernels.limits)
+            self.kernels.get(kernel, x.dtype)(grid, block, (xm, y, _i64(rows), _i32(cols), _i32(mode)),
                                               shared_mem=smem)
         return xp.moveaxis(y, -1, axis) if axis != x.ndim - 1 else y
 
@@ -95,10 +93,8 @@ class KernelOps:
         cols = y.shape[-1]
         rows = y.size // cols if cols else 0
         if rows:
-            lim = self.kernels.limits
-            cached, smem = cache_config(cols, y.itemsize, copies, lim)
-            grid, block = rows_config(rows, cols, lim)
-            self.kernels.get(kernel, y.dtype)(grid, block, (y, gy, gx, _i64(rows), _i32(cols), _i32(cached)),
+            mode, grid, block, smem = launch.row_mode_config(rows, cols, y.itemsize, copies, self.kernels.limits)
+            self.kernels.get(kernel, y.dtype)(grid, block, (y, gy, gx, _i64(rows), _i32(cols), _i32(mode)),
                                               shared_mem=smem)
         return xp.moveaxis(gx, -1, axis) if axis != gx.ndim - 1 else gx
 

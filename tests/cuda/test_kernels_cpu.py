@@ -1,10 +1,12 @@
 """Every CUDA kernel, executed on the CPU by the harness through the CuPy
 backend's own launch code (KernelOps), against its NumPy reference twin.
 
-Three harness configurations: tiny launch limits (3 blocks, <=128 threads,
-96-element optimizer chunks, so grid-stride and multi-chunk paths run) with
-rows cached in shared memory; the same with caching off and guard pages
-before the arrays; and GPU-sized limits."""
+Four harness configurations: tiny launch limits (3 blocks, <=128 threads,
+96-element optimizer chunks, so grid-stride and multi-chunk paths run, softmax
+with a block per row) with rows cached in shared memory; the same with caching
+off and guard pages before the arrays; GPU-sized limits (softmax rows of up to
+1024 columns one warp each); and tiny limits under the race check (every
+access recorded, threads preempted at memory operations)."""
 from __future__ import annotations
 
 import functools
@@ -21,9 +23,10 @@ from fabric.backends.cuda import launch
 pytestmark = pytest.mark.skipif(not harness.have_compiler(), reason="the CUDA CPU harness needs g++ and nm")
 
 CONFIGS = {
-    "tiny-cached": {"seed": 0, "guard": "end"},
+    "tiny-cached": {"seed": 0, "guard": "end", "limits": launch.Limits(
+        max_block=128, max_grid=3, elementwise_block=64, chunk_size=96, warp_row_max=0)},
     "tiny-uncached": {"seed": 1, "guard": "start", "limits": launch.Limits(
-        max_block=64, max_grid=2, max_shared=0, elementwise_block=32, chunk_size=40)},
+        max_block=64, max_grid=2, max_shared=0, elementwise_block=32, chunk_size=40, warp_row_max=0)},
     "gpu-sized": {"seed": 2, "guard": "end", "limits": launch.Limits()},
     # race check: every access recorded, threads preempted at memory operations
     "race-checked": {"seed": 3, "guard": "end", "race": True, "limits": launch.Limits(
@@ -70,7 +73,8 @@ def randn(shape, dt, scale=1.0):
 
 
 @pytest.mark.parametrize("dt", ALL)
-@pytest.mark.parametrize("shape,axis", [((5, 37), -1), ((7, 300), 1), ((2, 9, 4), 1), ((4, 1), -1), ((3, 0), -1)])
+@pytest.mark.parametrize("shape,axis", [((5, 37), -1), ((7, 300), 1), ((2, 9, 4), 1), ((4, 1), -1), ((3, 0), -1),
+                                        ((3, 1100), -1)])
 def test_softmax_family(hb, dt, shape, axis):
     x = randn(shape, dt, 3.0)
     gy = randn(shape, dt)

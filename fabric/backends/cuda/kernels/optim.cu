@@ -16,7 +16,7 @@
 // vector load / store per array moves them (16 bytes for float); otherwise
 // four coalesced scalar loads, blockDim.x apart.
 
-#define OPT_ILP 4
+#define OPT_ILP 4   // = the width of Vec4 (common.cuh)
 
 __device__ __forceinline__ int find_tensor(const i64* __restrict__ chunk_offsets, int n_tensors, i64 chunk) {
     int lo = 0, hi = n_tensors - 1;  // last t with chunk_offsets[t] <= chunk
@@ -26,20 +26,6 @@ __device__ __forceinline__ int find_tensor(const i64* __restrict__ chunk_offsets
         else hi = mid - 1;
     }
     return lo;
-}
-
-template <typename T> struct __align__(OPT_ILP * sizeof(T)) Vec { T v[OPT_ILP]; };
-
-template <typename T> __device__ __forceinline__ bool vec_aligned(const T* p) {
-    return ((unsigned long long)p) % sizeof(Vec<T>) == 0;
-}
-
-template <typename T> __device__ __forceinline__ Vec<T> load_vec(const T* p) {
-    return *reinterpret_cast<const Vec<T>*>(p);
-}
-
-template <typename T> __device__ __forceinline__ void store_vec(T* p, const Vec<T>& v) {
-    *reinterpret_cast<Vec<T>*>(p) = v;
 }
 
 // The chunk [start, end) of tensor t that block-iteration `ch` updates.
@@ -60,15 +46,15 @@ __device__ __forceinline__ void chunk_apply(T* const (&ptr)[NA], unsigned reads,
                                             i64 start, i64 end, const F& f) {
     bool aligned = true;
     for (int k = 0; k < NA; ++k)
-        if ((reads | writes) >> k & 1u) aligned = aligned && vec_aligned(ptr[k] + start);
+        if ((reads | writes) >> k & 1u) aligned = aligned && vec4_aligned(ptr[k] + start);
     if (aligned) {
         const i64 nvec = (end - start) / OPT_ILP;
         for (i64 q = threadIdx.x; q < nvec; q += blockDim.x) {
             const i64 i = start + q * OPT_ILP;
-            Vec<T> r[NA];
+            Vec4<T> r[NA];
 #pragma unroll
             for (int k = 0; k < NA; ++k)
-                if (reads >> k & 1u) r[k] = load_vec(ptr[k] + i);
+                if (reads >> k & 1u) r[k] = load_vec4(ptr[k] + i);
 #pragma unroll
             for (int j = 0; j < OPT_ILP; ++j) {
                 T e[NA];
@@ -80,7 +66,7 @@ __device__ __forceinline__ void chunk_apply(T* const (&ptr)[NA], unsigned reads,
             }
 #pragma unroll
             for (int k = 0; k < NA; ++k)
-                if (writes >> k & 1u) store_vec(ptr[k] + i, r[k]);
+                if (writes >> k & 1u) store_vec4(ptr[k] + i, r[k]);
         }
         start += nvec * OPT_ILP;   // the tail (< OPT_ILP elements) below, one per thread
         if (start + (i64)threadIdx.x < end) {
