@@ -299,3 +299,29 @@ def test_zz_every_instantiation_ran():
     if not LAUNCHED:
         pytest.skip("the kernel tests did not run")
     assert expected - LAUNCHED == set()
+
+
+def test_thread_strided_loops_use_64_bit_indices():
+    """A loop index that starts at a thread or block index and strides by blockDim / gridDim /
+    a team width is 64-bit in every kernel: an `int c` wrapped past 2**31 - blockDim columns
+    (bug: rows of more than 2**31 - 512 elements read and wrote at negative offsets).  Rows that
+    large cannot be allocated here, so the rule is checked on the source NVRTC compiles."""
+    import re
+
+    offenders = []
+    for file in launch.KERNELS:
+        src = launch.module_source(file)
+        for m in re.finditer(r"for \((?:const )?(?:unsigned )?(int|unsigned|short) (\w+) = ([^;]*);[^;]*;([^)]*)\)", src):
+            init, step = m.group(3), m.group(4)
+            if re.search(r"threadIdx|blockIdx|lane|first", init) or re.search(r"blockDim|gridDim|width|stride", step):
+                offenders.append(f"{file}: {m.group(0)}")
+    assert offenders == []
+
+
+def test_row_kernels_refuse_columns_past_int32(monkeypatch):
+    """`cols` is an int kernel parameter: rows of 2**31 or more columns fall back to the
+    reference instead of launching (a zero-strided view: no memory behind it)."""
+    hb = harness.HarnessBackend()
+    big = np.lib.stride_tricks.as_strided(np.zeros(1, np.float16), (1, 2 ** 31), (0, 0))
+    ok = np.lib.stride_tricks.as_strided(np.zeros(1, np.float16), (1, 2 ** 31 - 1), (0, 0))
+    assert not hb._row_ok("softmax_fwd", big) and hb._row_ok("softmax_fwd", ok)

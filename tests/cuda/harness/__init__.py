@@ -61,8 +61,11 @@ __all__ = [
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CXX = os.environ.get("CXX", "g++")
+# -fno-gnu-unique: template statics (block_allreduce's __shared__ scratch, the harness
+# state) would otherwise be STB_GNU_UNIQUE, one copy shared by every loaded module -
+# a second build of a source (a mutant, the race-check twin) would use the first's.
 FLAGS = ["-std=c++17", "-O1", "-g0", "-fPIC", "-shared", "-U_FORTIFY_SOURCE", "-fno-strict-aliasing",
-         "-Wno-attributes", "-I", HERE]
+         "-fno-gnu-unique", "-Wno-attributes", "-I", HERE]
 # the race-check build: g++ instruments every load and store with ThreadSanitizer's
 # hooks (defined by cuda_cpu.h; libtsan is not linked), with line tables for reports
 RACE_FLAGS = ["-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0", "-DFABRIC_RACECHECK", "-g1"]
