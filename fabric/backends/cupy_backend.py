@@ -575,6 +575,7 @@ class CupyBackend(KernelOps, Backend):
     def memory_stats(self, device_index: int) -> dict:
         """Current and peak bytes of the default memory pool on ``cuda:device_index``
         (keys as in ``torch.cuda.memory_stats``)."""
+        self._prune_pending()   # allocations held for finished streams (record_stream) go back
         pool = self.xp.get_default_memory_pool()
         with self.xp.cuda.Device(device_index):
             used, reserved = pool.used_bytes(), pool.total_bytes()
@@ -629,6 +630,16 @@ class CupyBackend(KernelOps, Backend):
     def _prune_pending(self) -> None:
         self._pending_host_copies = [(ev, buf) for ev, buf in self._pending_host_copies if not ev.done]
 
+    def _hold_until_done(self, obj, stream) -> None:
+        """Keep ``obj`` (a host buffer, a device allocation) referenced until the work
+        queued on ``stream`` so far has run: CuPy's pools would otherwise hand its
+        memory to the next allocation while an asynchronous copy still uses it
+        (PyTorch's caching host allocator records such events too)."""
+        self._prune_pending()
+        ev = self.xp.cuda.Event(disable_timing=True)
+        ev.record(stream)
+        self._pending_host_copies.append((ev, obj))
+
     def to_numpy(self, array, non_blocking: bool = False):
         """A host copy of ``array``.  With ``non_blocking`` the copy goes to pinned
         memory on the current stream and the caller must synchronize before reading."""
@@ -638,7 +649,10 @@ class CupyBackend(KernelOps, Backend):
         import cupyx
 
         out = cupyx.empty_pinned(array.shape, array.dtype)
-        cupy.ascontiguousarray(array).get(out=out, stream=cupy.cuda.get_current_stream(), blocking=False)
+        with cupy.cuda.Device(array.device.id):
+            stream = cupy.cuda.get_current_stream()
+            cupy.ascontiguousarray(array).get(out=out, stream=stream, blocking=False)
+            self._hold_until_done(out, stream)   # even if the caller drops the result at once
         return out
 
     def from_numpy(self, array, device_index: int = 0, non_blocking: bool = False):
@@ -646,7 +660,9 @@ class CupyBackend(KernelOps, Backend):
         already there is returned as it is; one on another device is copied).
         With ``non_blocking`` the copy is asynchronous on the current stream:
         straight from ``array`` when it is pinned (:meth:`pin`), else staged
-        through a pinned buffer kept alive until the copy is done."""
+        through a pinned buffer; either host buffer is kept alive until an event
+        recorded after the copy has completed, so the pinned pool cannot hand it
+        to the next batch while the copy is pending."""
         cupy = self.xp
         if isinstance(array, cupy.ndarray):
             if array.device.id == device_index:
@@ -661,23 +677,43 @@ class CupyBackend(KernelOps, Backend):
             out = cupy.empty(host.shape, host.dtype)
             stream = cupy.cuda.get_current_stream()
             out.set(pinned, stream=stream)
-            if pinned is not host:
-                # the staging buffer must outlive the asynchronous copy
-                self._prune_pending()
-                ev = cupy.cuda.Event()
-                ev.record(stream)
-                self._pending_host_copies.append((ev, pinned))
+            self._hold_until_done(pinned, stream)
             return out
 
     def to_device(self, array, device_index: int, non_blocking: bool = False):
         """A copy of device ``array`` on ``cuda:device_index`` (peer copy, on the
         current stream of the destination; ``non_blocking`` changes nothing:
-        device-to-device copies never block the host)."""
+        device-to-device copies never block the host).  Stream-ordered both ways:
+        the destination stream first waits for an event recorded on the source
+        device's current stream (work still writing ``array``), and the source
+        stream then waits for the copy (later work there must not overwrite or
+        free ``array`` before the copy has read it)."""
         cupy = self.xp
-        with cupy.cuda.Device(array.device.id):
+        src_dev = array.device.id
+        with cupy.cuda.Device(src_dev):
             src = cupy.ascontiguousarray(array)
+            src_stream = cupy.cuda.get_current_stream()
+            written = cupy.cuda.Event(disable_timing=True)
+            written.record(src_stream)
         with cupy.cuda.Device(device_index):
-            return src.copy()
+            dst_stream = cupy.cuda.get_current_stream()
+            dst_stream.wait_event(written)
+            out = src.copy()
+            read = cupy.cuda.Event(disable_timing=True)
+            read.record(dst_stream)
+        with cupy.cuda.Device(src_dev):
+            src_stream.wait_event(read)
+        return out
+
+    def record_stream(self, array, stream) -> None:
+        """``Tensor.record_stream``: ``array`` is used by work queued on ``stream``
+        (a ``cupy.cuda.Stream``), so its memory must not go back to the pool for
+        reuse until that work is done.  When ``array`` is garbage collected an
+        event is recorded on ``stream`` and the allocation is held until it completes."""
+        import weakref
+
+        mem = array.data.mem
+        weakref.finalize(array, self._hold_until_done, mem, stream)
 
     def sliding_window_view(self, array, window_shape, axis):
         return self.xp.lib.stride_tricks.sliding_window_view(array, window_shape, axis=axis)
