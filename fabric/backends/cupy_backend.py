@@ -39,6 +39,13 @@ def _check_int32(*values) -> bool:
     return all(v < 2 ** 31 for v in values)
 
 
+def _deterministic() -> bool:
+    """``fabric.use_deterministic_algorithms(True)`` is on (read at call time)."""
+    from .. import _extras
+
+    return _extras.are_deterministic_algorithms_enabled()
+
+
 class KernelOps:
     """Fused ops launched through ``self.kernels`` on arrays of ``self.xp``.
 
@@ -352,7 +359,9 @@ class KernelOps:
         gw = xp.zeros((num_weights, dim), fused.acc_dtype(gy.dtype))
         pad = -1 if padding_idx is None else (padding_idx % num_weights)
         total = idx.size * dim
-        if total:
+        if total and _deterministic():
+            self._segment_sums(idx, g, gw, pad)
+        elif total:
             grid, block = elementwise_config(total, self.kernels.limits)
             self.kernels.get("embedding_bwd", gy.dtype)(
                 grid, block, (idx, g, gw, _i64(idx.size), _i32(dim), _i64(num_weights), _i64(pad)))
@@ -429,11 +438,31 @@ class KernelOps:
         gy = self._c(gy)
         idx = xp.ascontiguousarray(indices, dtype=np.int64)
         gx = xp.zeros(tuple(input_shape), fused.acc_dtype(gy.dtype))
-        if gy.size:
+        if gy.size and _deterministic():
+            # flat input positions, summed without atomics (the embedding kernel, dim = 1)
+            planes = gy.shape[0] * gy.shape[1]
+            flat = (idx.reshape(planes, -1) + (xp.arange(planes, dtype=np.int64) * (h * w))[:, None]).reshape(-1)
+            self._segment_sums(flat, gy.reshape(-1, 1), gx.reshape(-1, 1), -1)
+        elif gy.size:
             grid, block = elementwise_config(gy.size, self.kernels.limits)
             self.kernels.get("max_pool2d_bwd", gy.dtype)(
                 grid, block, (gy, idx, gx, _i64(gy.size), _i64(gy.shape[2] * gy.shape[3]), _i64(h * w)))
         return gx.astype(gy.dtype, copy=False)
+
+    def _segment_sums(self, idx, g, out, pad) -> None:
+        """out[idx[i], :] += g[i, :] without atomics (``embedding_bwd_sorted``): a stable
+        sort of ``idx``, then one thread per (run of equal indices, column)."""
+        xp = self.xp
+        n, dim = g.shape
+        order = xp.argsort(idx, kind="stable").astype(np.int64, copy=False)
+        sorted_idx = xp.ascontiguousarray(idx[order])
+        cuts = xp.flatnonzero(sorted_idx[1:] != sorted_idx[:-1]).astype(np.int64, copy=False) + 1
+        bounds = xp.concatenate([xp.zeros((1,), np.int64), cuts, xp.full((1,), n, np.int64)])
+        n_seg = int(bounds.size) - 1
+        grid, block = elementwise_config(n_seg * dim, self.kernels.limits)
+        self.kernels.get("embedding_bwd_sorted", g.dtype)(
+            grid, block, (xp.ascontiguousarray(order), sorted_idx, bounds, _i64(n_seg), g, out, _i32(dim),
+                          _i64(out.shape[0]), _i64(pad)))
 
     # --- optimizer steps ---------------------------------------------------------------------------
     def _group_ok(self, kernel, *lists) -> bool:

@@ -325,3 +325,38 @@ def test_row_kernels_refuse_columns_past_int32(monkeypatch):
     big = np.lib.stride_tricks.as_strided(np.zeros(1, np.float16), (1, 2 ** 31), (0, 0))
     ok = np.lib.stride_tricks.as_strided(np.zeros(1, np.float16), (1, 2 ** 31 - 1), (0, 0))
     assert not hb._row_ok("softmax_fwd", big) and hb._row_ok("softmax_fwd", ok)
+
+
+@pytest.fixture
+def deterministic():
+    import fabric
+
+    prev = fabric.are_deterministic_algorithms_enabled()
+    fabric.use_deterministic_algorithms(True)
+    yield
+    fabric.use_deterministic_algorithms(prev)
+
+
+@pytest.mark.parametrize("dt", ALL)
+def test_deterministic_embedding_and_max_pool_backward(harness_modules, deterministic, dt):
+    """use_deterministic_algorithms(True): no atomics (sort + segment sums), the same bits
+    under every thread interleaving (race-checked harness, preemption at memory operations)
+    and, in float32/float64, the bits of the CPU reference (same summation order)."""
+    idx = rng.integers(0, 6, (40, 3))
+    idx[::7] = 2                                            # a long run of one index
+    gy = randn((40, 3, 9), dt)
+    x = randn((2, 3, 7, 6), dt)
+    y, pidx = ref.max_pool2d(x, 3, 1, 1, 1, False)          # overlapping windows
+    gyp = randn(y.shape, dt)
+    results = []
+    for seed in range(3):
+        hb = harness.HarnessBackend(seed=seed, race=True, preempt=0.5, limits=launch.Limits(
+            max_block=64, max_grid=3, elementwise_block=32))
+        results.append((hb.embedding_backward(idx, gy, 6, 4), hb.max_pool2d_backward(gyp, pidx, x.shape)))
+        names = {n.split("<")[0] for n in hb.kernels.launched}
+        assert "embedding_bwd_sorted" in names and not names & {"embedding_bwd", "max_pool2d_bwd"}
+    for emb, pool in results[1:]:
+        np.testing.assert_array_equal(emb, results[0][0])
+        np.testing.assert_array_equal(pool, results[0][1])
+    want = ref.embedding_backward(idx, gy, 6, 4), ref.max_pool2d_backward(gyp, pidx, x.shape)
+    check(results[0], want, tol(dt))

@@ -42,7 +42,7 @@ KERNELS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "activations.cu": (("gelu_fwd", ALL), ("gelu_bwd", ALL), ("silu_fwd", ALL), ("silu_bwd", ALL),
                        ("bias_act_fwd", ALL), ("bias_act_bwd", ALL)),
     "dropout.cu": (("dropout_fwd", ALL),),
-    "embedding.cu": (("embedding_bwd", ALL),),
+    "embedding.cu": (("embedding_bwd", ALL), ("embedding_bwd_sorted", ALL)),
     "conv.cu": (("im2col_fwd", ALL), ("im2col_bwd", ALL)),
     "pool.cu": (("max_pool2d_fwd", ALL), ("max_pool2d_bwd", ALL)),
     "optim.cu": (("sgd_step", FLOATS), ("adam_step", FLOATS)),
