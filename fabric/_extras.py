@@ -182,8 +182,8 @@ _matmul_precision = "highest"
 
 
 def use_deterministic_algorithms(mode, *, warn_only=False) -> None:
-    """Accepted: fabric's CPU ops are deterministic; the GPU's atomics-based
-    embedding/max-pool backward kernels are the exception (see docs/cuda.md)."""
+    """fabric's CPU ops are deterministic; on CUDA, ``True`` switches embedding and
+    max-pool backward from atomics to sort + segment sums (see docs/cuda.md)."""
     global _deterministic
     _deterministic = bool(mode)
 

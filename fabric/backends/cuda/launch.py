@@ -109,7 +109,7 @@ class Limits:
     max_grid: int = 65535
     max_shared: int = 44 * 1024     # of the 48 KiB default: static __shared__ needs the rest
     elementwise_block: int = 256
-    chunk_size: int = 65536
+    chunk_size: int = 16384         # optimizer elements per block: ~4 blocks per SM for a 10M-parameter group
     warp_row_max: int = 1024        # softmax rows up to this many columns: one warp per row
 
 
