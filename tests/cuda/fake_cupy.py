@@ -276,7 +276,7 @@ class ndarray:
     def __init__(self, shape, dtype=float, memptr=None, strides=None, order="C"):
         if memptr is None:
             self._a = np.empty(shape, dtype, order=order)
-            self._a.view(np.uint8).fill(0xFF)   # uninitialized device memory
+            _poison(self._a)   # uninitialized device memory
             self._dev = _device_of_new(self._a)
             return
         mem = memptr.mem
@@ -709,11 +709,18 @@ def _function(ns: str, name: str, np_fn):
 _PASS_THROUGH = (type, np.dtype)
 
 
+def _poison(a: np.ndarray) -> None:
+    if a.flags.c_contiguous:
+        a.reshape(-1).view(np.uint8).fill(0xFF)
+    elif a.flags.f_contiguous:
+        a.T.reshape(-1).view(np.uint8).fill(0xFF)
+
+
 def _poisoned(fn):
     """``empty``: device memory is uninitialized; 0xFF bytes (NaN, -1) make a read of it show."""
     def empty(*args, **kwargs):
         out = fn(*args, **kwargs)
-        out._a.view(np.uint8).fill(0xFF) if out._a.flags.c_contiguous or out._a.flags.f_contiguous else None
+        _poison(out._a)
         return out
     empty.__name__ = fn.__name__
     return empty
