@@ -615,7 +615,7 @@ class Tensor:
         from . import cuda
 
         if not isinstance(stream, cuda.Stream):
-            raise RuntimeError("unknown parameter type")
+            raise RuntimeError("unknown parameter type")  # noqa: TRY004  (PyTorch's class)
         if self.device.type != "cuda":
             raise NotImplementedError(f"Could not run 'aten::record_stream' with arguments from the "
                                       f"'{self.device.type.upper()}' backend.")

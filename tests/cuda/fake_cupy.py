@@ -362,7 +362,13 @@ class ndarray:
             _queue_of(None, self._dev).run()
             np.copyto(dst, arr)
             return
-        src = _raw_host(arr) if _is_pinned(arr) else (lambda snap=arr.copy(): snap)
+        if _is_pinned(arr):
+            src = _raw_host(arr)
+        else:
+            snap = arr.copy()
+
+            def src():
+                return snap
         _queue_of(stream, self._dev).enqueue(lambda: np.copyto(dst, src()))
 
     # reading device memory on the host: a blocking copy on the current stream
@@ -763,7 +769,6 @@ def _special_module():
         return sp
     except ImportError:
         from fabric.backends import fused
-
         from fabric.ops.pointwise import _lgamma
 
         return types.SimpleNamespace(erf=lambda x: fused._erf(np, x),

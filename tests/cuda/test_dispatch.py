@@ -34,7 +34,7 @@ def test_backend_lookup_raises_clearly_without_device(monkeypatch):
 
     monkeypatch.setattr(backends, "_cupy_instance", None)
     # importing the submodule must not shadow the accessor
-    import fabric.backends.cupy_backend  # noqa: F401 (the import is the test)
+    import fabric.backends.cupy_backend
     with pytest.raises(RuntimeError, match="no usable CUDA device"):
         backends.get_cupy_backend()
     with pytest.raises(RuntimeError, match="no usable CUDA device"):

@@ -71,6 +71,7 @@ def test_cuda12_extra_installs_what_runtime_compilation_needs():
     the kernels: CuPy, NVRTC and the runtime headers (cuda_fp16.h) all come from the extra,
     and .ci/cuda_check.sh installs exactly the extra (so CI proves it)."""
     import os
+
     import tomllib
 
     root = os.path.join(os.path.dirname(__file__), "..", "..")
