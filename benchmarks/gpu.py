@@ -224,7 +224,8 @@ def main(argv=None) -> int:
         import fake_cupy
 
         with fake_cupy.installed(kernels="harness"):
-            return _run(args.repeat, args.dtype, small=True, note="fake device (NumPy + CPU harness): times mean nothing")
+            return _run(args.repeat, args.dtype, small=True,
+                        note="fake device (NumPy + CPU harness): times mean nothing")
     if not fabric.cuda.is_available():
         print(f"benchmarks/gpu.py needs a CUDA device: {fabric.cuda.unavailable_reason()}.")
         print("Install CuPy for your CUDA version (pip install cupy-cuda12x) on a machine with an NVIDIA GPU.")

@@ -43,7 +43,8 @@ def build(lib, name):
         else:
             import types
 
-            src = open(os.path.join(HERE, "..", "examples", "char_gpt.py")).read()
+            with open(os.path.join(HERE, "..", "examples", "char_gpt.py")) as f:
+                src = f.read()
             src = src.replace("import fabric as torch", "import torch").replace(
                 "from fabric import nn", "from torch import nn").replace(
                 "from fabric.nn import functional as F", "from torch.nn import functional as F")

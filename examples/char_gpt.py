@@ -98,7 +98,8 @@ def main(argv=None):
     args = p.parse_args(argv)
 
     torch.manual_seed(args.seed)
-    text = open(args.text, encoding="utf-8").read()
+    with open(args.text, encoding="utf-8") as f:
+        text = f.read()
     chars = sorted(set(text))
     stoi = {c: i for i, c in enumerate(chars)}
     data = torch.tensor([stoi[c] for c in text], dtype=torch.long)

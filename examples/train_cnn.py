@@ -16,8 +16,7 @@ import time
 
 import fabric as torch
 from fabric import nn
-from fabric.data import DataLoader
-from fabric.data import datasets, transforms
+from fabric.data import DataLoader, datasets, transforms
 
 try:
     from tqdm import tqdm

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+import builtins as _builtins
 import warnings as _warnings
 
 # NumPy reports overflow, 0/0 ... inside fabric's kernels as RuntimeWarnings attributed to fabric's modules;
@@ -30,6 +31,7 @@ from .autograd.grad_mode import is_inference_mode_enabled  # noqa: F401
 from . import autograd, backends, cuda, ops, random  # noqa: F401
 from .ops import *  # noqa: F401,F403
 from ._creation import *  # noqa: F401,F403
+from ._errors import OutOfMemoryError  # noqa: F401
 from ._random_ops import *  # noqa: F401,F403
 from .random import manual_seed, seed, initial_seed, get_rng_state, set_rng_state, Generator  # noqa: F401
 from ._formatting import set_printoptions  # noqa: F401
@@ -70,21 +72,21 @@ def result_type(tensor1, tensor2):
     return _result_type(tensor1, tensor2)
 
 
-def is_tensor(obj) -> bool:
+def is_tensor(obj) -> _builtins.bool:
     return isinstance(obj, Tensor)
 
 
-def is_floating_point(input) -> bool:
+def is_floating_point(input) -> _builtins.bool:
     return input.is_floating_point()
 
 
-def is_nonzero(input) -> bool:
+def is_nonzero(input) -> _builtins.bool:
     if input.numel() != 1:
         raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
     return builtins_bool(input.item())
 
 
-def numel(input) -> int:
+def numel(input) -> _builtins.int:
     return input.numel()
 
 

@@ -17,9 +17,10 @@ import numpy as np
 
 from . import _dtype as D
 from ._device import as_device
+from ._errors import out_of_memory
 from ._tensor import Tensor, _to_array
-from .backends import backend_for, backend_of
-from .ops._util import shape_args
+from .backends import backend_for
+from .ops._util import checked_scalar, overflows, scalar_value, shape_args
 
 __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "from_dlpack", "zeros", "ones", "full", "empty",
            "zeros_like", "ones_like", "full_like", "empty_like", "arange", "range", "linspace", "logspace", "eye",
@@ -48,8 +49,11 @@ def _finish(arr, device, requires_grad):
 def _infer_np_dtype(data):
     """PyTorch's dtype inference for Python data: float → default dtype,
     int → int64, bool → bool; NumPy arrays keep their dtype."""
-    arr = _to_array(data)
-    if isinstance(data, (np.ndarray, np.generic)) or isinstance(data, Tensor):
+    try:
+        arr = _to_array(data)
+    except ValueError as e:
+        raise ValueError(f"expected sequence of equal-length lists: {e}") from None
+    if isinstance(data, (np.ndarray, np.generic, Tensor)):
         if arr.dtype.kind not in "fiub":
             raise TypeError(f"can't convert np.ndarray of type numpy.{arr.dtype}. The only supported types are: "
                             "float64, float32, float16, int64, int32, int16, int8, uint8, and bool.")
@@ -58,14 +62,29 @@ def _infer_np_dtype(data):
     if kind == "f":
         return arr, D.get_default_dtype().np
     if kind in "iu":
+        if arr.dtype == np.uint64 and arr.size and arr.max() > np.iinfo(np.int64).max:
+            raise ValueError("Overflow when unpacking long long")
         return arr, np.dtype(np.int64)
     if kind == "b":
         return arr, np.dtype(np.bool_)
     if kind == "c":
         raise TypeError("complex tensors are not supported by fabric")
-    if kind == "O" or kind == "U" or kind == "S":
-        raise TypeError(f"Could not infer dtype of {type(_first_leaf(data)).__name__}")
+    leaf = _first_leaf(data)
+    if kind == "U" or kind == "S" or isinstance(leaf, (str, bytes)):
+        raise ValueError(f"too many dimensions '{type(leaf).__name__}'")
+    if kind == "O" and isinstance(leaf, builtins.int):  # an int beyond 64 bits
+        raise ValueError("Overflow when unpacking long long")
+    if kind == "O":
+        raise RuntimeError(f"Could not infer dtype of {type(leaf).__name__}")
     raise TypeError(f"can't convert data of dtype {arr.dtype}")
+
+
+def _check_fits(arr, np_dtype):
+    """Python numbers bound for an integer dtype must fit (PyTorch raises
+    rather than wrapping ``tensor([300], dtype=uint8)``)."""
+    for v in (arr.min().item(), arr.max().item()):
+        if overflows(v, np_dtype):
+            raise RuntimeError(f"value cannot be converted to type {np_dtype.name} without overflow")
 
 
 def _first_leaf(data):
@@ -91,11 +110,11 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         out = _from_cuda_array(data).to(device=as_device(device) if device is not None else None,
                                         dtype=D.to_dtype(dtype) if dtype is not None else None, copy=True)
         return _require_grad(out) if requires_grad else out
-    try:
-        arr, inferred = _infer_np_dtype(data)
-    except ValueError as e:
-        raise ValueError(f"expected sequence of equal-length lists: {e}") from None
+    arr, inferred = _infer_np_dtype(data)
     np_dtype = D.to_dtype(dtype).to_numpy() if dtype is not None else inferred
+    from_python = not isinstance(data, (np.ndarray, np.generic))
+    if np_dtype.kind in "iu" and arr.size and arr.dtype.kind in "fiu" and from_python:
+        _check_fits(arr, np_dtype)
     arr = np.array(arr, dtype=np_dtype, copy=True)
     return _finish(arr, device, requires_grad)
 
@@ -171,15 +190,35 @@ def _np_dtype(dtype, default=None):
     return D.to_dtype(dtype).to_numpy()
 
 
-def _filled(shape, value, dtype, device, requires_grad):
+def _check_size(shape, dtype, name=None):
+    """PyTorch's checks before allocating: no negative sizes, and a byte
+    count that fits in int64 (``empty(2**62)`` raises, not NumPy's error)."""
+    numel = 1
+    for d in shape:
+        if d < 0:
+            if name == "zeros":
+                raise RuntimeError("zeros: Dimension size must be non-negative.")
+            raise RuntimeError(f"Trying to create tensor with negative dimension {d}: {list(shape)}")
+        numel *= d
+    if numel * np.dtype(dtype).itemsize >= 2 ** 63:
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}")
+
+
+def _filled(shape, value, dtype, device, requires_grad, name=None):
     """A filled tensor, made directly on its device."""
+    _check_size(shape, dtype, name)
+    if value is not None and value not in (0, 1):  # 0 and 1 fit every dtype
+        value = checked_scalar(scalar_value(value), np.dtype(dtype))
     dev = as_device(device) if device is not None else None
-    if dev is None or dev.type == "cpu":
-        arr = np.full(shape, value, dtype) if value is not None else np.empty(shape, dtype)
-    else:
-        be = backend_for(dev)
-        with be.device_context(dev.index or 0):
-            arr = be.xp.full(shape, value, dtype) if value is not None else be.xp.empty(shape, dtype)
+    try:
+        if dev is None or dev.type == "cpu":
+            arr = np.full(shape, value, dtype) if value is not None else np.empty(shape, dtype)
+        else:
+            be = backend_for(dev)
+            with be.device_context(dev.index or 0):
+                arr = be.xp.full(shape, value, dtype) if value is not None else be.xp.empty(shape, dtype)
+    except MemoryError as e:
+        raise out_of_memory(e) from None
     t = Tensor._make(arr, False)
     if requires_grad:
         _require_grad(t)
@@ -188,7 +227,7 @@ def _filled(shape, value, dtype, device, requires_grad):
 
 def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
     """A tensor of zeros (default dtype float32)."""
-    return _out(out, _filled(shape_args(size, "size"), 0, _np_dtype(dtype), device, requires_grad))
+    return _out(out, _filled(shape_args(size, "size"), 0, _np_dtype(dtype), device, requires_grad, "zeros"))
 
 
 def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
@@ -287,17 +326,21 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if (end - start) * step < 0 and end != start:
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     is_float = any(isinstance(v, (builtins.float, np.floating)) for v in (start, end, step))
     if dtype is None:
         dt = D.get_default_dtype().np if is_float else np.dtype(np.int64)
     else:
         dt = _np_dtype(dtype)
     n = builtins.max(0, math.ceil((end - start) / step))
-    if dt.kind == "f" or is_float:
-        arr = (start + np.arange(n, dtype=np.float64) * step).astype(dt)
-    else:
-        arr = (builtins.int(start) + np.arange(n, dtype=np.int64) * builtins.int(step)).astype(dt)
+    _check_size((n,), dt)
+    try:
+        if dt.kind == "f" or is_float:
+            arr = (start + np.arange(n, dtype=np.float64) * step).astype(dt)
+        else:
+            arr = (builtins.int(start) + np.arange(n, dtype=np.int64) * builtins.int(step)).astype(dt)
+    except MemoryError as e:
+        raise out_of_memory(e) from None
     return _out(out, _finish(arr, device, requires_grad))
 
 

@@ -30,7 +30,8 @@ class device:
         name = type
         if ":" in name:
             if index is not None:
-                raise RuntimeError(f"type (string) must not include an index because index was passed explicitly: {name}")
+                raise RuntimeError("type (string) must not include an index because index was passed explicitly: "
+                                   f"{name}")
             name, _, idx = name.partition(":")
             if not idx.isdigit():
                 raise RuntimeError(f"Invalid device string: '{type}'")

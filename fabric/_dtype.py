@@ -10,6 +10,8 @@ Example::
 """
 from __future__ import annotations
 
+import builtins as _builtins
+
 import numpy as np
 
 __all__ = [
@@ -27,7 +29,7 @@ class dtype:
 
     __slots__ = ("name", "np", "itemsize", "is_floating_point", "is_signed", "is_complex", "_category")
 
-    def __init__(self, name: str, np_dtype, category: int):
+    def __init__(self, name: str, np_dtype, category: _builtins.int):
         self.name = name
         self.np = np.dtype(np_dtype) if np_dtype is not None else None
         self.itemsize = self.np.itemsize if self.np is not None else 2
@@ -50,7 +52,7 @@ class dtype:
         return self.np
 
     @property
-    def is_floating(self) -> bool:  # pragma: no cover - convenience alias
+    def is_floating(self) -> _builtins.bool:  # pragma: no cover - convenience alias
         return self.is_floating_point
 
 
@@ -124,8 +126,6 @@ def to_dtype(value) -> dtype:
     except Exception:
         raise TypeError(f"not a dtype: {value!r}") from None
 
-
-import builtins as _builtins  # noqa: E402
 
 builtins_float, builtins_int, builtins_bool = _builtins.float, _builtins.int, _builtins.bool
 

@@ -71,7 +71,7 @@ def typename(obj) -> str:
 
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     """n-th forward difference along ``dim`` (bool inputs use xor, as PyTorch)."""
-    from .ops import cat, narrow, logical_xor
+    from .ops import cat, logical_xor, narrow
 
     x = input
     if prepend is not None or append is not None:

@@ -151,9 +151,9 @@ def tensor_repr(t, prefix="tensor(") -> str:
 
     dt = t.dtype
     default = D.get_default_dtype()
-    if not (dt is default or dt is D.int64 or dt is D.bool) or (host.size == 0 and dt is not default):
-        if not (host.size == 0 and dt is default):
-            suffixes.append(f"dtype={dt!r}")
+    shown = not (dt is default or dt is D.int64 or dt is D.bool) or (host.size == 0 and dt is not default)
+    if shown and not (host.size == 0 and dt is default):
+        suffixes.append(f"dtype={dt!r}")
     if t.grad_fn is not None:
         suffixes.append(f"grad_fn=<{type(t.grad_fn).__name__}>")
     elif t._requires_grad:

@@ -14,12 +14,16 @@ from __future__ import annotations
 import builtins
 import numbers
 import weakref
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import _dtype as D
-from ._device import as_device, cpu as _CPU, device as _device_cls
-from .autograd import function as _function, engine as _engine
+from ._device import as_device
+from ._device import cpu as _CPU
+from ._device import device as _device_cls
+from .autograd import engine as _engine
+from .autograd import function as _function
 from .autograd.grad_mode import state as _state
 from .backends import backend_for, backend_of
 
@@ -55,6 +59,10 @@ class _Meta:
     """Rarely used per-tensor state, allocated on first use."""
 
     __slots__ = ("hooks", "post_hooks", "retains_grad", "acc", "edge", "name")
+    hooks: Any
+    post_hooks: Any
+    acc: Any
+    edge: Any
 
     def __init__(self):
         self.hooks = None
@@ -71,6 +79,14 @@ class Tensor:
     __slots__ = ("_data", "_requires_grad", "grad_fn", "_output_nr", "_grad", "_vc", "_base", "_meta",
                  "__dict__", "__weakref__")
     __array_priority__ = 1000  # NumPy defers binary operators to Tensor
+
+    _data: Any  # the NumPy / CuPy array
+
+    if TYPE_CHECKING:
+        # Most methods and operators are installed from the op catalogue when fabric.ops is imported
+        # (ops/_methods.py, the end of this file); tell the type checker they exist.
+        def __getattr__(self, name: str) -> Any: ...
+        def __getitem__(self, index: Any) -> Any: ...
 
     # --- construction ------------------------------------------------------
     def __new__(cls, *args, **kwargs):
@@ -174,7 +190,7 @@ class Tensor:
     is_sparse = False
     is_quantized = False
     is_meta = False
-    is_complex = lambda self: False  # noqa: E731
+    is_complex = lambda self: False
     layout = "strided"
 
     @property
@@ -247,7 +263,7 @@ class Tensor:
     def is_contiguous(self, memory_format=None) -> bool:
         return bool(self._data.flags.c_contiguous)
 
-    def contiguous(self, memory_format=None) -> "Tensor":
+    def contiguous(self, memory_format=None) -> Tensor:
         if self._data.flags.c_contiguous:
             return self
         return _ops.clone(self)
@@ -269,7 +285,7 @@ class Tensor:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = bool(value)
 
-    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         self.requires_grad = requires_grad
         return self
 
@@ -292,7 +308,8 @@ class Tensor:
     def grad(self, value) -> None:
         if value is not None:
             if not isinstance(value, Tensor):
-                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}")
+                raise TypeError("assigned grad expected to be a Tensor or None but got grad of type "
+                                f"{type(value).__name__}")
             if value._data.shape != self._data.shape:
                 raise RuntimeError(f"assigned grad has data of a different size: {list(value.shape)} "
                                    f"vs {list(self.shape)}")
@@ -304,13 +321,13 @@ class Tensor:
         self._grad = value
 
     @property
-    def data(self) -> "Tensor":
+    def data(self) -> Tensor:
         """A tensor sharing this one's memory, detached from autograd."""
         t = Tensor._make(self._data, False)
         return t
 
     @data.setter
-    def data(self, value: "Tensor") -> None:
+    def data(self, value: Tensor) -> None:
         if not isinstance(value, Tensor):
             raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
         self._data = value._data
@@ -390,11 +407,11 @@ class Tensor:
 
         _backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
-    def detach(self) -> "Tensor":
+    def detach(self) -> Tensor:
         """A tensor sharing memory (and version counter) with no graph history."""
         return Tensor._make(self._data, False, None, 0, self._shared_vc())
 
-    def detach_(self) -> "Tensor":
+    def detach_(self) -> Tensor:
         if self._base is not None and self._base._requires_grad:
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
         self.grad_fn = None
@@ -454,13 +471,17 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self._data.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return builtins.bool(self._data.reshape(()).item())
 
     def __float__(self) -> float:
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return builtins.float(self.item())
 
     def __int__(self) -> int:
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return builtins.int(self.item())
 
     def __index__(self) -> int:
@@ -518,16 +539,16 @@ class Tensor:
         return t
 
     # --- device / dtype conversion -------------------------------------------
-    def to(self, *args, **kwargs) -> "Tensor":
+    def to(self, *args, **kwargs) -> Tensor:
         """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``;
         keywords ``non_blocking``, ``copy``. Differentiable."""
         dev, dt, copy, non_blocking = _parse_to(args, kwargs)
         return _ops.to_copy(self, dev, dt, copy, non_blocking)
 
-    def cpu(self, memory_format=None) -> "Tensor":
+    def cpu(self, memory_format=None) -> Tensor:
         return self if self._data.__class__ is _ndarray else self.to("cpu")
 
-    def cuda(self, device=None, non_blocking: bool = False, memory_format=None) -> "Tensor":
+    def cuda(self, device=None, non_blocking: bool = False, memory_format=None) -> Tensor:
         dev = as_device("cuda" if device is None else (device if not isinstance(device, int) else f"cuda:{device}"))
         return self.to(dev, non_blocking=non_blocking)
 
@@ -564,7 +585,7 @@ class Tensor:
 
         return heaviside(self, values)
 
-    def type_as(self, other: "Tensor") -> "Tensor":
+    def type_as(self, other: Tensor) -> Tensor:
         return self.to(other.dtype)
 
     def float(self, memory_format=None):
@@ -597,7 +618,7 @@ class Tensor:
     def bool(self, memory_format=None):
         return self.to(D.bool)
 
-    def pin_memory(self, device=None) -> "Tensor":
+    def pin_memory(self, device=None) -> Tensor:
         """A copy in page-locked host memory (needs CUDA, as in PyTorch)."""
         from . import cuda
 
@@ -632,7 +653,7 @@ class Tensor:
 
         return get_cupy_backend().is_pinned(self._data)
 
-    def clone(self, memory_format=None) -> "Tensor":
+    def clone(self, memory_format=None) -> Tensor:
         return _ops.clone(self)
 
     def new_tensor(self, data, dtype=None, device=None, requires_grad=False):

@@ -56,7 +56,7 @@ def set_num_threads(n: int) -> None:
         raise RuntimeError(f"set_num_threads expects a positive integer, got {n}")
     _requested = n
     try:
-        from threadpoolctl import threadpool_limits
+        from threadpoolctl import threadpool_limits  # pyright: ignore[reportMissingImports] (optional)
 
         threadpool_limits(limits=n, user_api="blas")
         return

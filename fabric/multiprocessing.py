@@ -68,7 +68,7 @@ def _wrap(fn, i, args, error_file):
         fn(i, *args)
     except KeyboardInterrupt:
         pass  # terminated by the parent
-    except Exception:  # noqa: BLE001 (any failure is reported to the parent)
+    except Exception:
         with open(error_file, "w", encoding="utf-8") as fh:
             fh.write(traceback.format_exc())
         sys.exit(1)

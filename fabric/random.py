@@ -38,10 +38,10 @@ class Generator:
 
             self._impl = backend_for(self.device).make_generator(self.device.index or 0)
 
-    def manual_seed(self, seed) -> "Generator":
+    def manual_seed(self, seed) -> Generator:
         seed = int(seed)
         if seed < -(1 << 63) or seed >= (1 << 64):
-            raise RuntimeError(f"Overflow when unpacking long long")
+            raise RuntimeError("Overflow when unpacking long long")
         self._impl.manual_seed(seed & ((1 << 64) - 1))
         return self
 
@@ -56,7 +56,7 @@ class Generator:
 
         return Tensor._make(np.asarray(self._impl.get_state(), dtype=np.uint8).copy(), False)
 
-    def set_state(self, new_state) -> "Generator":
+    def set_state(self, new_state) -> Generator:
         from ._tensor import Tensor
 
         arr = new_state._data if isinstance(new_state, Tensor) else np.asarray(new_state)

@@ -28,6 +28,7 @@ from .nn.functional._activation import _log_softmax, _softmax
 from .ops import pointwise as _pw
 from .ops._util import float_operands, xp_of
 from .ops.arith import exp, log
+from .ops.more import I0, I1, _bessel_i
 from .ops.pointwise import (
     digamma,
     erf,
@@ -45,7 +46,6 @@ from .ops.pointwise import (
     where,
     xlogy,
 )
-from .ops.more import I0, I1, _bessel_i
 from .ops.reduce import logsumexp
 
 __all__ = [

@@ -91,7 +91,8 @@ def _mismatch_msg(*, identifier, extra, abs_diff, abs_idx, atol, rel_diff, rel_i
     equality = rtol == 0 and atol == 0
 
     def line(kind, diff, idx, tol):
-        text = f"{kind.title()} difference: {diff}" if idx is None else f"Greatest {kind} difference: {diff} at index {idx}"
+        text = (f"{kind.title()} difference: {diff}" if idx is None
+                else f"Greatest {kind} difference: {diff} at index {idx}")
         return text + ("" if equality else f" (up to {tol} allowed)") + "\n"
 
     if callable(identifier):
@@ -224,7 +225,7 @@ class _TensorLikePair(_Pair):
             return value
         try:
             return as_tensor(value)
-        except Exception:  # noqa: BLE001 - anything as_tensor rejects is not a tensor-like
+        except Exception:
             raise _Unsupported from None
 
     def compare(self):

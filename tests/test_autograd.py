@@ -398,11 +398,10 @@ def test_gradcheck_reports_worst_element():
 
 def test_detect_anomaly_names_op():
     x = fabric.tensor([0.0, 1.0], dtype=fabric.float64, requires_grad=True)
-    with pytest.warns(UserWarning):
-        with fabric.autograd.detect_anomaly():
-            y = (x ** 0.5).sum()
-            with pytest.raises(RuntimeError, match="PowBackward0"):
-                y.backward()
+    with pytest.warns(UserWarning), fabric.autograd.detect_anomaly():
+        y = (x ** 0.5).sum()
+        with pytest.raises(RuntimeError, match="PowBackward0"):
+            y.backward()
 
 
 def test_functional_jacobian_hessian_vjp_jvp_hvp():
@@ -453,7 +452,7 @@ def test_engine_matches_torch_on_a_small_graph():
     a0, b0 = rng.standard_normal((3, 4)), rng.standard_normal((4,))
     a, b = fabric.tensor(a0, requires_grad=True), fabric.tensor(b0, requires_grad=True)
     ta, tb = torch.tensor(a0, requires_grad=True), torch.tensor(b0, requires_grad=True)
-    for (x, y), lib in [((a, b), fabric), ((ta, tb), torch)]:
+    for (x, y), _lib in [((a, b), fabric), ((ta, tb), torch)]:
         h = (x * y).exp() / (y * y + 1)
         out = (h.sum(0) @ y - h.mean()) ** 2
         out.backward()

@@ -507,6 +507,7 @@ def test_docstring_examples(module):
 @pytest.mark.parametrize("drop_last", [True, False])
 def test_distributed_sampler_matches_torch(shuffle, drop_last):
     import torch.utils.data as tud
+
     from fabric.utils.data.distributed import DistributedSampler
 
     for n in (0, 1, 7, 10, 23):

@@ -20,7 +20,8 @@ def test_ops_doc_is_generated_from_the_registry():
 
 
 def test_readme_example_runs():
-    text = open(os.path.join(ROOT, "README.md")).read()
+    with open(os.path.join(ROOT, "README.md")) as f:
+        text = f.read()
     code = re.search(r"## Ten lines\n\n```python\n(.*?)```", text, re.S).group(1)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

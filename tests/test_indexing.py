@@ -256,7 +256,7 @@ def test_inplace_index_ops_on_non_leaf_are_differentiable():
     src = arr(2, 3)
     idx = np.array([3, 0])
     results = []
-    for lib, conv in ((fabric, _fab), (torch, _torch)):
+    for _lib, conv in ((fabric, _fab), (torch, _torch)):
         x = conv(base).requires_grad_(True)
         s = conv(src).requires_grad_(True)
         y = x * 2
@@ -280,7 +280,7 @@ def test_scatter_reduce_ties_and_zeros_match_torch():
     for reduce in ("amax", "amin", "prod", "mean", "sum"):
         for include_self in (True, False):
             out = []
-            for lib, conv in ((fabric, _fab), (torch, _torch)):
+            for _lib, conv in ((fabric, _fab), (torch, _torch)):
                 a = conv(x).requires_grad_(True)
                 b = conv(src).requires_grad_(True)
                 r = a.scatter_reduce(1, conv(idx), b, reduce, include_self=include_self)
@@ -467,7 +467,7 @@ def test_random_keys_match_torch():
         key = _random_key(rng, shape)
         try:
             tr = torch.from_numpy(x)[_key_to(key, _torch)]
-        except Exception as e:  # noqa: BLE001 - the error type is what we compare
+        except Exception as e:
             with pytest.raises(type(e)):
                 fabric.from_numpy(x)[_key_to(key, _fab)]
             continue

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from opinfo import ALL_OPS
 
 import fabric
-from opinfo import ALL_OPS
 
 np_rng = np.random.default_rng
 
@@ -136,7 +136,7 @@ def test_gradcheck(op):
         if not leaves or not isinstance(out, fabric.Tensor) or not out.requires_grad:
             continue
 
-        def f(*ls, _s=s):
+        def f(*ls, _s=s, x=x, args=args):
             it = iter(ls)
             def sub(v):
                 if isinstance(v, fabric.Tensor) and v.requires_grad:
@@ -165,7 +165,7 @@ def test_gradgradcheck(op):
         if not leaves or not isinstance(out, fabric.Tensor) or not out.requires_grad or out.numel() == 0:
             continue
 
-        def f(*ls, _s=s):
+        def f(*ls, _s=s, x=x, args=args):
             it = iter(ls)
             def sub(v):
                 if isinstance(v, fabric.Tensor) and v.requires_grad:

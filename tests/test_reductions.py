@@ -16,7 +16,8 @@ import fabric
 from fabric.autograd import gradcheck, gradgradcheck
 
 try:
-    from hypothesis import HealthCheck, given, settings, strategies as st
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
     HAS_HYPOTHESIS = True
 except ImportError:  # pragma: no cover
     HAS_HYPOTHESIS = False
@@ -668,3 +669,19 @@ def test_no_python_loops_scale():
     x.sort(1)
     fabric.searchsorted(x.sort(1).values, x[:, :10].contiguous())
     assert time.perf_counter() - t0 < 10.0
+
+
+@pytest.mark.parametrize("dim", [None, 0])
+def test_var_gradient_without_degrees_of_freedom(dim):
+    """N - correction <= 0: PyTorch's var_backward gives +inf (nan where x == mean) for a whole-tensor var,
+    and inf times the sign of x - mean along a dim."""
+    x = fabric.tensor([0.125, -0.25, 0.5 / 3 + 1 / 24], dtype=fabric.float64, requires_grad=True)
+    kw = {} if dim is None else {"dim": dim}
+    with pytest.warns(UserWarning, match="degrees of freedom"):
+        v = fabric.var(x, correction=3, **kw)
+    v.backward()
+    got = x.grad.tolist()
+    if dim is None:
+        assert got[0] == got[1] == math.inf
+    else:
+        assert got[0] == math.inf and got[1] == -math.inf

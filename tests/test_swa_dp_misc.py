@@ -76,7 +76,7 @@ def test_averaged_model_matches_torch(kind, use_buffers):
         return
     topt = torch.optim.SGD(t.parameters(), lr=0.1, momentum=0.9)
     x = np.random.default_rng(1).standard_normal((4, 6, 3)).astype(dtype)
-    for epoch in range(4):
+    for _epoch in range(4):
         # train torch's model; fabric's model takes its weights so that only the averaging is compared
         for xb in x:
             topt.zero_grad()
@@ -392,7 +392,7 @@ def _sync_bn_worker(rank, port, world, momentum):
                 m.weight.copy_(fabric.tensor([0.5, -1.0, 2.0]))
                 m.bias.copy_(fabric.tensor([0.1, 0.2, -0.3]))
         rows = slice(rank * 3, rank * 3 + 3)  # each rank holds half of the batch
-        for step in range(2):
+        for _step in range(2):
             fx = fabric.tensor(x, requires_grad=True)
             ry = ref(fx)
             ry.backward(fabric.tensor(g))

@@ -63,8 +63,9 @@ def _resolve(fabric, name):
 
 
 def render():
-    import fabric
     from opinfo import ALL_OPS
+
+    import fabric
 
     reg = {}
     for op in ALL_OPS:
@@ -91,9 +92,10 @@ def render():
                 continue
             dts = ", ".join(sorted({getattr(d, "__name__", str(d)) for d in op.dtypes}))
             notes = op.notes.replace("|", "\\|").replace("\n", " ")
-            lines.append(f"| `{name}` | {'yes' if op.differentiable else 'no'} | {dts} | "
-                         f"{'`' + op.method + '`' if op.method else ''} | {'`' + op.inplace + '`' if op.inplace else ''}"
-                         f" | {notes} |")
+            method = f"`{op.method}`" if op.method else ""
+            inplace = f"`{op.inplace}`" if op.inplace else ""
+            grad = "yes" if op.differentiable else "no"
+            lines.append(f"| `{name}` | {grad} | {dts} | {method} | {inplace} | {notes} |")
         lines.append("")
     extra = sorted(n for n in reg if not any(n in v.split() for v in CATALOGUE.values()))
     if extra:
@@ -110,7 +112,10 @@ def main():
     text = render()
     path = os.path.join(ROOT, "docs", "ops.md")
     if args.check:
-        current = open(path).read() if os.path.exists(path) else ""
+        current = ""
+        if os.path.exists(path):
+            with open(path) as f:
+                current = f.read()
         if current != text:
             print("docs/ops.md is stale: run python tools/gen_ops_doc.py", file=sys.stderr)
             return 1

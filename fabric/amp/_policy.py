@@ -44,6 +44,7 @@ Example::
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -236,7 +237,7 @@ def _cast_one(a, dtype, cls):
     return a
 
 
-def cast(op, *args):
+def cast(op, *args) -> Any:
     """``args`` cast per ``op``'s autocast policy, or None when autocast does not apply here.
 
     Non-tensor arguments (None, numbers, lists of tensors) pass through; lists and tuples of tensors are cast

@@ -213,7 +213,7 @@ class autocast:
 
     def __init__(self, device_type: str, dtype=None, enabled: bool = True, cache_enabled: bool | None = None):
         if not isinstance(device_type, str):
-            raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")  # noqa: TRY004  (PyTorch raises ValueError)
+            raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
         self.fast_dtype = get_autocast_dtype(device_type) if dtype is None else dtype
         self.device = device_type
         if not is_autocast_available(device_type):
@@ -300,7 +300,7 @@ def custom_fwd(fwd=None, *, device_type: str, cast_inputs=None):
         fabric.float32
     """
     if not isinstance(device_type, str):
-        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")  # noqa: TRY004
+        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
     if fwd is None:
         return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
 
@@ -324,7 +324,7 @@ def custom_bwd(bwd=None, *, device_type: str):
     """Decorator for ``backward`` of a custom ``autograd.Function``: runs it with the autocast state its
     ``forward`` (decorated with :func:`custom_fwd`) saw."""
     if not isinstance(device_type, str):
-        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")  # noqa: TRY004
+        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
     if bwd is None:
         return functools.partial(custom_bwd, device_type=device_type)
 

@@ -187,7 +187,7 @@ class GradScaler:
         for group in optimizer.param_groups:
             for param in group["params"]:
                 if not isinstance(param, Tensor):
-                    raise AssertionError(f"expected param to be torch.Tensor, got {type(param).__name__}")  # noqa: TRY004
+                    raise AssertionError(f"expected param to be torch.Tensor, got {type(param).__name__}")
                 if param.grad is None:
                     continue
                 if (not allow_fp16) and param.grad.dtype == D.float16:

@@ -10,10 +10,10 @@ Example::
 """
 from __future__ import annotations
 
+from . import functional, graph
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .function import Function, FunctionCtx, InplaceFunction, Node, once_differentiable
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
-from . import functional, graph
 from .gradcheck import gradcheck, gradgradcheck
 from .variable import Variable
 
@@ -101,7 +101,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         allow_unused = materialize_grads
     if retain_graph is None:
         retain_graph = create_graph
-    for i, t in enumerate(inputs):
+    for _i, t in enumerate(inputs):
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     keep = [i for i, t in enumerate(outputs) if t._requires_grad]

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import heapq
 import warnings
+from typing import Any
 
-from .function import AccumulateGrad, _FREED, _edge
-from .grad_mode import any_thread as _any_thread, state as _state
+from .function import _FREED, AccumulateGrad, _edge
+from .grad_mode import any_thread as _any_thread
+from .grad_mode import state as _state
 
-Tensor = None  # set by fabric._tensor
+Tensor: Any = None  # set by fabric._tensor
 
 
 def _set_tensor_class(cls):
@@ -147,7 +149,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             if t.grad_fn is not None and r is not None:
                 _accumulate(t, r, create_graph)
     if capture:
-        for i, r in enumerate(results):
+        for r in results:
             if r is None and not allow_unused:
                 raise RuntimeError(
                     "One of the differentiated Tensors appears to not have been used in the graph. "

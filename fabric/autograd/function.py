@@ -32,10 +32,13 @@ import functools
 import itertools
 import traceback
 import weakref
+from typing import Any
 
 import numpy as np
 
-from .grad_mode import any_thread as _any_thread, state as _state
+from .._errors import out_of_memory
+from .grad_mode import any_thread as _any_thread
+from .grad_mode import state as _state
 
 __all__ = ["Function", "Node", "FunctionCtx", "once_differentiable", "InplaceFunction"]
 
@@ -46,7 +49,7 @@ _FREED = object()
 # Kinds of saved values.
 _SAVED_INPUT, _SAVED_OUTPUT, _SAVED_CONST, _SAVED_RAW = 0, 1, 2, 3
 
-Tensor = None  # set by fabric._tensor (import cycle: Tensor calls ops, ops record nodes)
+Tensor: Any = None  # set by fabric._tensor (import cycle: Tensor calls ops, ops record nodes)
 
 
 def _set_tensor_class(cls):
@@ -100,8 +103,8 @@ class Node:
     materialize_grads = True
 
     def __init__(self):
-        self._saved = None
-        self._to_save = None
+        self._saved: Any = None
+        self._to_save: Any = None
         self._seq = next(_seq)
         if _any_thread.anomaly and _state.anomaly:
             self._trace = traceback.format_stack()[:-2]
@@ -112,7 +115,7 @@ class Node:
         self._to_save = values
 
     @property
-    def saved_tensors(self):
+    def saved_tensors(self) -> tuple[Any, ...]:
         saved = self._saved
         if saved is None:
             return ()
@@ -336,6 +339,7 @@ class Function(metaclass=FunctionMeta):
     _array_forward = False   # built-ins: forward receives arrays
     _is_view = False         # output shares memory with input 0 (view ops)
     _is_inplace = False      # modifies input 0 in place and returns it
+    _checks_overlap = True   # in-place: refuse to write repeated or partly overlapping memory
     _differentiable_outputs = True  # False: outputs never require grad (argmax, comparisons)
     _exact_grads = False     # backward returns each input's gradient in its shape and dtype (no fix-up)
     _Node = Node
@@ -354,7 +358,7 @@ class Function(metaclass=FunctionMeta):
     vjp = backward
 
     @classmethod
-    def apply(cls, *args, **kwargs):
+    def apply(cls, *args, **kwargs) -> Any:
         if cls._array_forward:
             arrays = [a._data if isinstance(a, Tensor) else a for a in args]
             return _apply(cls, args, arrays)
@@ -374,16 +378,52 @@ def _normalize(out):
     return out
 
 
-def _apply(cls, args, arrays):
+_OVERLAP = ("unsupported operation: {} to a single memory location. Please clone() the tensor before "
+            "performing the operation.")
+
+
+def check_no_internal_overlap(x):
+    """PyTorch's error for writing into an array whose elements repeat in
+    memory (an expanded tensor): a zero stride over a size above one."""
+    if 0 in x.strides and x.size > 1 and any(st == 0 and n > 1 for st, n in zip(x.strides, x.shape)):
+        raise RuntimeError(_OVERLAP.format("more than one element of the written-to tensor refers"))
+
+
+def _dense(a):
+    return a.flags.c_contiguous or a.flags.f_contiguous
+
+
+def _check_write_overlap(arrays):
+    """The checks PyTorch makes before an in-place op writes ``arrays[0]``:
+    no repeated elements in it, and no input that partly overlaps it
+    (``x[1:].add_(x[:-1])`` raises; ``x.add_(x)`` is fine).  As in PyTorch,
+    only dense layouts are compared; others are too hard to tell and pass."""
+    x = arrays[0]
+    check_no_internal_overlap(x)
+    if x.__class__ is not _ndarray or not _dense(x):
+        return
+    for y in arrays[1:]:
+        if y.__class__ is _ndarray and y is not x and y.size and np.may_share_memory(x, y) and _dense(y) \
+                and not (y.__array_interface__["data"][0] == x.__array_interface__["data"][0]
+                         and y.strides == x.strides and y.shape == x.shape):
+            raise RuntimeError(_OVERLAP.format("some elements of the input tensor and the written-to tensor refer"))
+
+
+def _apply(cls, args, arrays) -> Any:
     """Run a built-in op: ``args`` are the original arguments (Tensors make
     graph edges), ``arrays`` what ``forward`` receives (already promoted)."""
+    if cls._is_inplace and cls._checks_overlap:
+        _check_write_overlap(arrays)
     if _state.enabled and cls._differentiable_outputs:
         for a in args:
             if isinstance(a, Tensor) and a._requires_grad:
                 return _apply_recording(cls, args, arrays)
     if cls._is_inplace and args[0]._base is not None and _state.enabled and args[0]._base._requires_grad:
         raise RuntimeError(_NO_GRAD_VIEW)
-    out = cls.forward(_NullCtx(), *arrays)
+    try:
+        out = cls.forward(_NullCtx(), *arrays)
+    except MemoryError as e:
+        raise out_of_memory(e) from None
     if cls._is_inplace:
         t = args[0]
         t._bump_version()
@@ -397,7 +437,7 @@ def _apply(cls, args, arrays):
     return Tensor._make(out, False)
 
 
-def _apply_recording(cls, args, arrays):
+def _apply_recording(cls, args, arrays) -> Any:
     """``_apply`` when a graph node must be recorded."""
     node = _new_object(cls._Node)  # Node.__init__ inlined: this is the hottest path of training
     node._saved = node._to_save = None
@@ -426,7 +466,10 @@ def _apply_recording(cls, args, arrays):
         _check_inplace(args[0])
     node._edges = edges
     node._input_meta = meta
-    out = cls.forward(node, *arrays)
+    try:
+        out = cls.forward(node, *arrays)
+    except MemoryError as e:
+        raise out_of_memory(e) from None
     if cls._is_inplace:
         t = args[0]
         t._bump_version()
@@ -463,7 +506,7 @@ _NONES = tuple((None,) * k for k in range(9))
 _NEEDS_FIRST_OF = tuple((True,) + (False,) * k for k in range(9))
 
 
-def _apply1(cls, a, arrays, exact=False):
+def _apply1(cls, a, arrays, exact=False) -> Any:
     """``_apply`` for an op whose only Tensor argument is its first, ``a``
     (``arrays[0]`` is ``a``'s array, the rest plain parameters): reductions,
     views, indexing, unary ops with options."""
@@ -472,7 +515,10 @@ def _apply1(cls, a, arrays, exact=False):
         return _record1(cls, a, arrays, exact)
     if cls._is_inplace:
         return _apply(cls, (a,) + tuple(arrays[1:]), arrays)
-    out = cls.forward(_NullCtx(), *arrays)
+    try:
+        out = cls.forward(_NullCtx(), *arrays)
+    except MemoryError as e:
+        raise out_of_memory(e) from None
     if out.__class__ is not _ndarray:
         if out.__class__ is tuple:
             return tuple(Tensor._make(o if o.__class__ is _ndarray else _normalize(o), False) for o in out)
@@ -482,7 +528,7 @@ def _apply1(cls, a, arrays, exact=False):
     return Tensor._make(out, False)
 
 
-def _record1(cls, a, arrays, exact=False):
+def _record1(cls, a, arrays, exact=False) -> Any:
     """``_apply_recording`` for :func:`_apply1`.  ``exact``: backward returns
     the gradient in the input's shape and dtype (views, whole sums), so the
     node needs no input metadata."""
@@ -563,7 +609,7 @@ class _NoSaveCtx:
 NO_SAVE_CTX = _NoSaveCtx()
 
 
-def _apply_elementwise(cls, a, x):
+def _apply_elementwise(cls, a, x) -> Any:
     """Run unary elementwise op ``cls`` on Tensor ``a`` given its floating
     array ``x`` (forward only calls ``save_for_backward``; the gradient has
     the input's shape and dtype)."""
@@ -592,7 +638,7 @@ _NEEDS_FIRST = (True, False)
 _NEEDS_ONE = (True,)
 
 
-def _record_elementwise(cls, a, b, x, y, exact=False):
+def _record_elementwise(cls, a, b, x, y, exact=False) -> Any:
     """``_apply_recording`` specialised for an elementwise op on ``a`` and
     ``b`` of one dtype (``b`` a Tensor or a Python number; ``b is None`` for
     a unary op) whose one float output is not a view.  Inputs of the
@@ -656,7 +702,7 @@ def _record_elementwise(cls, a, b, x, y, exact=False):
     if ts is not None:
         node._to_save = None
         packed = []  # _pack_arrays inlined for what these ops save: inputs, the output, numbers
-        for v in ts:
+        for v in ts:  # pyright: ignore[reportGeneralTypeIssues] (forward() set it after the reset above)
             if v is None:
                 packed.append(None)
             elif v is x:
@@ -888,7 +934,7 @@ def _view_of_base_node(view, idx):
     view._output_nr = 0
 
 
-def _apply_user(cls, args, kwargs):
+def _apply_user(cls, args, kwargs) -> Any:
     """Run a user-defined Function: forward sees Tensors, under no_grad."""
     tensor_args = [a for a in args if isinstance(a, Tensor)]
     needs = _state.enabled and any(a._requires_grad for a in tensor_args)
@@ -960,7 +1006,7 @@ def _apply_user(cls, args, kwargs):
     return new_outs[0] if single else tuple(new_outs)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _own_attrs(cls):
     names = set()
     for k in cls.__mro__:

@@ -30,8 +30,8 @@ def _prep(inputs, create_graph):
 
 
 def _grad(outputs, inputs, grad_outputs, create_graph):
-    from . import grad
     from .._tensor import Tensor
+    from . import grad
 
     outs = [o for o in outputs if o.requires_grad]
     gos = [g for o, g in zip(outputs, grad_outputs) if o.requires_grad]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
+from typing import Any
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
            "is_inference_mode_enabled"]
@@ -90,7 +91,7 @@ class _DecoratorContextManager:
                 return func(*args, **kwargs)
         return wrapper
 
-    def clone(self):
+    def clone(self) -> Any:  # an instance of the subclass, which defines __enter__/__exit__
         return self.__class__()
 
 
@@ -103,7 +104,7 @@ class no_grad(_DecoratorContextManager):
         if orig_func is not None and callable(orig_func):  # used as @no_grad without ()
             self._wrapped = _DecoratorContextManager.__call__(self, orig_func)
 
-    def __new__(cls, orig_func=None):
+    def __new__(cls, orig_func=None) -> Any:  # the decorated function when used as a bare @no_grad
         self = super().__new__(cls)
         if orig_func is not None and callable(orig_func):
             self.__init__()

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import numpy as np
 
-
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
 
 
@@ -71,8 +70,8 @@ def _numerical_jacobian(func, inputs, idx, outputs, eps):
 
 
 def _analytical_jacobian(inputs, idx, outputs):
-    from . import grad
     from .._tensor import Tensor
+    from . import grad
 
     jac = [[np.zeros((inputs[k]._data.size, o._data.size)) for o in outputs] for k in idx]
     for oi, o in enumerate(outputs):
@@ -132,8 +131,8 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
                   masked=False):
     """gradcheck of the gradients themselves (second derivatives), with
     random ``grad_outputs`` when not given."""
-    from . import grad
     from .._tensor import Tensor
+    from . import grad
 
     inputs = _as_tuple(inputs)
     idx = _diff_inputs(inputs)

@@ -1,6 +1,8 @@
 """The Backend interface shared by the NumPy and CuPy backends."""
 from __future__ import annotations
 
+from typing import Any
+
 from . import fused
 
 
@@ -13,7 +15,7 @@ class Backend:
     """
 
     name: str = ""
-    xp = None
+    xp: Any = None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"

@@ -23,6 +23,7 @@ import contextlib
 import functools
 import math
 import os
+from typing import Any
 
 import numpy as np
 
@@ -53,7 +54,9 @@ class KernelOps:
     base class's reference implementation (``super()``) where no kernel applies.
     """
 
-    kernels = None   # provider: .get(kernel, dtype) -> launchable, .limits, .pointer_tables(...)
+    xp: Any
+
+    kernels: Any = None   # provider: .get(kernel, dtype) -> launchable, .limits, .pointer_tables(...)
 
     # --- helpers -----------------------------------------------------------
     def _ok(self, kernel: str, *arrays) -> bool:
@@ -1215,8 +1218,8 @@ class PhiloxGenerator:
             us = 0.5 - xp.abs(U)
             a_, b_, lam_ = a[todo], b[todo], lam[todo]
             k = xp.floor((2 * a_ / us + b_) * U + lam_ + 0.43)
-            fast = (us >= 0.07) & (V <= vr[todo])
-            bad = (k < 0) | ((us < 0.013) & (V > us))
+            fast = (us >= 0.07) & (vr[todo] >= V)
+            bad = (k < 0) | ((us < 0.013) & (us < V))
             with np.errstate(divide="ignore", invalid="ignore"):
                 slow = (xp.log(V) + xp.log(inv_alpha[todo]) - xp.log(a_ / (us * us) + b_)
                         <= -lam_ + k * loglam[todo] - _lgamma(xp, k + 1))

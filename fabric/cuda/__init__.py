@@ -71,11 +71,11 @@ def _probe():
         import cupy
     except ImportError:
         return 0, "CuPy is not installed (pip install 'fabric-dl[cuda12]')"
-    except Exception as e:  # noqa: BLE001  (a broken CuPy install)
+    except Exception as e:
         return 0, f"CuPy failed to import: {e}"
     try:
         n = cupy.cuda.runtime.getDeviceCount()
-    except Exception as e:  # noqa: BLE001  (e.g. cudaErrorInsufficientDriver / cudaErrorNoDevice)
+    except Exception as e:
         return 0, f"CuPy found no usable CUDA device: {e}"
     if n == 0:
         return 0, "CuPy found no CUDA device"

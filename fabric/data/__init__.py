@@ -17,11 +17,18 @@ from __future__ import annotations
 from . import dataloader, dataset, datasets, distributed, sampler, transforms  # noqa: F401
 from ._worker import WorkerInfo
 from .dataloader import DataLoader, _DatasetKind, default_collate, default_convert, get_worker_info
-from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset, Subset, TensorDataset,
-                      random_split)
+from .dataset import (
+    ChainDataset,
+    ConcatDataset,
+    Dataset,
+    IterableDataset,
+    StackDataset,
+    Subset,
+    TensorDataset,
+    random_split,
+)
 from .distributed import DistributedSampler
-from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler,
-                      WeightedRandomSampler)
+from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler, WeightedRandomSampler
 
 __all__ = ["BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "DistributedSampler",
            "IterableDataset", "RandomSampler", "Sampler", "SequentialSampler", "StackDataset", "Subset",

@@ -16,7 +16,7 @@ Example::
 """
 from __future__ import annotations
 
-import collections
+import collections.abc
 import copy
 import re
 from collections.abc import Callable

@@ -109,7 +109,7 @@ class _MapDatasetFetcher(_BaseDatasetFetcher):
         return self.collate_fn(data)
 
     def _fast_fetch(self, index):
-        tensors, index_map = self._fast
+        tensors, index_map = self._fast  # pyright: ignore[reportGeneralTypeIssues] (only called when set)
         if _grad_state.enabled and any(t._requires_grad for t in tensors):
             return None
         idx = _as_index(index)

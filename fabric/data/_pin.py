@@ -11,7 +11,7 @@ Example::
 """
 from __future__ import annotations
 
-import collections
+import collections.abc
 import copy
 
 import numpy as np

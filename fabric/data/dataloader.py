@@ -32,7 +32,8 @@ from typing import Any, Generic, TypeVar
 
 from . import _collate, _shm, _worker
 from ._fetch import _IterableDatasetFetcher, _MapDatasetFetcher
-from ._pin import pin_memory as _pin_memory, pinning_available
+from ._pin import pin_memory as _pin_memory
+from ._pin import pinning_available
 from .dataset import Dataset, IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, _random_int64
 
@@ -156,10 +157,9 @@ class DataLoader(Generic[_T_co]):
                                  "drop_last")
             batch_size = None
             drop_last = False
-        elif batch_size is None:
-            if drop_last:
-                raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with "
-                                 "drop_last")
+        elif batch_size is None and drop_last:
+            raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with "
+                             "drop_last")
 
         if sampler is None:
             if self._dataset_kind == _DatasetKind.Iterable:

@@ -1,11 +1,12 @@
 """``fabric.distributed``: multi-process data parallelism with PyTorch's
 ``torch.distributed`` API — process groups, collectives, point-to-point,
-stores — over a pure-Python "gloo" backend (TCP sockets, NumPy arrays).
+stores — on MPI (the ``mpi`` extra: mpi4py) or, without it, a pure-Python
+TCP transport (sockets, NumPy arrays).
 
-Launch one process per rank with ``fabric.multiprocessing.spawn`` or
-``python -m fabric.distributed.run --nproc-per-node N script.py`` (sets
-``MASTER_ADDR``, ``MASTER_PORT``, ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``),
-then ``init_process_group("gloo")``.  See docs/distributed.md.
+Launch one process per rank with ``mpiexec -n N python script.py``,
+``python -m fabric.distributed.run --nproc-per-node N script.py`` (uses
+mpiexec when the extra is installed) or ``fabric.multiprocessing.spawn``,
+then ``init_process_group("gloo")`` or ``("mpi")``.  See docs/distributed.md.
 
 Example (a world of one process)::
 

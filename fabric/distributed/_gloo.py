@@ -28,7 +28,8 @@ from collections import deque
 
 import numpy as np
 
-from .store import DistBackendError, _recv_exact as _recv_store_bytes
+from .store import DistBackendError
+from .store import _recv_exact as _recv_store_bytes
 
 _HEADER = struct.Struct("<Qq")
 _HANDSHAKE = struct.Struct("<8sq")

@@ -1,11 +1,15 @@
 """Process groups and collectives with ``torch.distributed``'s API.
 
-The only backend is "gloo" (:mod:`fabric.distributed._gloo`: pure Python,
-TCP sockets, NumPy arrays).  Collectives run eagerly: ``async_op=True``
-returns a :class:`Work` that is already complete, except ``isend``/``irecv``,
-whose transfers are queued and run at ``wait()`` or with the next blocking
-communication of the process, so a symmetric ``isend``+``irecv`` exchange
-cannot deadlock on full socket buffers.
+Two engines carry the data.  On MPI (:mod:`fabric.distributed._mpi`, the
+``mpi`` extra) every collective is a non-blocking MPI call and
+``async_op=True`` returns a :class:`Work` with the requests in flight; the
+group's ``_engine`` is its communicator.  Without it, the "gloo" transport
+(:mod:`fabric.distributed._gloo`: pure Python, TCP sockets, NumPy arrays)
+runs collectives eagerly: ``async_op=True`` returns a :class:`Work` that is
+already complete, except ``isend``/``irecv``, whose transfers are queued and
+run at ``wait()`` or with the next blocking communication of the process, so
+a symmetric ``isend``+``irecv`` exchange cannot deadlock on full socket
+buffers.
 
 Example (one process, world size 1)::
 
@@ -28,7 +32,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from .._tensor import Tensor
-from . import _gloo
+from . import _gloo, _mpi
 from .store import DistBackendError, FileStore, HashStore, PrefixStore, Store, TCPStore
 
 __all__ = [
@@ -93,11 +97,11 @@ class Backend(str):
     UCC = "ucc"
     MPI = "mpi"
     FAKE = "fake"
-    backend_list = [UNDEFINED, GLOO, NCCL, XCCL, UCC, MPI, FAKE]  # noqa: RUF012 (a list in PyTorch too)
+    backend_list = [UNDEFINED, GLOO, NCCL, XCCL, UCC, MPI, FAKE]
 
     def __new__(cls, name: str):
         if not isinstance(name, str):
-            raise ValueError(f"Backend constructor parameter must be string-ish, but got: {type(name)}")  # noqa: TRY004 (PyTorch's error type)
+            raise ValueError(f"Backend constructor parameter must be string-ish, but got: {type(name)}")
         value = name.lower()
         if value not in cls.backend_list and ":" not in value:
             raise ValueError(f"Invalid backend: '{name}'")
@@ -149,23 +153,28 @@ def _op_name(op) -> str:
 class Work:
     """Handle of a (possibly queued) communication: ``wait()``, ``is_completed()``, ``result()``."""
 
-    def __init__(self, tensors=(), group=None, pending: bool = False):
+    def __init__(self, tensors=(), group=None, pending=False):
         self._tensors = list(tensors)
         self._group = group
+        # True: gloo transfers queued in the world; a _mpi.Pending: MPI requests in flight
         self._pending = pending
         self._exc = None
 
     def wait(self, timeout=None) -> bool:
         if self._pending:
             try:
-                self._group._flush()
+                if self._pending is True:
+                    self._group._flush()
+                else:
+                    self._pending.wait()
             except Exception as e:
                 self._exc = e
                 raise
+            self._pending = False
         return True
 
     def is_completed(self) -> bool:
-        if self._pending and self._group._nothing_pending():
+        if self._pending is True and self._group._nothing_pending() or self._pending and self._pending.test():
             self._pending = False
         return not self._pending
 
@@ -186,40 +195,53 @@ class Work:
 
 
 class Future:
-    """The ``Work``'s result as a future: ``wait()`` returns the tensors; ``then(fn)`` chains."""
+    """A ``Work``'s result as a future (``torch.futures.Future``'s protocol):
+    ``wait()``/``value()`` give the result, ``done()`` polls (driving the
+    engine's progress), ``then(fn)`` chains ``fn(completed_future)``, which
+    runs when the chained future is waited on."""
 
-    def __init__(self, work: Work | None = None, value=None):
+    def __init__(self, work: Work | None = None, value=None, parent: Future | None = None, callback=None):
         self._work = work
         self._value = value
+        self._parent = parent
+        self._callback = callback
 
     def wait(self):
-        if self._work is not None:
+        if self._callback is not None:
+            self._parent.wait()
+            self._value = self._callback(self._parent)
+            self._callback = self._parent = None
+        elif self._work is not None:
             self._work.wait()
-            return self._work.result()
+            self._value, self._work = self._work.result(), None
         return self._value
 
     def value(self):
         return self.wait()
 
     def done(self) -> bool:
+        if self._callback is not None:
+            return self._parent.done()
         return self._work is None or self._work.is_completed()
 
     def set_result(self, value) -> None:
-        self._work, self._value = None, value
+        self._work, self._parent, self._callback, self._value = None, None, None, value
 
     def then(self, callback) -> Future:
-        return Future(value=callback(self))
+        return Future(parent=self, callback=callback)
 
 
 class ProcessGroup:
     """A set of ranks (global ranks, sorted) sharing the world's connections."""
 
-    def __init__(self, world: _World, ranks: list, timeout: float, name: str):
+    def __init__(self, world: _World, ranks: list, timeout: float, name: str, engine=None):
         self._world = world
         self._ranks = list(ranks)
         self._group_rank = {g: i for i, g in enumerate(self._ranks)}
         self._timeout = timeout
         self.group_name = name
+        # the group's communicator on an engine (_mpi.MpiComm); None on the built-in TCP transport
+        self._engine = engine
 
     def rank(self) -> int:
         return self._group_rank.get(self._world.rank, -1)
@@ -228,7 +250,7 @@ class ProcessGroup:
         return len(self._ranks)
 
     def name(self) -> str:
-        return "gloo"
+        return "mpi" if self._world.engine == "mpi" else "gloo"
 
     @property
     def group_desc(self) -> str:
@@ -264,9 +286,11 @@ group = _GroupNamespace()
 class _World:
     """The process-wide state: rank, size, the socket mesh and its queued p2p transfers."""
 
-    def __init__(self, store, rank, size, timeout, host):
+    def __init__(self, store, rank, size, timeout, host, mpi=None):
         self.store, self.rank, self.size = store, rank, size
-        self.mesh = _gloo.Mesh(store, rank, size, timeout, host)
+        self.engine = "gloo" if mpi is None else "mpi"
+        self.mpi = mpi
+        self.mesh = _gloo.Mesh(store, rank, size, timeout, host) if mpi is None else None
         self.pending_sends: list = []
         self.pending_recvs: list = []
         self.after: list = []      # write-backs of queued receives
@@ -382,6 +406,26 @@ def _work(async_op, tensors=(), g=None, pending=False):
     return Work(tensors, g, pending) if async_op else None
 
 
+def _complete(g, pending, async_op, tensors, after=()):
+    """Finish a collective: gloo's (``pending`` None) has run already; MPI's
+    requests are waited on now, or handed back in a Work with ``async_op``.
+    ``after`` (write-backs into the tensors) runs once the data is there."""
+    if pending is None:
+        for fn in after:
+            fn()
+        return _work(async_op, tensors)
+    pending.after.extend(after)
+    if async_op:
+        return Work(tensors, g, pending)
+    pending.wait()
+    return None
+
+
+def _sync(pending) -> None:
+    if pending is not None:
+        pending.wait()
+
+
 # --- init / teardown ---------------------------------------------------------------------------------
 def is_available() -> bool:
     return True
@@ -400,7 +444,7 @@ def is_nccl_available() -> bool:
 
 
 def is_mpi_available() -> bool:
-    return False
+    return _mpi.available()
 
 
 def is_ucc_available() -> bool:
@@ -408,7 +452,7 @@ def is_ucc_available() -> bool:
 
 
 def is_backend_available(backend: str) -> bool:
-    return str(backend).lower() == "gloo"
+    return str(backend).lower() == "gloo" or str(backend).lower() == "mpi" and _mpi.available()
 
 
 def is_torchelastic_launched() -> bool:
@@ -425,7 +469,7 @@ def _env(name):
 
 def _rendezvous(url: str, rank: int, world_size: int, timeout: timedelta):
     if not isinstance(url, str):
-        raise RuntimeError(f"`url` must be a string. {type(url)}: {url}")  # noqa: TRY004 (PyTorch's error type)
+        raise RuntimeError(f"`url` must be a string. {type(url)}: {url}")
     parsed = urlparse(url)
     query = dict(p.split("=") for p in parsed.query.split("&") if p)
     if rank != -1:
@@ -511,14 +555,24 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
                                       "which also reduces CuPy tensors through host memory")
         raise RuntimeError("Distributed package doesn't have NCCL built in: fabric runs on CPU here; use "
                            "backend='gloo'")
-    if name == Backend.MPI:
-        raise RuntimeError("Distributed package doesn't have MPI built in.")
-    if name not in (Backend.GLOO, Backend.UNDEFINED):
-        raise RuntimeError(f"fabric.distributed supports only the 'gloo' backend, got '{name}'")
+    if name not in (Backend.GLOO, Backend.UNDEFINED, Backend.MPI):
+        raise RuntimeError(f"fabric.distributed supports the 'gloo' and 'mpi' backends, got '{name}'")
     if timeout is None:
         timeout = default_pg_timeout
     if not isinstance(timeout, timedelta):
         raise TypeError(f"Expected timeout argument to be of type datetime.timedelta, got {timeout}")
+    if name == Backend.MPI:
+        if not _mpi.available():
+            raise RuntimeError("Distributed package doesn't have MPI built in: pip install 'fabric-dl[mpi]' "
+                               "(mpi4py and the mpich wheel) and launch with mpiexec")
+        return _init_mpi(name, rank, world_size, timeout, group_name)
+    if store is None and _mpi.launched_by_mpi() and _mpi.available() and \
+            os.environ.get("FABRIC_DISTRIBUTED_ENGINE", "mpi").lower() != "gloo":
+        _init_mpi(name, rank, world_size, timeout, group_name)
+        if _world.rank == 0:
+            _log_once(f"fabric.distributed: backend '{name}' runs on MPI (mpi4py), the process manager that started "
+                      "these processes; set FABRIC_DISTRIBUTED_ENGINE=gloo for the pure-Python TCP transport")
+        return None
     if store is None:
         store, rank, world_size = _rendezvous(init_method, rank, world_size, timeout)
         store.set_timeout(timeout)
@@ -539,6 +593,34 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     _all_reduce_array(pg, np.zeros(1, dtype=np.int64), "sum")
 
 
+_logged: set = set()
+
+
+def _log_once(msg: str) -> None:
+    if msg not in _logged:
+        _logged.add(msg)
+        import sys
+
+        print(msg, file=sys.stderr, flush=True)
+
+
+def _init_mpi(name, rank, world_size, timeout, group_name) -> None:
+    """The default group on MPI: rank and size come from the MPI launcher."""
+    global _world, _backend
+    comm = _mpi.world()
+    comm.timeout = timeout.total_seconds()
+    if rank not in (-1, comm.rank) or world_size not in (-1, comm.size):
+        raise ValueError(f"rank {rank} / world_size {world_size} disagree with the MPI launcher's rank {comm.rank} "
+                         f"of {comm.size}")
+    seconds = timeout.total_seconds()
+    world = _World(None, comm.rank, comm.size, seconds, None, mpi=comm)
+    _world, _backend = world, Backend(name)
+    pg = ProcessGroup(world, list(range(comm.size)), seconds, group_name or "0", engine=comm)
+    _groups.clear()
+    _groups[pg.group_name] = pg
+    GroupMember.WORLD = pg
+
+
 def destroy_process_group(group: ProcessGroup | None = None) -> None:
     """Destroy ``group``; with no argument, every group and the connections."""
     global _world
@@ -546,6 +628,15 @@ def destroy_process_group(group: ProcessGroup | None = None) -> None:
         if _world is None:
             raise ValueError("Default process group has not been initialized, please make sure to call "
                              "init_process_group.")
+        if _world.mpi is not None:
+            for g in _groups.values():
+                if g._engine is not None and g._engine is not _world.mpi:
+                    g._engine.free()
+            _world.mpi.free()
+            _world = None
+            _groups.clear()
+            GroupMember.WORLD = None
+            return
         _world.mesh.close()
         root = getattr(_world, "_root_store", None)
         if isinstance(root, (TCPStore, FileStore)):
@@ -583,8 +674,8 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     """A group of ``ranks`` (all ranks by default); every rank of the world
     must call it, with the same ranks.  Non-members get ``GroupMember.NON_GROUP_MEMBER``."""
     world_pg = _default_group()
-    if backend is not None and Backend(backend) not in (Backend.GLOO, Backend.UNDEFINED):
-        raise RuntimeError(f"fabric.distributed supports only the 'gloo' backend, got '{backend}'")
+    if backend is not None and Backend(backend) not in (Backend.GLOO, Backend.UNDEFINED, Backend.MPI):
+        raise RuntimeError(f"fabric.distributed supports the 'gloo' and 'mpi' backends, got '{backend}'")
     ranks = list(range(world_pg.size())) if ranks is None or len(ranks) == 0 else list(ranks)
     if sort_ranks:
         ranks = sorted(ranks)
@@ -597,7 +688,9 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     name = str(len(_groups))
     while name in _groups:
         name += "'"
-    pg = ProcessGroup(_world, ranks, seconds, name)
+    sub = _world.mpi.split(_world.rank in ranks, ranks.index(_world.rank) if _world.rank in ranks else 0) \
+        if _world.mpi is not None else None   # every rank takes part in MPI's split, members get a communicator
+    pg = ProcessGroup(_world, ranks, seconds, name, engine=sub)
     _groups[name] = pg
     if _world.rank not in ranks:
         return GroupMember.NON_GROUP_MEMBER
@@ -630,8 +723,13 @@ def _x(g, sends, recvs):
     g._world.exchange(sends, recvs, g._timeout)
 
 
-def _all_reduce_array(g: ProcessGroup, buf: np.ndarray, op: str) -> None:
-    """In-place all-reduce of a C-contiguous array (see _gloo for the algorithm)."""
+def _all_reduce_array(g: ProcessGroup, buf: np.ndarray, op: str):
+    """In-place all-reduce of a C-contiguous array (see _gloo for the algorithm).
+
+    The array primitives return None when the work is done (gloo), or the
+    MPI engine's Pending (requests in flight)."""
+    if g._engine is not None:
+        return g._engine.all_reduce(buf, op)
     n_ranks, me, peers = g.size(), g.rank(), g._ranks
     flat = buf.reshape(-1)
     if n_ranks == 1:
@@ -649,6 +747,8 @@ def _all_reduce_array(g: ProcessGroup, buf: np.ndarray, op: str) -> None:
 
 
 def _broadcast_array(g, buf, root):
+    if g._engine is not None:
+        return g._engine.broadcast(buf, root)
     me, peers = g.rank(), g._ranks
     if me == root:
         _x(g, [(peers[p], _TAG, buf) for p in range(g.size()) if p != me], [])
@@ -658,6 +758,8 @@ def _broadcast_array(g, buf, root):
 
 def _gather_arrays(g, buf, root, outs):
     """``outs`` (on root): one array per group rank."""
+    if g._engine is not None:
+        return g._engine.gather(buf, root, outs)
     me, peers = g.rank(), g._ranks
     if me == root:
         outs[me][...] = buf
@@ -667,6 +769,8 @@ def _gather_arrays(g, buf, root, outs):
 
 
 def _all_gather_arrays(g, buf, outs):
+    if g._engine is not None:
+        return g._engine.all_gather(buf, outs)
     me, peers = g.rank(), g._ranks
     if outs[me] is not buf:
         outs[me][...] = buf
@@ -676,6 +780,8 @@ def _all_gather_arrays(g, buf, outs):
 
 def _reduce_scatter_arrays(g, ins, out, op):
     """``ins``: one array per group rank; ``out`` gets the reduction of every rank's ``ins[me]``."""
+    if g._engine is not None:
+        return g._engine.reduce_scatter_block(np.concatenate([a.reshape(-1) for a in ins]), out, op)
     me, peers, n_ranks = g.rank(), g._ranks, g.size()
     parts = [np.empty_like(out) for _ in range(n_ranks)]
     parts[me] = ins[me]
@@ -689,9 +795,9 @@ def _exchange_sizes(g, nbytes: int, mode: str, root: int = 0) -> np.ndarray:
     mine = np.array([nbytes], dtype=np.int64)
     outs = [sizes[i:i + 1] for i in range(g.size())]
     if mode == "all":
-        _all_gather_arrays(g, mine, outs)
+        _sync(_all_gather_arrays(g, mine, outs))
     else:
-        _gather_arrays(g, mine, root, outs)
+        _sync(_gather_arrays(g, mine, root, outs if g.rank() == root else None))
     return sizes
 
 
@@ -707,9 +813,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
         return None
     name = _op_name(op)
     buf = _host(tensor)
-    _all_reduce_array(g, buf, name)
-    _store_back(tensor, buf)
-    return _work(async_op, [tensor])
+    return _complete(g, _all_reduce_array(g, buf, name), async_op, [tensor], [lambda: _store_back(tensor, buf)])
 
 
 def broadcast(tensor, src: int | None = None, group=None, async_op: bool = False, group_src: int | None = None):
@@ -720,12 +824,9 @@ def broadcast(tensor, src: int | None = None, group=None, async_op: bool = False
         return None
     root = _global(g, group_src, src, "src")
     if g.rank() == root:
-        _broadcast_array(g, _host(tensor), root)
-    else:
-        target, done = _recv_target(tensor)
-        _broadcast_array(g, target, root)
-        done()
-    return _work(async_op, [tensor])
+        return _complete(g, _broadcast_array(g, _host(tensor), root), async_op, [tensor])
+    target, done = _recv_target(tensor)
+    return _complete(g, _broadcast_array(g, target, root), async_op, [tensor], [done])
 
 
 def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op: bool = False,
@@ -738,6 +839,11 @@ def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op
     root = _global(g, group_dst, dst, "dst")
     name = _op_name(op)
     buf = _host(tensor)
+    if g._engine is not None:
+        if g.rank() != root:
+            buf = buf.copy()   # MPI reads it after this returns (async): the user's tensor stays unchanged
+        after = [lambda: _store_back(tensor, buf)] if g.rank() == root else []
+        return _complete(g, g._engine.reduce(buf, root, name), async_op, [tensor], after)
     if g.rank() == root:
         parts = [np.empty_like(buf) for _ in range(g.size())]
         _gather_arrays(g, buf, root, parts)
@@ -770,10 +876,8 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
                            f"{g.size()} tensors, got {len(tensor_list)}")
     _check_same(tensor_list, tensor, "allgather")
     targets = [_recv_target(t) for t in tensor_list]
-    _all_gather_arrays(g, _host(tensor), [a for a, _ in targets])
-    for _, done in targets:
-        done()
-    return _work(async_op, tensor_list)
+    return _complete(g, _all_gather_arrays(g, _host(tensor), [a for a, _ in targets]), async_op, tensor_list,
+                     [done for _, done in targets])
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bool = False):
@@ -788,6 +892,8 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
     if output_tensor.dtype != input_tensor.dtype:
         raise ValueError("output tensor must have the same type as input tensor")
     out, done = _recv_target(output_tensor)
+    if g._engine is not None:
+        return _complete(g, g._engine.all_gather_into(_host(input_tensor), out), async_op, [output_tensor], [done])
     flat = out.reshape(g.size(), -1)
     _all_gather_arrays(g, _host(input_tensor).reshape(-1), [flat[i] for i in range(g.size())])
     done()
@@ -811,14 +917,11 @@ def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_o
                                f"list size should be {g.size()}, same as size of the process group.")
         _check_same(gather_list, tensor, "gather")
         targets = [_recv_target(t) for t in gather_list]
-        _gather_arrays(g, _host(tensor), root, [a for a, _ in targets])
-        for _, done in targets:
-            done()
-    else:
-        if gather_list:
-            raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
-        _gather_arrays(g, _host(tensor), root, None)
-    return _work(async_op, [tensor])
+        return _complete(g, _gather_arrays(g, _host(tensor), root, [a for a, _ in targets]), async_op, [tensor],
+                         [done for _, done in targets])
+    if gather_list:
+        raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
+    return _complete(g, _gather_arrays(g, _host(tensor), root, None), async_op, [tensor])
 
 
 def scatter(tensor, scatter_list=None, src: int | None = None, group=None, async_op: bool = False,
@@ -838,12 +941,18 @@ def scatter(tensor, scatter_list=None, src: int | None = None, group=None, async
             raise RuntimeError(f"ProcessGroupGloo::scatter: Incorrect input list size {len(scatter_list)}. Input "
                                f"list size should be {g.size()}, same as size of the process group.")
         _check_same(scatter_list, tensor, "scatter")
+        if g._engine is not None:
+            target, done = _recv_target(tensor)
+            pending = g._engine.scatter([_host(t) for t in scatter_list], target, root)
+            return _complete(g, pending, async_op, [tensor], [done])
         _x(g, [(peers[p], _TAG, _host(scatter_list[p])) for p in range(g.size()) if p != me], [])
         _store_back(tensor, _host(scatter_list[me]).copy())
     else:
         if scatter_list:
             raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
         target, done = _recv_target(tensor)
+        if g._engine is not None:
+            return _complete(g, g._engine.scatter(None, target, root), async_op, [tensor], [done])
         _x(g, [], [(peers[root], _TAG, target)])
         done()
     return _work(async_op, [tensor])
@@ -860,9 +969,8 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
         raise ValueError(f"input_list must have {g.size()} tensors, got {len(input_list)}")
     _check_same(input_list, output, "reduce_scatter")
     out = np.empty(tuple(output.shape), dtype=_host(output).dtype)
-    _reduce_scatter_arrays(g, [_host(t) for t in input_list], out, _op_name(op))
-    _store_back(output, out)
-    return _work(async_op, [output])
+    pending = _reduce_scatter_arrays(g, [_host(t) for t in input_list], out, _op_name(op))
+    return _complete(g, pending, async_op, [output], [lambda: _store_back(output, out)])
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: bool = False):
@@ -878,9 +986,11 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: 
         raise ValueError("output tensor must have the same type as input tensor")
     flat = _host(input).reshape(g.size(), -1)
     out = np.empty(output.numel(), dtype=flat.dtype)
-    _reduce_scatter_arrays(g, [flat[i] for i in range(g.size())], out, _op_name(op))
-    _store_back(output, out)
-    return _work(async_op, [output])
+    if g._engine is not None:
+        pending = g._engine.reduce_scatter_block(flat, out, _op_name(op))
+    else:
+        pending = _reduce_scatter_arrays(g, [flat[i] for i in range(g.size())], out, _op_name(op))
+    return _complete(g, pending, async_op, [output], [lambda: _store_back(output, out)])
 
 
 def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None, group=None,
@@ -908,6 +1018,8 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
 
     ins = pieces(src, input_split_sizes, "input")
     outs = pieces(target, output_split_sizes, "output")
+    if g._engine is not None:
+        return _complete(g, g._engine.all_to_all(ins, outs), async_op, [output], [done])
     outs[me][...] = ins[me]
     _x(g, [(peers[p], _TAG, np.ascontiguousarray(ins[p])) for p in range(n) if p != me],
        [(peers[p], _TAG, outs[p]) for p in range(n) if p != me])
@@ -926,6 +1038,9 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool
     if len(output_tensor_list) != n or len(input_tensor_list) != n:
         raise ValueError(f"all_to_all needs {n} input and {n} output tensors")
     targets = [_recv_target(t) for t in output_tensor_list]
+    if g._engine is not None:
+        pending = g._engine.all_to_all([_host(t) for t in input_tensor_list], [a for a, _ in targets])
+        return _complete(g, pending, async_op, output_tensor_list, [done for _, done in targets])
     targets[me][0][...] = _host(input_tensor_list[me]).reshape(targets[me][0].shape)
     _x(g, [(peers[p], _TAG, _host(input_tensor_list[p])) for p in range(n) if p != me],
        [(peers[p], _TAG, targets[p][0]) for p in range(n) if p != me])
@@ -954,6 +1069,8 @@ def isend(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: i
     if _not_in_group(g, "isend"):
         return None
     peer = _p2p_peer(g, dst, group_dst, "dst")
+    if g._engine is not None:
+        return Work([tensor], g, g._engine.send(_host(tensor).copy(), g._group_rank[peer], int(tag)))
     _world.pending_sends.append((peer, int(tag), _host(tensor).copy()))
     return Work([tensor], g, pending=True)
 
@@ -969,6 +1086,10 @@ def irecv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: i
         return Work([tensor], g)
     peer = _p2p_peer(g, src, group_src, "src")
     target, done = _recv_target(tensor)
+    if g._engine is not None:
+        pending = g._engine.recv(target, g._group_rank[peer], int(tag))
+        pending.after.append(done)
+        return Work([tensor], g, pending)
     _world.pending_recvs.append((peer, int(tag), target))
     _world.after.append(done)
     return Work([tensor], g, pending=True)
@@ -987,6 +1108,11 @@ def recv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: in
     g = _resolve(group)
     if _not_in_group(g, "recv"):
         return -1
+    if src is None and group_src is None and g._engine is not None:
+        target, done = _recv_target(tensor)
+        sender = g._ranks[g._engine.recv_any(target, int(tag))]
+        done()
+        return sender
     if src is None and group_src is None:
         g._flush()
         target, done = _recv_target(tensor)
@@ -995,6 +1121,9 @@ def recv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: in
         done()
         return sender
     peer = _p2p_peer(g, src, group_src, "src")
+    if g._engine is not None:
+        irecv(tensor, src, group, tag, group_src).wait()
+        return peer
     target, done = _recv_target(tensor)
     _world.exchange([], [(peer, int(tag), target)], g._timeout)
     done()
@@ -1030,6 +1159,8 @@ def barrier(group=None, async_op: bool = False, device_ids=None, timeout: timede
     g = _resolve(group)
     if _not_in_group(g, "barrier"):
         return None
+    if g._engine is not None:
+        return _complete(g, g._engine.barrier(), async_op, [])
     buf = np.zeros(1, dtype=np.int64)
     _all_reduce_array(g, buf, "sum")
     return _work(async_op)
@@ -1064,13 +1195,13 @@ def broadcast_object_list(object_list, src: int | None = None, group=None, devic
     root = _global(g, group_src, src, "src")
     if g.rank() == root:
         payload = _dumps(list(object_list))
-        _broadcast_array(g, np.array([payload.size], dtype=np.int64), root)
-        _broadcast_array(g, payload, root)
+        _sync(_broadcast_array(g, np.array([payload.size], dtype=np.int64), root))
+        _sync(_broadcast_array(g, payload, root))
     else:
         size = np.zeros(1, dtype=np.int64)
-        _broadcast_array(g, size, root)
+        _sync(_broadcast_array(g, size, root))
         payload = np.empty(int(size[0]), dtype=np.uint8)
-        _broadcast_array(g, payload, root)
+        _sync(_broadcast_array(g, payload, root))
         object_list[:] = pickle.loads(payload.tobytes())
 
 
@@ -1082,7 +1213,7 @@ def all_gather_object(object_list, obj, group=None) -> None:
     payload = _dumps(obj)
     sizes = _exchange_sizes(g, payload.size, "all")
     outs = [np.empty(int(s), dtype=np.uint8) for s in sizes]
-    _all_gather_arrays(g, payload, outs)
+    _sync(_all_gather_arrays(g, payload, outs))
     for i, o in enumerate(outs):
         object_list[i] = pickle.loads(o.tobytes())
 
@@ -1100,11 +1231,11 @@ def gather_object(obj, object_gather_list=None, dst: int | None = None, group=No
         if object_gather_list is None:
             raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
         outs = [np.empty(int(s), dtype=np.uint8) for s in sizes]
-        _gather_arrays(g, payload, root, outs)
+        _sync(_gather_arrays(g, payload, root, outs))
         for i, o in enumerate(outs):
             object_gather_list[i] = pickle.loads(o.tobytes())
     else:
-        _gather_arrays(g, payload, root, None)
+        _sync(_gather_arrays(g, payload, root, None))
 
 
 def scatter_object_list(scatter_object_output_list, scatter_object_input_list=None, src: int | None = None,
@@ -1117,6 +1248,15 @@ def scatter_object_list(scatter_object_output_list, scatter_object_input_list=No
         return
     root = _global(g, group_src, src, "src")
     me, peers = g.rank(), g._ranks
+    if g._engine is not None:   # sizes first (scattered), then the payloads
+        size = np.zeros(1, dtype=np.int64)
+        payloads = [_dumps(o) for o in scatter_object_input_list] if me == root else None
+        sizes = [np.array([p.size], dtype=np.int64) for p in payloads] if me == root else None
+        _sync(g._engine.scatter(sizes, size, root))
+        payload = np.empty(int(size[0]), dtype=np.uint8)
+        _sync(g._engine.scatter(payloads, payload, root))
+        scatter_object_output_list[0] = pickle.loads(payload.tobytes())
+        return
     if me == root:
         payloads = [_dumps(o) for o in scatter_object_input_list]
         sizes = [np.array([p.size], dtype=np.int64) for p in payloads]

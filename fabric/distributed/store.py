@@ -615,7 +615,7 @@ class FileStore(Store):
             if not self._closed:
                 self._closed = True
                 os.close(self._fd)
-        except Exception:  # noqa: BLE001 - interpreter shutdown
+        except Exception:
             return
 
 

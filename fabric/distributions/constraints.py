@@ -178,7 +178,7 @@ class _IntegerGreaterThan(Constraint):
 
 class _Real(Constraint):
     def check(self, value):
-        return value == value  # noqa: PLR0124  (False only for NaN)
+        return value == value
 
 
 class _GreaterThan(Constraint):

@@ -55,7 +55,7 @@ class _BinaryParam:
 class Bernoulli(_BinaryParam, ExponentialFamily):
     """0/1 outcomes, 1 with probability ``probs`` (or ``sigmoid(logits)``)."""
 
-    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}  # noqa: RUF012
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
     has_enumerate_support = True
     _mean_carrier_measure = 0
@@ -142,7 +142,7 @@ class Categorical(Distribution):
     """Integers ``0..K-1`` with (normalised) ``probs`` or ``logits`` over the last dim;
     leading dims are batch dims."""
 
-    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}  # noqa: RUF012
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
@@ -244,7 +244,7 @@ class Categorical(Distribution):
 class OneHotCategorical(Distribution):
     """Categorical outcomes coded as one-hot vectors (``event_shape = (K,)``)."""
 
-    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}  # noqa: RUF012
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     support = constraints.one_hot
     has_enumerate_support = True
 
@@ -327,7 +327,7 @@ class Binomial(_BinaryParam, Distribution):
     ``sample`` uses NumPy's binomial sampler seeded from fabric's stream
     (reproducible under ``manual_seed``, not PyTorch's draws)."""
 
-    arg_constraints = {"total_count": constraints.nonnegative_integer, "probs": constraints.unit_interval,  # noqa: RUF012
+    arg_constraints = {"total_count": constraints.nonnegative_integer, "probs": constraints.unit_interval,
                        "logits": constraints.real}
     has_enumerate_support = True
 
@@ -413,7 +413,7 @@ class Binomial(_BinaryParam, Distribution):
 class Poisson(ExponentialFamily):
     """Non-negative integer counts with mean ``rate``; samples match PyTorch's stream."""
 
-    arg_constraints = {"rate": constraints.nonnegative}  # noqa: RUF012
+    arg_constraints = {"rate": constraints.nonnegative}
     support = constraints.nonnegative_integer
 
     def __init__(self, rate, validate_args=None):

@@ -159,7 +159,7 @@ class Distribution:
         from .. import Tensor
 
         if not isinstance(value, Tensor):
-            raise ValueError("The value argument to log_prob must be a Tensor")  # noqa: TRY004  (PyTorch's type)
+            raise ValueError("The value argument to log_prob must be a Tensor")
         event_dim_start = value.dim() - len(self._event_shape)
         if value.size()[event_dim_start:] != self._event_shape:
             raise ValueError(f"The right-most size of value must match event_shape: "

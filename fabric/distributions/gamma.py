@@ -33,7 +33,7 @@ def _standard_gamma(alpha_host):
 class Gamma(ExponentialFamily):
     """Gamma distribution with shape ``concentration`` and ``rate`` (= 1 / scale)."""
 
-    arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}  # noqa: RUF012
+    arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = False
     _mean_carrier_measure = 0
@@ -104,7 +104,7 @@ class Gamma(ExponentialFamily):
 class Dirichlet(ExponentialFamily):
     """Dirichlet distribution over the simplex with ``concentration`` (last dim = event)."""
 
-    arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}  # noqa: RUF012
+    arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
     support = constraints.simplex
     has_rsample = False
 
@@ -186,7 +186,7 @@ class Dirichlet(ExponentialFamily):
 class Beta(ExponentialFamily):
     """Beta distribution on [0, 1] with ``concentration1`` (alpha) and ``concentration0`` (beta)."""
 
-    arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}  # noqa: RUF012
+    arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
     support = constraints.unit_interval
     has_rsample = False
 

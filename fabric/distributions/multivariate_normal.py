@@ -71,7 +71,7 @@ class MultivariateNormal(Distribution):
     ``precision_matrix`` or ``scale_tril`` (all computation goes through the Cholesky
     factor ``scale_tril``). ``rsample`` draws PyTorch's stream for the same seed."""
 
-    arg_constraints = {"loc": constraints.real_vector, "covariance_matrix": constraints.positive_definite,  # noqa: RUF012
+    arg_constraints = {"loc": constraints.real_vector, "covariance_matrix": constraints.positive_definite,
                        "precision_matrix": constraints.positive_definite, "scale_tril": constraints.lower_cholesky}
     support = constraints.real_vector
     has_rsample = True
@@ -179,7 +179,7 @@ class Independent(Distribution):
     """Reinterprets the ``reinterpreted_batch_ndims`` rightmost batch dims of
     ``base_distribution`` as event dims (log_prob sums over them)."""
 
-    arg_constraints = {}  # noqa: RUF012
+    arg_constraints = {}
 
     def __init__(self, base_distribution, reinterpreted_batch_ndims, validate_args=None):
         if reinterpreted_batch_ndims > len(base_distribution.batch_shape):

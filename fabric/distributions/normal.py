@@ -24,7 +24,7 @@ class Normal(ExponentialFamily):
     ``sample`` and ``rsample`` draw the same streams as PyTorch's for the same seed.
     """
 
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}  # noqa: RUF012
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True
     _mean_carrier_measure = 0
@@ -103,7 +103,7 @@ class LogNormal(Distribution):
     fabric computes the same formulas directly (``base_dist`` is the Normal).
     """
 
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}  # noqa: RUF012
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.positive
     has_rsample = True
 

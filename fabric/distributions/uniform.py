@@ -84,7 +84,7 @@ class Uniform(Distribution):
 class Exponential(ExponentialFamily):
     """Exponential distribution with ``rate`` (= 1 / scale)."""
 
-    arg_constraints = {"rate": constraints.positive}  # noqa: RUF012
+    arg_constraints = {"rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
     _mean_carrier_measure = 0
@@ -148,7 +148,7 @@ class Exponential(ExponentialFamily):
 class Laplace(Distribution):
     """Laplace distribution with location ``loc`` and scale ``scale``."""
 
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}  # noqa: RUF012
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True
 

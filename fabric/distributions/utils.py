@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numbers
 from functools import update_wrapper
+from typing import Any
 
 euler_constant = 0.57721566490153286060  # Euler-Mascheroni constant
 
@@ -90,7 +91,7 @@ class lazy_property:
         self.wrapped = wrapped
         update_wrapper(self, wrapped)
 
-    def __get__(self, instance, obj_type=None):
+    def __get__(self, instance, obj_type=None) -> Any:
         if instance is None:
             return self
         from ..autograd import enable_grad

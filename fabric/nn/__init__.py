@@ -9,8 +9,12 @@ Example::
 """
 from __future__ import annotations
 
-from .parameter import Parameter, Buffer, UninitializedParameter  # noqa: F401
-from .modules import *  # noqa: F401,F403
-from . import functional, init, utils  # noqa: F401
-from . import parallel  # noqa: F401,E402
-from .parallel import DataParallel  # noqa: F401,E402
+from . import (  # noqa: F401
+    functional,
+    init,
+    parallel,
+    utils,
+)
+from .modules import *  # noqa: F403
+from .parallel import DataParallel  # noqa: F401
+from .parameter import Buffer, Parameter, UninitializedParameter  # noqa: F401

@@ -4,25 +4,21 @@ re-exported here and, where PyTorch has it, installed as a Tensor method.
 """
 from __future__ import annotations
 
-from .arith import *  # noqa: F401,F403
-from .reduce import *  # noqa: F401,F403
-from .shape import *  # noqa: F401,F403
-from .join import *  # noqa: F401,F403
-from .inplace import *  # noqa: F401,F403
-from .convert import *  # noqa: F401,F403
-from . import arith, reduce, shape, join, inplace, convert
-# catalogue modules: one line each
-from .sorting import *  # noqa: F401,F403
-from . import sorting
-from .indexing import *  # noqa: F401,F403
-from . import indexing
-from .linalg import *  # noqa: F401,F403
-from . import linalg
-from .pointwise import *  # noqa: F401,F403
-from . import pointwise
-from .more import *  # noqa: F401,F403
-from . import more
+from . import arith, convert, indexing, inplace, join, linalg, more, pointwise, reduce, shape, sorting
 from ._methods import install_tensor_methods
+from .arith import *  # noqa: F403
+from .convert import *  # noqa: F403
+from .indexing import *  # noqa: F403
+from .inplace import *  # noqa: F403
+from .join import *  # noqa: F403
+from .linalg import *  # noqa: F403
+from .more import *  # noqa: F403
+from .pointwise import *  # noqa: F403
+from .reduce import *  # noqa: F403
+from .shape import *  # noqa: F403
+
+# catalogue modules: one line each
+from .sorting import *  # noqa: F403
 
 # ``from fabric.ops import *`` exports the ops only, not the submodules.
 __all__ = sorted({name for _m in (arith, reduce, shape, join, inplace, convert, sorting, indexing, linalg, pointwise)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import builtins
 import numbers
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -14,7 +15,7 @@ _ndarray = np.ndarray
 _SCALARS = (builtins.float, builtins.int, builtins.bool)
 
 
-def device_mismatch(a, b):
+def device_mismatch(a, b) -> NoReturn:
     raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
                        f"{a.device} and {b.device}!")
 
@@ -94,16 +95,74 @@ def binary_operands(a, b):
 
 def float_operands(a, b):
     """Like :func:`binary_operands` but lifts integer results to the default
-    float dtype (true division, atan2, ...)."""
-    a, b, x, y = binary_operands(a, b)
-    ref = x if isinstance(x, (np.ndarray,)) or hasattr(x, "dtype") else y
-    if ref.dtype.kind != "f":
-        dt = D.get_default_dtype().np
-        if hasattr(x, "dtype"):
-            x = x.astype(dt)
-        if hasattr(y, "dtype"):
-            y = y.astype(dt)
+    float dtype (true division, atan2, ...).
+
+    Integer operands are converted to float directly, never through the
+    narrow integer type first: ``uint8 / 256`` divides by 256, not by 0.
+    """
+    if isinstance(a, Tensor) and a._data.dtype.kind == "f" or isinstance(b, Tensor) and b._data.dtype.kind == "f":
+        return binary_operands(a, b)
+    if isinstance(a, Tensor):
+        if not isinstance(b, Tensor) and b.__class__ not in _SCALARS:
+            b = scalar_value(b)
+        rt = D.binary_result_np(a._data, isinstance(b, Tensor), b._data if isinstance(b, Tensor) else b)
+    elif isinstance(b, Tensor):
+        if a.__class__ not in _SCALARS:
+            a = scalar_value(a)
+        rt = D.binary_result_np(b._data, False, a)
+    else:
+        raise TypeError(f"expected at least one Tensor operand, got {type(a).__name__} and {type(b).__name__}")
+    if rt.kind == "f":
+        return binary_operands(a, b)
+    ft = D.get_default_dtype().np
+    x = a._data.astype(ft) if isinstance(a, Tensor) else builtins.float(a)
+    y = b._data.astype(ft) if isinstance(b, Tensor) else builtins.float(b)
+    if isinstance(a, Tensor) and isinstance(b, Tensor) and (x.__class__ is not _ndarray or y.__class__ is not _ndarray):
+        x, y = _same_device(a, b, x, y)
     return a, b, x, y
+
+
+_C_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
+            "float16": "c10::Half", "float32": "float", "float64": "double", "bfloat16": "c10::BFloat16"}
+
+
+def overflows(value, np_dtype):
+    """PyTorch's ``c10::overflows``: would converting Python number ``value``
+    to ``np_dtype`` overflow?  Unsigned types accept negative integers down
+    to -max (they wrap, as two's complement arithmetic does); floating types accept
+    inf and nan; bool accepts anything."""
+    kind = np_dtype.kind
+    if kind == "b":
+        return False
+    if kind in "iu":
+        if isinstance(value, builtins.float) and value != value:
+            return True
+        info = np.iinfo(np_dtype)
+        lo = builtins.int(info.min) if kind == "i" or isinstance(value, builtins.float) else -builtins.int(info.max)
+        return not lo <= value <= builtins.int(info.max)
+    if kind == "f":
+        if isinstance(value, builtins.complex):
+            value = value.real
+        if value != value or value in (builtins.float("inf"), builtins.float("-inf")):
+            return False
+        m = builtins.float(np.finfo(np_dtype).max)
+        try:
+            return not -m <= builtins.float(value) <= m
+        except OverflowError:
+            return True
+    return False
+
+
+def checked_scalar(value, np_dtype, names=_C_NAMES):
+    """``value`` (a Python number) for filling a tensor of ``np_dtype``; raises
+    PyTorch's RuntimeError when it does not fit (``fill_``, ``full``,
+    ``masked_fill``, ``clamp`` bounds, ``where`` and ``setitem`` scalars)."""
+    if overflows(value, np_dtype):
+        raise RuntimeError(f"value cannot be converted to type {names.get(np_dtype.name, np_dtype.name)} "
+                           "without overflow")
+    if np_dtype.kind == "u" and value < 0:
+        return builtins.int(value) % (builtins.int(np.iinfo(np_dtype).max) + 1)
+    return value
 
 
 def float_array(x):
@@ -114,7 +173,8 @@ def float_array(x):
     return x.astype(D.get_default_dtype().np)
 
 
-def xp_of(array):
+def xp_of(array) -> Any:
+    """The array module (NumPy or CuPy) that owns ``array``."""
     return np if array.__class__ is _ndarray else backend_of(array).xp
 
 

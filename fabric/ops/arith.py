@@ -11,13 +11,16 @@ Example::
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ..autograd.function import NO_SAVE_CTX as _NO_CTX, Function, _apply, _apply_elementwise, _normalize, _record_elementwise
-from ..autograd.grad_mode import state as _state
 from .._tensor import Tensor
 from ..amp import _policy as _amp
-from ._util import binary_operands, float_operands, float_array, xp_of
+from ..autograd.function import NO_SAVE_CTX as _NO_CTX
+from ..autograd.function import Function, _apply, _apply_elementwise, _normalize, _record_elementwise
+from ..autograd.grad_mode import state as _state
+from ._util import binary_operands, checked_scalar, float_array, float_operands, xp_of
 
 _ndarray = np.ndarray
 _make = Tensor._make
@@ -51,7 +54,7 @@ class Sub(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        if getattr(a, "dtype", None) == bool and getattr(b, "dtype", bool) == bool:
+        if getattr(a, "dtype", None) == bool and getattr(b, "dtype", bool) == bool:  # noqa: E721 (NumPy dtype equality)
             raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                                "Use the `^` or `logical_xor()` operator instead.")
         return a - b
@@ -231,17 +234,37 @@ def _log_scalar(a):
 
 
 def _matmul_error(a, b):
+    """Raise PyTorch's error for a matmul of these shapes (its message
+    depends on how the operands fold into mm / mv / bmm)."""
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D "
                            f"and {b.ndim}D")
-    if a.shape[-1] != b.shape[-2 if b.ndim > 1 else 0]:
-        if a.ndim <= 2 and b.ndim <= 2:
-            sa = "x".join(map(str, a.shape if a.ndim == 2 else (1,) + a.shape))
-            sb = "x".join(map(str, b.shape if b.ndim == 2 else b.shape + (1,)))
-            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({sa} and {sb})")
-        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
-                           f"[{a.shape[-1]}] but got: {list(b.shape)}.")
-    raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype} != {b.dtype}")
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_C_NAMES.get(a.dtype.name)} != "
+                           f"{_C_NAMES.get(b.dtype.name)}")
+    if a.dtype.kind == "b":
+        kernel = "dot" if a.ndim == b.ndim == 1 else "addmv_impl_cpu" if b.ndim == 1 else \
+            "addmm_impl_cpu_" if b.ndim == 2 else "bmm"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
+    k = a.shape[-1]
+    if a.ndim == 1 and b.ndim == 1:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{k}] and src [{b.shape[0]}] to have the same "
+                           f"number of elements, but got {k} and {b.shape[0]} elements respectively")
+    rows = math.prod(a.shape[:-1])
+    if b.ndim == 1:  # folded into mv
+        raise RuntimeError(f"size mismatch, got input ({rows}), mat ({rows}x{k}), vec ({b.shape[0]})")
+    if b.ndim == 2:  # folded into mm
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{k} and {b.shape[0]}x{b.shape[1]})")
+    ba, bb = a.shape[:-2], b.shape[:-2]
+    n = max(len(ba), len(bb))
+    ba, bb = (1,) * (n - len(ba)) + ba, (1,) * (n - len(bb)) + bb
+    for i, (x, y) in enumerate(zip(ba, bb)):
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) at non-singleton "
+                               f"dimension {i}")
+    batch = math.prod(max(x, y) for x, y in zip(ba, bb))
+    raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{batch}, {k}] but got: "
+                       f"[{batch}, {b.shape[-2]}].")
 
 
 class MatMul(Function):
@@ -250,10 +273,14 @@ class MatMul(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        if a.ndim == 0 or b.ndim == 0 or a.shape[-1] != b.shape[-2 if b.ndim > 1 else 0] or a.dtype != b.dtype:
+        if a.ndim == 0 or b.ndim == 0 or a.shape[-1] != b.shape[-2 if b.ndim > 1 else 0] or a.dtype != b.dtype \
+                or a.dtype.kind == "b":
             _matmul_error(a, b)
         ctx.save_for_backward(a, b)
-        return a @ b
+        try:
+            return a @ b
+        except ValueError:  # batch dims that do not broadcast
+            _matmul_error(a, b)
 
     @staticmethod
     def backward(ctx, gy):
@@ -509,9 +536,13 @@ def pow(input, exponent, *, out=None):
         input, exponent = c
     if not isinstance(exponent, Tensor):
         a, c, x, c2 = binary_operands(input, exponent)
+        if x.dtype.kind in "iu" and c.__class__ is int:  # the exponent must fit the integer type
+            checked_scalar(c, x.dtype)
         return _out(_apply(PowScalar, (a, c), (x, c2)), out)
     cls = PowTensor if isinstance(input, Tensor) else PowScalarBase
     a, b, x, y = binary_operands(input, exponent)
+    if (y if cls is PowScalarBase else x).dtype.kind == "b":
+        raise NotImplementedError('"pow" not implemented for \'Bool\'')
     return _out(_apply(cls, (a, b), (x, y)), out)
 
 
@@ -528,7 +559,7 @@ def matmul(input, other, *, out=None):
             and out is None:  # the common matrix product: checks in MatMul.forward
         if (input._requires_grad or other._requires_grad) and _state.enabled:
             return _record_elementwise(MatMul, input, other, x, y, True)
-        if x.shape[1] == y.shape[0]:
+        if x.shape[1] == y.shape[0] and x.dtype.kind != "b":
             return _make(x @ y, False)  # MatMul.forward without a graph
         _matmul_error(x, y)
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):

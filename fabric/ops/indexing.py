@@ -28,7 +28,7 @@ from .. import _dtype as D
 from .._tensor import Tensor, _wrap_dim
 from ..autograd.function import Function, _apply
 from ..backends import backend_of
-from ._util import xp_of
+from ._util import checked_scalar, scalar_value, xp_of
 
 __all__ = [
     "argwhere",
@@ -127,7 +127,7 @@ def _scalar_value(value, x, name):
             v = backend_of(x).xp.asarray(backend_of(v).to_numpy(v)) if x.__class__ is not np.ndarray else \
                 backend_of(v).to_numpy(v)
         return v.astype(x.dtype)
-    return xp_of(x).asarray(value).astype(x.dtype)
+    return xp_of(x).asarray(checked_scalar(scalar_value(value), x.dtype)).astype(x.dtype)
 
 
 # --- linear indices along a dim (gather / scatter) -------------------------------------
@@ -804,7 +804,7 @@ def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
 
 # --- index_add / index_copy / index_fill -------------------------------------------------------
 
-def _index_dim_checks(x, d, a, src, name, exc=RuntimeError, negative=False):
+def _index_dim_checks(x, d, a, src, name, exc=RuntimeError, negative=False, out_of_range=None):
     if a.ndim > 1:
         raise IndexError(f"{name}(): Index is supposed to be a vector")
     if src is not None:
@@ -819,6 +819,11 @@ def _index_dim_checks(x, d, a, src, name, exc=RuntimeError, negative=False):
         if a.size != n_src:
             raise RuntimeError(f"{name}(): Number of indices ({a.size}) should be equal to source.size(dim): "
                                f"({n_src}), for dim: {d}")
+    if out_of_range is not None:  # PyTorch's message that names no index
+        n = x.shape[d] if x.ndim else 1
+        if a.size and (builtins.int(a.min()) < 0 or builtins.int(a.max()) >= n):
+            raise exc(out_of_range)
+        return
     _check_range(a, x.shape[d] if x.ndim else 1, d, exc, f"{name}(): " if exc is IndexError and src is not None
                  else "", negative)
 
@@ -868,7 +873,10 @@ def _index_add(input, dim, index, source, alpha, inplace):
     a = _index(index, x, name)
     d = _wrap_dim(dim, x.ndim)
     s = _same_device(source, x, "index_add source")
-    _index_dim_checks(x, d, a, s, "index_add_")
+    if x.ndim <= 1:  # PyTorch's 1-D kernel checks each index with its own message and class
+        _index_dim_checks(x, d, a, s, "index_add_", IndexError, out_of_range="index out of range in self")
+    else:
+        _index_dim_checks(x, d, a, s, "index_add_")
     if x.dtype.kind in "iub" and isinstance(alpha, builtins.float):
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
     a = a.reshape(-1)

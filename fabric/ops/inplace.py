@@ -16,10 +16,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype as D
-from ..autograd.function import Function, _apply
 from .._tensor import Tensor
+from ..autograd.function import Function, _apply
 from ..backends import backend_of
-from ._util import binary_operands, xp_of
+from ._util import binary_operands, checked_scalar, scalar_value, xp_of
 
 __all__ = ["add_", "sub_", "mul_", "div_", "zero_", "fill_", "copy_", "copy_into_out"]
 
@@ -29,9 +29,8 @@ def _inplace_operands(self, other, name):
     a, b, x, y = binary_operands(self, other)
     rt = x.dtype if hasattr(x, "dtype") else None
     own = self._data.dtype
-    if rt is not None and rt != own:
-        if not D.can_cast(D.from_numpy_dtype(rt), D.from_numpy_dtype(own)):
-            raise RuntimeError(f"result type {_tname(rt)} can't be cast to the desired output type {_tname(own)}")
+    if rt is not None and rt != own and not D.can_cast(D.from_numpy_dtype(rt), D.from_numpy_dtype(own)):
+        raise RuntimeError(f"result type {_tname(rt)} can't be cast to the desired output type {_tname(own)}")
     x = self._data
     if hasattr(y, "dtype") and y.dtype != own and rt is not None and rt.kind == own.kind:
         pass
@@ -187,6 +186,7 @@ def div_(self, other, *, rounding_mode=None):
 class Fill(Function):
     _array_forward = True
     _is_inplace = True
+    _checks_overlap = False  # PyTorch fills an expanded tensor (every element is the one value)
     _node_name = "FillBackward0"
 
     @staticmethod
@@ -211,7 +211,7 @@ def fill_(self, value):
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value._data.ndim} dimensions.")
         return _apply(Fill, (self, value), (self._data, value._data.astype(self._data.dtype)))
-    return _apply(Fill, (self, value), (self._data, value))
+    return _apply(Fill, (self, value), (self._data, checked_scalar(scalar_value(value), self._data.dtype)))
 
 
 class Copy(Function):
@@ -257,6 +257,9 @@ def copy_into_out(out, result):
     """Implement ``out=``: resize ``out`` if needed and copy ``result`` in."""
     if not isinstance(out, Tensor):
         raise TypeError(f"out must be a Tensor, got {type(out).__name__}")
+    rt, ot = result._data.dtype, out._data.dtype
+    if rt != ot and not D.can_cast(D.from_numpy_dtype(rt), D.from_numpy_dtype(ot)):
+        raise RuntimeError(f"result type {_tname(rt)} can't be cast to the desired output type {_tname(ot)}")
     if out._data.shape != result._data.shape:
         if out._data.size != 0:
             import warnings

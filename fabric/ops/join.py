@@ -44,7 +44,9 @@ __all__ = [
 def _prepare(tensors, name):
     tensors = list(tensors)
     if not tensors:
-        raise RuntimeError(f"{name}(): expected a non-empty list of Tensors")
+        if name == "cat":
+            raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+        raise RuntimeError(f"{name} expects a non-empty TensorList")
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
             raise TypeError(f"{name}(): argument 'tensors' must be tuple of Tensors, but element {i} is "

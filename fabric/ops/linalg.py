@@ -57,7 +57,6 @@ LinAlgError.__module__ = "fabric.linalg"
 
 from .reduce import _return_type  # noqa: E402  (PyTorch's repr: fabric.return_types.<name>(...))
 
-
 linalg_slogdet_t = _return_type("linalg_slogdet", ["sign", "logabsdet"])
 slogdet_t = _return_type("slogdet", ["sign", "logabsdet"])
 linalg_qr_t = _return_type("linalg_qr", ["Q", "R"])
@@ -1399,7 +1398,7 @@ def chain_matmul(*matrices, out=None):
                   "parameters.", UserWarning, stacklevel=2)
     if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
         matrices = tuple(matrices[0])
-    for i, m in enumerate(matrices):
+    for _i, m in enumerate(matrices):
         if not isinstance(m, Tensor) or m._data.ndim != 2:
             raise RuntimeError(f"Tensor dimension is {getattr(m, 'ndim', '?')}, expected 2 instead.")
     if len(matrices) == 1:
@@ -2569,7 +2568,7 @@ class LinalgPinv(Function):
             U, S, Vh = _lapack_svd(a, False)
             tol = _tolerances(a, S[..., :1], atol, rtol, rcond, "linalg.pinv")
             with _np_errstate(xp):
-                inv = xp.where(S > tol, 1 / S, xp.zeros((), a.dtype))
+                inv = xp.where(tol < S, 1 / S, xp.zeros((), a.dtype))
             y = (xp.swapaxes(Vh, -1, -2) * inv[..., None, :]) @ xp.swapaxes(U, -1, -2)
         ctx.save_for_backward(a, y)
         return y
@@ -2630,7 +2629,7 @@ class LinalgLstsq(Function):
         if rcond is None or rcond < 0:
             rcond = np.finfo(a.dtype).eps * max(m, n)
         smax = S[..., :1] if S.shape[-1] else xp.zeros(S.shape[:-1] + (1,), S.dtype)
-        keep = S > rcond * smax
+        keep = rcond * smax < S
         with _np_errstate(xp):
             inv = xp.where(keep, 1 / S, xp.zeros((), a.dtype))
         x = xp.swapaxes(Vh, -1, -2) @ (inv[..., :, None] * (xp.swapaxes(U, -1, -2) @ bb))
@@ -2792,7 +2791,7 @@ def linalg_matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, ou
         S = _lapack_svd(a, False, compute_uv=False)
         smax = S[..., :1]
     tolv = _tolerances(a, smax, atol, rtol, None, "linalg.matrix_rank")
-    return _out(_const((S > tolv).sum(-1).astype(np.int64)), out)
+    return _out(_const((tolv < S).sum(-1).astype(np.int64)), out)
 
 
 # --- matrix exponential -------------------------------------------------------------------

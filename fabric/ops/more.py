@@ -48,14 +48,15 @@ from .._tensor import Size, Tensor, _wrap_dim
 from ..autograd.function import Function, _apply, _apply1
 from ._util import binary_operands, float_array, shape_args, xp_of
 from .arith import mul
-from .inplace import div_, mul_, sub_
 from .indexing import ScatterReduce, ScatterReduceInplace, _index, _index_dim_checks
+from .inplace import div_, mul_, sub_
 from .join import Split, chunk, split, split_with_sizes
 from .pointwise import _commit, _inplace, _quiet, _recording, _tname, exp2, lgamma
-from .reduce import _return_type, cumprod, cumsum, sum as _sum
+from .reduce import _return_type, cumprod, cumsum
+from .reduce import sum as _sum
 from .shape import clone, narrow
 
-__all__ = [  # noqa: RUF022 (grouped as in the module)
+__all__ = [
     "cumsum_", "cumprod_", "divide_", "multiply_", "subtract_", "fill_diagonal_",
     "is_inference", "is_nonzero", "is_same_size", "get_device", "is_shared", "share_memory_",
     "sum_to_size", "narrow_copy", "hardshrink", "prelu", "resize_", "resize_as_",
@@ -1047,7 +1048,8 @@ def new(self, *args, device=None):
         >>> fabric.zeros(1, dtype=fabric.int32).new([1, 2])
         tensor([1, 2], dtype=fabric.int32)
     """
-    from .._creation import tensor as _tensor, zeros
+    from .._creation import tensor as _tensor
+    from .._creation import zeros
 
     dev = self.device if device is None else device
     if len(args) == 1 and isinstance(args[0], Tensor):

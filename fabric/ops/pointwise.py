@@ -38,14 +38,22 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
-from ..autograd.function import Function, _apply, _apply_elementwise, _check_inplace, _normalize, _rebase_view
 from ..amp import _policy as _amp
+from ..autograd.function import (
+    Function,
+    _apply,
+    _apply_elementwise,
+    _check_inplace,
+    _normalize,
+    _rebase_view,
+    check_no_internal_overlap,
+)
 from ..autograd.grad_mode import state as _state
-from ._util import _SCALARS, _same_device, binary_operands, float_operands, scalar_value, xp_of
+from ._util import _SCALARS, _same_device, binary_operands, checked_scalar, float_operands, scalar_value, xp_of
 from .arith import exp, pow
 from .inplace import copy_into_out
 
-__all__ = [  # noqa: RUF022 (sorted)
+__all__ = [
     "abs", "abs_", "absolute", "absolute_", "acos", "acos_", "acosh", "acosh_", "addcdiv", "addcdiv_", "addcmul",
     "addcmul_", "allclose", "arccos", "arccos_", "arccosh", "arccosh_", "arcsin", "arcsin_", "arcsinh", "arcsinh_",
     "arctan", "arctan2", "arctan2_", "arctan_", "arctanh", "arctanh_", "asin", "asin_", "asinh", "asinh_", "atan",
@@ -269,6 +277,7 @@ def _commit(self, result, recorded):
     shape rules for in-place ops) and hand ``self`` its graph."""
     r = result._data
     x = self._data
+    check_no_internal_overlap(x)
     if r.shape != x.shape:
         raise RuntimeError(f"output with shape {list(x.shape)} doesn't match the broadcast shape {list(r.shape)}")
     if r.dtype != x.dtype and not D.can_cast(D.from_numpy_dtype(r.dtype), D.from_numpy_dtype(x.dtype)):
@@ -1916,6 +1925,10 @@ def where(condition, input=None, other=None, *, out=None):
         c = c.astype(bool)
     if isinstance(input, Tensor) or isinstance(other, Tensor):
         a, b, x, y = binary_operands(input, other)
+        if not isinstance(b, Tensor):
+            y = checked_scalar(b, x.dtype)
+        elif not isinstance(a, Tensor):
+            x = checked_scalar(a, y.dtype)
         c, x, y = _one_device((condition, a, b), [c, x, y])
     else:
         a, b = scalar_value(input), scalar_value(other)
@@ -2037,9 +2050,9 @@ def _clamp_args(input, min, max, name):
         rt = D.result_type(input, lo, hi).np
         if rt == np.bool_:
             _unsupported("clamp", x)
-        if rt.kind in "iu":  # out-of-range integer bounds wrap, as PyTorch's casts
-            lo = None if lo is None else np.asarray(lo).astype(rt)[()]
-            hi = None if hi is None else np.asarray(hi).astype(rt)[()]
+        if rt.kind in "iu":  # bounds that do not fit raise, as PyTorch's checked scalar conversion
+            lo = None if lo is None else np.asarray(checked_scalar(lo, rt)).astype(rt)[()]
+            hi = None if hi is None else np.asarray(checked_scalar(hi, rt)).astype(rt)[()]
     return ClampScalar, (input, None, None), [x.astype(rt, copy=False), lo, hi]
 
 

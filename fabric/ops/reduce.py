@@ -41,10 +41,10 @@ import warnings
 import numpy as np
 
 from .. import _dtype as D
-from ..autograd.function import Function, _apply, _apply1, _record1
-from ..amp import _policy as _amp
-from ..autograd.grad_mode import state as _grad_state
 from .._tensor import Tensor, _wrap_dim
+from ..amp import _policy as _amp
+from ..autograd.function import Function, _apply, _apply1, _record1
+from ..autograd.grad_mode import state as _grad_state
 from ..backends import backend_of
 from ._util import normalize_dims, xp_of
 
@@ -947,8 +947,8 @@ class _VarStd(Function):
     _array_forward = True
 
     @staticmethod
-    def forward(ctx, x, dims, correction, keepdim, is_std):
-        ctx.dims, ctx.keepdim, ctx.shape = dims, keepdim, x.shape
+    def forward(ctx, x, dims, correction, keepdim, is_std, whole=False):
+        ctx.dims, ctx.keepdim, ctx.shape, ctx.whole = dims, keepdim, x.shape, whole
         n = _numel(x.shape, dims)
         ctx.divisor = divisor = _bmax(n - correction, 0)
         xp = xp_of(x)
@@ -971,13 +971,17 @@ class _VarStd(Function):
         centered = x - x.mean(dims, keepdim=True) if dims else x * 0
         gye = _expand_back(gy, ctx.shape, dims, keepdim)
         if y is None:  # var
-            return gye * centered * (2.0 / ctx.divisor if ctx.divisor else math.inf), None, None, None, None
+            if not ctx.divisor and ctx.whole:
+                # PyTorch's var_backward without dim: inf (nan where x == mean) whatever the sign of x - mean
+                return gye * _const(xp_of(x._data).where(centered._data == 0, math.nan, math.inf)), None, None, None, \
+                    None, None
+            return gye * centered * (2.0 / ctx.divisor if ctx.divisor else math.inf), None, None, None, None, None
         # std: d std = d var / (2 std), and 0 where std == 0 (as PyTorch)
         yz = _keep(y._data, dims, keepdim) == 0
         ye = _expand_back(y + _const((y._data == 0).astype(y._data.dtype)), ctx.shape, dims, keepdim)
         scale = 1.0 / ctx.divisor if ctx.divisor else math.inf
         with _quiet():
-            return gye * centered * scale / ye * _const(~yz), None, None, None, None
+            return gye * centered * scale / ye * _const(~yz), None, None, None, None, None
 
 
 class Var(_VarStd):
@@ -1016,7 +1020,8 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
         tensor(1.6667)
     """
     x, dims, c = _var_args("var", input, dim, unbiased, keepdim, correction)
-    return _out(_apply1(Var, input, (x, dims, c, keepdim, False)), out)
+    whole = dim is None or isinstance(dim, _bool) or x.ndim == 0
+    return _out(_apply1(Var, input, (x, dims, c, keepdim, False, whole)), out)
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
@@ -1285,7 +1290,7 @@ def _vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None, name="lin
     if x.dtype.kind != "f":
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
                            f"{_torch_name(x.dtype)}")
-    if isinstance(ord, str) or isinstance(ord, _bool):
+    if isinstance(ord, (str, _bool)):
         raise TypeError(f"{name}: ord must be a number, got {ord!r}")
     ord = _float(ord)
     dims = _dims(dim, x.ndim)

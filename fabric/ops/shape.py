@@ -19,18 +19,18 @@ Example::
 from __future__ import annotations
 
 import builtins
-import math
 import itertools
+import math
 import warnings
 
 import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Size, Tensor, _wrap_dim
-from ..autograd.function import Function, _apply, _apply1, _make_view, _record1
+from ..autograd.function import Function, _apply, _apply1, _make_view, _record1, check_no_internal_overlap
 from ..autograd.grad_mode import state as _state
 from ..backends import backend_of
-from ._util import infer_size, shape_args, xp_of
+from ._util import checked_scalar, infer_size, scalar_value, shape_args, xp_of
 
 __all__ = [
     "adjoint",
@@ -416,7 +416,12 @@ class Expand(Function):
 
     @staticmethod
     def forward(ctx, x, shape):
-        return xp_of(x).broadcast_to(x, shape)
+        y = xp_of(x).broadcast_to(x, shape)
+        if y.__class__ is np.ndarray and x.flags.writeable:
+            # writeable as in PyTorch: ``x.expand(3)[0] = 5`` writes the shared element; in-place ops
+            # over the repeated elements raise the internal-overlap error (autograd.function)
+            y.flags.writeable = True
+        return y
 
     @staticmethod
     def backward(ctx, gy):
@@ -1257,9 +1262,9 @@ def as_strided(input, size, stride, storage_offset=None):
     need = 0 if 0 in size else off + 1 + sum((n - 1) * s for n, s in zip(size, stride))
     if need > storage.shape[0]:
         it = x.itemsize
-        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {off}, and itemsize "
-                           f"{it} requiring a storage size of {need * it} are out of bounds for storage of size "
-                           f"{storage.shape[0] * it}")
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {off}, "
+                           f"and itemsize {it} requiring a storage size of {need * it} are out of bounds for storage "
+                           f"of size {storage.shape[0] * it}")
     return _apply(AsStrided, (input, size, stride, off, storage, own), (x, size, stride, off, storage, own))
 
 
@@ -1652,7 +1657,7 @@ def _compile_key(key, x):
     nd = len(shape)
     consumed = 0
     for kind, v in items:
-        if kind == _K_INT or kind == _K_SLICE or kind == _K_ARR:
+        if kind in (_K_INT, _K_SLICE, _K_ARR):
             consumed += 1
         elif kind == _K_MASK:
             consumed += v.ndim
@@ -1722,7 +1727,7 @@ def _compile_key(key, x):
             for pos, n, d in pending:
                 _check_bounds(adv[pos], n, d)
         else:  # an empty result reads nothing: PyTorch does not check the indices then
-            for pos, n, d in pending:
+            for pos, _n, _d in pending:
                 adv[pos] = xp_of(x).zeros(adv[pos].shape, np.int64)
     return tuple(basic), tuple(adv)
 
@@ -1978,7 +1983,7 @@ def _value_array(input, value, x):
                 backend_of(v).to_numpy(v)
         return v if v.dtype == x.dtype else v.astype(x.dtype)
     if isinstance(value, (builtins.bool, builtins.int, builtins.float, np.generic)):
-        return value
+        return checked_scalar(scalar_value(value), x.dtype)
     if isinstance(value, (list, tuple, np.ndarray)):
         return xp_of(x).asarray(np.asarray(value), dtype=x.dtype)
     raise TypeError(f"can't assign a {type(value).__name__} to a {input.type()}")
@@ -2026,6 +2031,7 @@ def setitem(input, key, value):
     v = _value_array(input, value, x)
     basic, adv = k
     view = x[basic]
+    check_no_internal_overlap(view)
     if hasattr(v, "shape"):
         tshape = view.shape if adv is None else _adv_layout(view.shape, adv)[0]
         vshape = v.shape

@@ -41,12 +41,21 @@ import builtins
 
 import numpy as np
 
-from .. import _dtype as D
-from ..autograd.function import Function, _apply
 from .._tensor import Tensor, _wrap_dim
+from ..autograd.function import Function, _apply
 from ._util import xp_of
-from .reduce import (_const, _even_share, _gather, _movedim_last, _out, _out_tuple, _scan, _selector,
-                     _torch_name, return_types)
+from .reduce import (
+    _const,
+    _even_share,
+    _gather,
+    _movedim_last,
+    _out,
+    _out_tuple,
+    _scan,
+    _selector,
+    _torch_name,
+    return_types,
+)
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode", "quantile",
            "nanquantile", "unique", "unique_consecutive", "searchsorted", "bucketize", "bincount", "histc",

@@ -9,11 +9,12 @@ Example::
 """
 from __future__ import annotations
 
-from .optimizer import Optimizer  # noqa: F401
-from .sgd import SGD  # noqa: F401
-from .adam import Adam, AdamW, Adamax, NAdam, RAdam  # noqa: F401
-from .rmsprop import RMSprop, Adagrad, Adadelta, Rprop, ASGD  # noqa: F401
+from . import (
+    lr_scheduler,  # noqa: F401
+    swa_utils,  # noqa: F401
+)
+from .adam import Adam, Adamax, AdamW, NAdam, RAdam  # noqa: F401
 from .lbfgs import LBFGS  # noqa: F401
-
-from . import lr_scheduler  # noqa: F401
-from . import swa_utils  # noqa: F401
+from .optimizer import Optimizer  # noqa: F401
+from .rmsprop import ASGD, Adadelta, Adagrad, RMSprop, Rprop  # noqa: F401
+from .sgd import SGD  # noqa: F401

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backends import backend_of
 from .._tensor import Tensor
+from ..backends import backend_of
 from . import _functional as F
 from .optimizer import Optimizer
 

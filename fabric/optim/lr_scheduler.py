@@ -605,7 +605,8 @@ class CyclicLR(LRScheduler):
         x = 1.0 + self.last_epoch / self.total_size - cycle
         scale_factor = x / self.step_ratio if x <= self.step_ratio else (x - 1) / (self.step_ratio - 1)
         arg = cycle if self.scale_mode == "cycle" else self.last_epoch
-        lrs = [base + (top - base) * scale_factor * self.scale_fn(arg) for base, top in zip(self.base_lrs, self.max_lrs)]
+        lrs = [base + (top - base) * scale_factor * self.scale_fn(arg)
+               for base, top in zip(self.base_lrs, self.max_lrs)]
         if self.cycle_momentum:
             for group, b, m in zip(self.optimizer.param_groups, self.base_momentums, self.max_momentums):
                 _set_momentum(group, m - (m - b) * scale_factor * self.scale_fn(arg), self.use_beta1)

@@ -20,12 +20,12 @@ import copy
 import itertools
 from collections import defaultdict
 
+import numpy as np
+
+from .._tensor import Tensor
 from ..autograd.function import RemovableHandle, _HookDict
 from ..autograd.grad_mode import no_grad
-from .._tensor import Tensor
 from ..backends import backend_of
-
-import numpy as np
 
 __all__ = ["Optimizer", "required"]
 

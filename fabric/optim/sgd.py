@@ -1,8 +1,8 @@
 """Stochastic gradient descent (with momentum, dampening, Nesterov)."""
 from __future__ import annotations
 
-from ..backends import backend_of
 from .._tensor import Tensor
+from ..backends import backend_of
 from .optimizer import Optimizer
 
 __all__ = ["SGD"]

@@ -43,7 +43,7 @@ def main(argv):
         try:
             with contextlib.redirect_stdout(buf):
                 runpy.run_path(path, run_name="__main__")
-        except BaseException:  # noqa: BLE001 - a script's failure (even SystemExit) is reported, not raised
+        except BaseException:
             error = traceback.format_exc()
         finally:
             sys.argv = old_argv

@@ -27,7 +27,7 @@ _NN = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 
 if _NN not in sys.path:
     sys.path.insert(0, _NN)
 
-from moduleinfo import Const
+from moduleinfo import Const  # noqa: E402 (tests/nn is put on sys.path above)
 
 DEVICES = [pytest.param("cuda", marks=pytest.mark.cuda, id="cuda"),
            pytest.param("fake-cuda", id="fake-cuda")]

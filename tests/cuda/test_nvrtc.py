@@ -16,7 +16,7 @@ def _nvrtc():
 
         nvrtc.getVersion()
         return compiler
-    except Exception as e:  # noqa: BLE001  (ImportError, or the NVRTC library missing
+    except Exception as e:
         pytest.skip(f"CuPy with NVRTC is not installed ({type(e).__name__}: {e}); "
                     "run .ci/cuda_check.sh to install it")
 

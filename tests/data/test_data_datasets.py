@@ -42,11 +42,10 @@ class Stream(IterableDataset):
 
 
 def test_alias_module_is_fabric_data():
-    from fabric.utils.data.dataloader import default_collate
-    from fabric.utils.data.sampler import RandomSampler
-
     import fabric.utils.data as tud
     from fabric.utils.data import DataLoader
+    from fabric.utils.data.dataloader import default_collate
+    from fabric.utils.data.sampler import RandomSampler
 
     assert tud is fabric.data and fabric.utils.data is fabric.data
     assert tud.Dataset is fabric.data.Dataset and DataLoader is fabric.data.DataLoader

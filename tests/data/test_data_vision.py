@@ -127,7 +127,7 @@ def test_digits():
     assert Digits(train=False).targets.tolist() == test.targets.tolist()
     assert Digits(train=False, split_seed=1).targets.tolist() != test.targets.tolist()
     img, y = Digits(train=True, transform=T.ToTensor())[0]
-    assert img.shape == (1, 8, 8) and 0.0 <= float(img.min()) and float(img.max()) <= 1.0 and isinstance(y, int)
+    assert img.shape == (1, 8, 8) and float(img.min()) >= 0.0 and float(img.max()) <= 1.0 and isinstance(y, int)
     with pytest.raises(ValueError, match="test_fraction"):
         Digits(test_fraction=1.5)
 

@@ -173,7 +173,7 @@ def _sdpa_error(lib, case):
     }
     try:
         cases[case]()
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         return type(e), str(e)
     return None, ""
 
@@ -289,7 +289,7 @@ def _mha_error(lib, case):
     }
     try:
         cases[case]()
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         return type(e), str(e)
     return None, ""
 

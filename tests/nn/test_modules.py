@@ -6,10 +6,10 @@ import pickle
 
 import numpy as np
 import pytest
+from moduleinfo import ALL_MODULES, Const
 
 import fabric
 from fabric import nn
-from moduleinfo import ALL_MODULES, Const
 
 # Dropout2d on a 3-D input warns by design (PyTorch does too)
 pytestmark = pytest.mark.filterwarnings("ignore:dropout2d. Received a 3D input")

@@ -181,7 +181,7 @@ def test_training_steps_match_torch():
     fm, tm = _pair(make)
     fo = fabric.optim.SGD(fm.parameters(), lr=0.05)
     to = torch.optim.SGD(tm.parameters(), lr=0.05)
-    for step in range(3):
+    for _step in range(3):
         for lib, m, opt in ((fabric, fm, fo), (torch, tm, to)):
             opt.zero_grad()
             out = m(lib.from_numpy(SRC), lib.from_numpy(TGT), tgt_mask=lib.from_numpy(CAUSAL4))
@@ -207,7 +207,7 @@ def _errors(lib, case):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             cases[case]()
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         return type(e), str(e)
     return None, ""
 

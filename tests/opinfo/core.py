@@ -19,7 +19,7 @@ def _reduce_samples(dtype, rng):
 
 
 def _matmul_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype)
     return [
         SampleInput(m(3, 4), (m(4, 5),), name="mm"),
         SampleInput(m(4), (m(4),), name="dot"),
@@ -44,7 +44,7 @@ def _reshape_samples(dtype, rng):
 
 
 def _getitem_samples(dtype, rng):
-    x = lambda: make(rng, (4, 5, 3), dtype)  # noqa: E731
+    x = lambda: make(rng, (4, 5, 3), dtype)
     return [
         SampleInput(x(), ((1,),), name="int"),
         SampleInput(x(), ((slice(1, 3), slice(None, None, 2)),), name="slices"),

@@ -44,7 +44,7 @@ def _acc(x):
 def _dims_samples(*, none=True, tuples=True, empty=True, zero_d=True, keep=True, empty_dim=1):
     """(x, dim[, keepdim]) samples for a dim-reduction."""
     def gen(dtype, rng):
-        m = lambda *s, **kw: make(rng, s, dtype, **kw)  # noqa: E731
+        m = lambda *s, **kw: make(rng, s, dtype, **kw)
         out = []
         if none:
             out.append(SampleInput(m(3, 4), name="all"))
@@ -66,7 +66,7 @@ def _dims_samples(*, none=True, tuples=True, empty=True, zero_d=True, keep=True,
 def _dim_int_samples(*, none=False, zero_d=True, empty=True):
     """(x, dim[, keepdim]) with an int dim only (max(dim), median(dim), ...)."""
     def gen(dtype, rng):
-        m = lambda *s, **kw: make(rng, s, dtype, **kw)  # noqa: E731
+        m = lambda *s, **kw: make(rng, s, dtype, **kw)
         out = [SampleInput(m(3, 5), (1,), name="dim1"),
                SampleInput(m(3, 4), (-2,), {"keepdim": True}, name="neg_keepdim"),
                SampleInput(m(2, 3, 4), (1,), name="3d"),
@@ -83,7 +83,7 @@ def _dim_int_samples(*, none=False, zero_d=True, empty=True):
 
 def _all_samples(dtype, rng):
     """Reductions over everything (max(), median() ...)."""
-    m = lambda *s, **kw: make(rng, s, dtype, **kw)  # noqa: E731
+    m = lambda *s, **kw: make(rng, s, dtype, **kw)
     return [SampleInput(m(3, 4)), SampleInput(m(4, 3, noncontig=True), name="noncontig"),
             SampleInput(m(), name="0d"), SampleInput(m(2, 3, 2), name="3d")]
 
@@ -120,7 +120,7 @@ def _nan_grad_samples(gen):
 
 
 def _prod_samples(dtype, rng):
-    m = lambda *s, **kw: make(rng, s, dtype, low=0.5, high=1.5, **kw)  # noqa: E731
+    m = lambda *s, **kw: make(rng, s, dtype, low=0.5, high=1.5, **kw)
     one_zero = m(3, 4)
     one_zero[1, 2] = 0
     two_zeros = m(3, 4)
@@ -139,7 +139,7 @@ def _prod_samples(dtype, rng):
 
 
 def _var_samples(dtype, rng):
-    m = lambda *s, **kw: make(rng, s, dtype, **kw)  # noqa: E731
+    m = lambda *s, **kw: make(rng, s, dtype, **kw)
     return [SampleInput(m(3, 4), name="all"),
             SampleInput(m(3, 4), (1,), name="dim1"),
             SampleInput(m(3, 4), (-1,), {"keepdim": True, "correction": 0}, name="correction0"),
@@ -152,7 +152,7 @@ def _var_samples(dtype, rng):
 
 
 def _lse_samples(dtype, rng):
-    m = lambda *s, **kw: make(rng, s, dtype, **kw)  # noqa: E731
+    m = lambda *s, **kw: make(rng, s, dtype, **kw)
     big = m(2, 3) + (1e4 if np.dtype(dtype).kind == "f" else 0)
     return [SampleInput(m(3, 4), (1,), name="dim1"),
             SampleInput(m(3, 4), (-1,), {"keepdim": True}, name="neg_keepdim"),
@@ -164,7 +164,7 @@ def _lse_samples(dtype, rng):
 
 
 def _norm_samples(dtype, rng):
-    m = lambda *s, **kw: make(rng, s, dtype, away_from=0.0, **kw)  # noqa: E731
+    m = lambda *s, **kw: make(rng, s, dtype, away_from=0.0, **kw)
     inf = float("inf")
     return [SampleInput(m(3, 4), name="fro"),
             SampleInput(m(3, 4), (2, 1), name="p2_dim1"),
@@ -183,7 +183,7 @@ def _norm_samples(dtype, rng):
 
 def _scan_samples(*, low=-2.0, high=2.0, zeros=False):
     def gen(dtype, rng):
-        m = lambda *s, **kw: make(rng, s, dtype, low=low, high=high, **kw)  # noqa: E731
+        m = lambda *s, **kw: make(rng, s, dtype, low=low, high=high, **kw)
         out = [SampleInput(m(3, 4), (1,), name="dim1"),
                SampleInput(m(3, 4), (-2,), name="neg"),
                SampleInput(m(2, 3, 2), (1,), name="3d"),
@@ -218,7 +218,7 @@ def _count_nonzero_samples(dtype, rng):
 
 
 def _sort_samples(dtype, rng):
-    m = lambda *s, **kw: make(rng, s, dtype, **kw)  # noqa: E731
+    m = lambda *s, **kw: make(rng, s, dtype, **kw)
     return [SampleInput(m(3, 5), name="default"),
             SampleInput(m(3, 5), (0,), name="dim0"),
             SampleInput(m(3, 5), (1, True), name="descending"),
@@ -229,7 +229,7 @@ def _sort_samples(dtype, rng):
 
 
 def _topk_samples(dtype, rng):
-    m = lambda *s, **kw: make(rng, s, dtype, **kw)  # noqa: E731
+    m = lambda *s, **kw: make(rng, s, dtype, **kw)
     return [SampleInput(m(3, 5), (2,), name="k2"),
             SampleInput(m(3, 5), (3, 0), name="dim0"),
             SampleInput(m(3, 5), (2, -1, False), name="smallest"),
@@ -242,7 +242,7 @@ def _topk_samples(dtype, rng):
 
 
 def _kth_samples(dtype, rng):
-    m = lambda *s, **kw: make(rng, s, dtype, **kw)  # noqa: E731
+    m = lambda *s, **kw: make(rng, s, dtype, **kw)
     return [SampleInput(m(3, 5), (2,), name="k2"),
             SampleInput(m(3, 5), (1, 0), name="dim0"),
             SampleInput(m(3, 5), (5, -1, True), name="kmax_keepdim"),
@@ -255,7 +255,7 @@ def _mode_samples(dtype, rng):
     def rep(*s, **kw):  # values with repeats (ties decide the mode): forward only
         a = make(rng, s, dtype, **kw)
         return np.round(a * 2) / 2 if a.dtype.kind == "f" else a
-    m = lambda *s, **kw: make(rng, s, dtype, **kw)  # noqa: E731
+    m = lambda *s, **kw: make(rng, s, dtype, **kw)
     return [SampleInput(rep(3, 6), name="repeats", grad=False),
             SampleInput(rep(3, 6), (0,), name="repeats_dim0", grad=False),
             SampleInput(rep(6, 3, noncontig=True), (0, True), name="repeats_noncontig", grad=False),
@@ -267,7 +267,7 @@ def _mode_samples(dtype, rng):
 
 
 def _quantile_samples(dtype, rng):
-    m = lambda *s, **kw: make(rng, s, dtype, **kw)  # noqa: E731
+    m = lambda *s, **kw: make(rng, s, dtype, **kw)
     # q off the rank grid k/(n-1) for gradcheck (the weights are differentiable in q)
     q = np.array([0.1, 0.35, 0.62, 0.9], dtype=dtype)
     edges = np.array([0.0, 0.5, 1.0], dtype=dtype)
@@ -289,7 +289,7 @@ def _quantile_samples(dtype, rng):
 
 def _unique_samples(dtype, rng):
     m = lambda *s: make(rng, s, dtype, low=-3, high=3) if np.dtype(dtype).kind != "f" else \
-        np.asarray(np.round(make(rng, s, dtype)), dtype)  # noqa: E731
+        np.asarray(np.round(make(rng, s, dtype)), dtype)
     rows = m(5, 3)
     rows[3] = rows[1]
     return [SampleInput(m(3, 5), name="flat"),
@@ -319,7 +319,7 @@ def _unique_consecutive_samples(dtype, rng):
 
 
 def _searchsorted_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype, low=-5, high=5)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype, low=-5, high=5)
     seq = np.sort(m(7))
     seq[3] = seq[2]
     vals = np.concatenate([m(4), seq[[0, 2, 6]]])
@@ -352,7 +352,7 @@ def _bincount_samples(dtype, rng):
 
 
 def _histc_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype, low=-3, high=3)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype, low=-3, high=3)
     return [SampleInput(m(20), name="default"),
             SampleInput(m(4, 5), (7, -1, 2), name="range"),
             SampleInput(m(20), (5,), name="data_range"),
@@ -361,7 +361,7 @@ def _histc_samples(dtype, rng):
 
 
 def _histogram_samples(dtype, rng):
-    m = lambda *s: make(rng, s, dtype, low=-3, high=3)  # noqa: E731
+    m = lambda *s: make(rng, s, dtype, low=-3, high=3)
     return [SampleInput(m(20), (6,), name="bins"),
             SampleInput(m(4, 5), (4,), {"range": (-1.0, 2.0)}, name="range"),
             SampleInput(m(20), (np.array([-3.0, -1.0, 0.5, 3.0], dtype=dtype),), name="edges"),
@@ -615,7 +615,7 @@ def _np_aminmax(x, *, dim=None, keepdim=False):
 
 
 def _aminmax_samples(dtype, rng):
-    m = lambda *s, **kw: make(rng, s, dtype, **kw)  # noqa: E731
+    m = lambda *s, **kw: make(rng, s, dtype, **kw)
     return [SampleInput(m(3, 4), name="all"),
             SampleInput(m(3, 4), (), {"dim": 1}, name="dim1"),
             SampleInput(m(3, 4), (), {"dim": -2, "keepdim": True}, name="keepdim"),

@@ -6,9 +6,9 @@ import io
 
 import numpy as np
 import pytest
+from optim.optiminfo import OPTIMIZERS
 
 import fabric
-from optim.optiminfo import OPTIMIZERS
 
 SHAPES = [(3, 4), (4,), (2, 2, 3), ()]
 
@@ -31,7 +31,7 @@ def _run(lib, name, config, inits, steps=20, needs_closure=False, split_groups=F
     groups = [{"params": [p]} for p in params] if split_groups else params
     opt = getattr(lib.optim, name)(groups, **config)
     for step in range(steps):
-        def closure():
+        def closure(step=step):
             opt.zero_grad()
             loss = _loss(lib, params, step)
             loss.backward()

@@ -65,7 +65,8 @@ def write_idx(path: str, array: np.ndarray) -> None:
 
 def urlopen(url: str, timeout: float):
     """``urllib.request.urlopen`` (imported on first use: it is slow to import)."""
-    from urllib.request import Request, urlopen as _urlopen
+    from urllib.request import Request
+    from urllib.request import urlopen as _urlopen
 
     return _urlopen(Request(url, headers={"User-Agent": "fabric"}), timeout=timeout)
 

@@ -39,7 +39,7 @@ _EXTRA_HINT = ("fabric.data.datasets.Digits needs scikit-learn, which ships the 
 
 def _load_sklearn_digits():
     try:
-        from sklearn.datasets import load_digits
+        from sklearn.datasets import load_digits  # pyright: ignore[reportMissingImports] (optional extra)
     except ImportError as e:
         raise ImportError(_EXTRA_HINT) from e
     return _parse_once(load_digits)

@@ -50,7 +50,8 @@ __all__ = [
 ]
 
 _TORCH_WORDS = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
-                "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+                "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+                "uint8": "unsigned char",
                 "bool": "bool"}
 
 

@@ -17,9 +17,9 @@ import math
 
 import numpy as np
 
-from ...amp import _policy as _amp
 from ... import _dtype as D
 from ..._tensor import Tensor, _wrap_dim
+from ...amp import _policy as _amp
 from ...autograd.function import Function, _apply
 from ...ops._util import xp_of
 

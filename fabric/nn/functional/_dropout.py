@@ -23,8 +23,8 @@ import warnings
 
 import numpy as np
 
-from ...autograd.function import Function, _apply
 from ..._tensor import Tensor
+from ...autograd.function import Function, _apply
 from ...ops._util import xp_of
 from ...random import generator_for
 

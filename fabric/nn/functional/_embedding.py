@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..._tensor import Tensor
 from ...autograd.function import Function, _apply
 from ...autograd.grad_mode import no_grad
-from ..._tensor import Tensor
 from ...backends import backend_of
 from ...ops._util import xp_of
 

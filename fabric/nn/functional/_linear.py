@@ -12,9 +12,9 @@ Example::
 """
 from __future__ import annotations
 
-from ...autograd.function import Function, _apply
 from ..._tensor import Tensor
 from ...amp import _policy as _amp
+from ...autograd.function import Function, _apply
 from ...ops._util import device_mismatch
 
 __all__ = ["linear", "bilinear"]

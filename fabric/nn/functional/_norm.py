@@ -20,10 +20,11 @@ import math
 
 import numpy as np
 
-from ...autograd.function import Function, _apply
-from ...autograd.grad_mode import no_grad, state as _grad_state
 from ..._tensor import Tensor
 from ...amp import _policy as _amp
+from ...autograd.function import Function, _apply
+from ...autograd.grad_mode import no_grad
+from ...autograd.grad_mode import state as _grad_state
 from ...backends import backend_of
 from ...backends.fused import acc_dtype
 from ...ops._util import xp_of
@@ -54,7 +55,7 @@ def _shape_list(s):
 def _normalized_shape(normalized_shape, fn):
     if isinstance(normalized_shape, (builtins.int, np.integer)) and not isinstance(normalized_shape, bool):
         raise TypeError(f"{fn}(): argument 'normalized_shape' (position 2) must be tuple of ints, not int")
-    return tuple(builtins.int(s) for s in normalized_shape)
+    return tuple(builtins.int(s) for s in normalized_shape)  # pyright: ignore[reportGeneralTypeIssues] (bool: as torch)
 
 
 def _check_last_dims(input, shape, weight, bias, fn):

@@ -32,9 +32,9 @@ import itertools
 
 import numpy as np
 
-from ...amp import _policy as _amp
 from ... import ops as _ops
 from ..._tensor import Tensor
+from ...amp import _policy as _amp
 from ...autograd.function import Function, _apply
 from ...backends import backend_of
 from ...backends.fused import pool_output_size

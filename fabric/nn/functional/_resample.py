@@ -28,9 +28,9 @@ import warnings
 
 import numpy as np
 
-from ...amp import _policy as _amp
 from ... import ops as _ops
 from ..._tensor import Tensor
+from ...amp import _policy as _amp
 from ...autograd.function import Function, _apply
 from ...ops._util import xp_of
 from ._conv import _TYPE_NAMES, _col2im, _Geom, _im2col, _prod

@@ -19,6 +19,8 @@ Example::
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ... import _creation
 from .. import functional as F
 from ..init import constant_, xavier_normal_, xavier_uniform_
@@ -58,7 +60,7 @@ class MultiheadAttention(Module):
         if embed_dim <= 0 or num_heads <= 0:
             raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
                              f"num_heads={num_heads} instead")
-        factory_kwargs = {"device": device, "dtype": dtype}
+        factory_kwargs: dict[str, Any] = {"device": device, "dtype": dtype}
         super().__init__()
         self.embed_dim = embed_dim
         self.kdim = kdim if kdim is not None else embed_dim

@@ -15,10 +15,13 @@ Example::
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ... import _creation
 from ... import _dtype as D
+from .. import functional as F
+from .. import init
 from ..parameter import Parameter, UninitializedBuffer, UninitializedParameter
-from .. import functional as F, init
 from .linear import LazyModuleMixin
 from .module import Module
 
@@ -33,7 +36,7 @@ class _NormBase(Module):
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1, affine: bool = True,
                  track_running_stats: bool = True, device=None, dtype=None, *, bias: bool = True) -> None:
-        factory_kwargs = {"device": device, "dtype": dtype}
+        factory_kwargs: dict[str, Any] = {"device": device, "dtype": dtype}
         super().__init__()
         self.num_features = num_features
         self.eps = eps
@@ -109,7 +112,7 @@ class _BatchNorm(_NormBase):
 class _LazyNormBase(LazyModuleMixin, _NormBase):
     def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None, dtype=None, *,
                  bias=True) -> None:
-        factory_kwargs = {"device": device, "dtype": dtype}
+        factory_kwargs: dict[str, Any] = {"device": device, "dtype": dtype}
         super().__init__(0, eps, momentum, False, False, **factory_kwargs, bias=False)
         self.affine = affine
         self.track_running_stats = track_running_stats

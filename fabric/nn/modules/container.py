@@ -530,7 +530,7 @@ class ParameterDict(Module):
         return k, val
 
     def get(self, key, default=None):
-        return self[key] if key in self else default
+        return self[key] if key in self else default  # noqa: SIM401 (this is `get` itself)
 
     def fromkeys(self, keys, default=None):
         return ParameterDict((k, default) for k in keys)

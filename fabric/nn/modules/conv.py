@@ -19,6 +19,7 @@ Example::
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from ... import _creation
 from ...autograd.grad_mode import no_grad
@@ -58,7 +59,7 @@ class _ConvNd(Module):
 
     def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, transposed,
                  output_padding, groups, bias, padding_mode, device=None, dtype=None) -> None:
-        factory_kwargs = {"device": device, "dtype": dtype}
+        factory_kwargs: dict[str, Any] = {"device": device, "dtype": dtype}
         super().__init__()
         if groups <= 0:
             raise ValueError("groups must be a positive integer")
@@ -357,7 +358,7 @@ class _LazyConvXdMixin(LazyModuleMixin):
 
 
 def _lazy_params(self, bias, device, dtype):
-    factory_kwargs = {"device": device, "dtype": dtype}
+    factory_kwargs: dict[str, Any] = {"device": device, "dtype": dtype}
     self.weight = UninitializedParameter(**factory_kwargs)
     if bias:
         self.bias = UninitializedParameter(**factory_kwargs)

@@ -23,7 +23,7 @@ __all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNo
 
 class _InstanceNorm(_NormBase):
     _no_batch_dim = 0
-    _allowed = ()
+    _allowed: tuple[int, ...] = ()
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = False,
                  track_running_stats: bool = False, device=None, dtype=None, *, bias: bool = True) -> None:

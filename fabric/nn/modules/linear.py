@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Any
 
 from ... import _creation
 from ...autograd.grad_mode import no_grad
-from .. import functional as F, init
+from .. import functional as F
+from .. import init
 from ..parameter import Parameter, UninitializedParameter, is_lazy
 from .module import Module
 
@@ -58,7 +60,7 @@ class Linear(Module):
     __constants__ = ["in_features", "out_features"]
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None) -> None:
-        factory_kwargs = {"device": device, "dtype": dtype}
+        factory_kwargs: dict[str, Any] = {"device": device, "dtype": dtype}
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
@@ -103,7 +105,7 @@ class Bilinear(Module):
 
     def __init__(self, in1_features: int, in2_features: int, out_features: int, bias: bool = True, device=None,
                  dtype=None) -> None:
-        factory_kwargs = {"device": device, "dtype": dtype}
+        factory_kwargs: dict[str, Any] = {"device": device, "dtype": dtype}
         super().__init__()
         self.in1_features = in1_features
         self.in2_features = in2_features
@@ -192,7 +194,7 @@ class LazyLinear(LazyModuleMixin, Linear):
     cls_to_become = Linear
 
     def __init__(self, out_features: int, bias: bool = True, device=None, dtype=None) -> None:
-        factory_kwargs = {"device": device, "dtype": dtype}
+        factory_kwargs: dict[str, Any] = {"device": device, "dtype": dtype}
         super().__init__(0, 0, False)
         self.weight = UninitializedParameter(**factory_kwargs)
         self.out_features = out_features

@@ -37,7 +37,8 @@ import numpy as np
 
 from ..._tensor import Tensor, _parse_to
 from ...autograd.function import Function
-from ...autograd.grad_mode import no_grad, state as _grad_state
+from ...autograd.grad_mode import no_grad
+from ...autograd.grad_mode import state as _grad_state
 from ..parameter import Buffer, Parameter, is_lazy
 
 __all__ = ["Module", "RemovableHandle", "register_module_forward_pre_hook", "register_module_forward_hook",
@@ -505,7 +506,7 @@ class Module:
         """Alias for :meth:`add_module`."""
         self.add_module(name, module)
 
-    def get_submodule(self, target: str) -> "Module":
+    def get_submodule(self, target: str) -> Module:
         """The submodule at dotted path ``target`` (``""`` is self)."""
         if target == "":
             return self
@@ -518,7 +519,7 @@ class Module:
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return mod
 
-    def set_submodule(self, target: str, module: "Module", strict: bool = False) -> None:
+    def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
         """Replace (or, unless ``strict``, add) the submodule at ``target``."""
         if target == "":
             raise ValueError("Cannot set the submodule without a target name!")

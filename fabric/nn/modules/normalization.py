@@ -12,9 +12,11 @@ Example::
 from __future__ import annotations
 
 import numbers
+from typing import Any
 
 from ... import _creation
-from .. import functional as F, init
+from .. import functional as F
+from .. import init
 from ..parameter import Parameter
 from .module import Module
 
@@ -48,7 +50,7 @@ class LayerNorm(Module):
 
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
                  device=None, dtype=None) -> None:
-        factory_kwargs = {"device": device, "dtype": dtype}
+        factory_kwargs: dict[str, Any] = {"device": device, "dtype": dtype}
         super().__init__()
         if isinstance(normalized_shape, numbers.Integral):
             normalized_shape = (normalized_shape,)
@@ -88,7 +90,7 @@ class GroupNorm(Module):
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, device=None,
                  dtype=None, *, bias: bool = True) -> None:
-        factory_kwargs = {"device": device, "dtype": dtype}
+        factory_kwargs: dict[str, Any] = {"device": device, "dtype": dtype}
         super().__init__()
         if num_channels % num_groups != 0:
             raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})")
@@ -128,7 +130,7 @@ class RMSNorm(Module):
     __constants__ = ["normalized_shape", "eps", "elementwise_affine"]
 
     def __init__(self, normalized_shape, eps=None, elementwise_affine: bool = True, device=None, dtype=None) -> None:
-        factory_kwargs = {"device": device, "dtype": dtype}
+        factory_kwargs: dict[str, Any] = {"device": device, "dtype": dtype}
         super().__init__()
         if isinstance(normalized_shape, numbers.Integral):
             normalized_shape = (normalized_shape,)

@@ -38,6 +38,7 @@ import math
 import numbers
 import threading
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -744,7 +745,7 @@ class RNNBase(Module):
     def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0,
                  device=None, dtype=None) -> None:
-        factory_kwargs = {"device": device, "dtype": dtype}
+        factory_kwargs: dict[str, Any] = {"device": device, "dtype": dtype}
         super().__init__()
         self.mode = mode
         self.input_size = input_size
@@ -1128,7 +1129,7 @@ class RNNCellBase(Module):
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int, device=None,
                  dtype=None) -> None:
-        factory_kwargs = {"device": device, "dtype": dtype}
+        factory_kwargs: dict[str, Any] = {"device": device, "dtype": dtype}
         super().__init__()
         self.input_size = input_size
         self.hidden_size = hidden_size

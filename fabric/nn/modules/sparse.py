@@ -12,9 +12,12 @@ Example::
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ... import _creation
 from ...autograd.grad_mode import no_grad
-from .. import functional as F, init
+from .. import functional as F
+from .. import init
 from ..parameter import Parameter
 from .module import Module
 
@@ -49,7 +52,7 @@ class Embedding(Module):
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx=None, max_norm=None,
                  norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False, _weight=None,
                  _freeze: bool = False, device=None, dtype=None) -> None:
-        factory_kwargs = {"device": device, "dtype": dtype}
+        factory_kwargs: dict[str, Any] = {"device": device, "dtype": dtype}
         super().__init__()
         _no_sparse(sparse)
         self.num_embeddings = num_embeddings
@@ -134,7 +137,7 @@ class EmbeddingBag(Module):
     def __init__(self, num_embeddings: int, embedding_dim: int, max_norm=None, norm_type: float = 2.0,
                  scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False, _weight=None,
                  include_last_offset: bool = False, padding_idx=None, device=None, dtype=None) -> None:
-        factory_kwargs = {"device": device, "dtype": dtype}
+        factory_kwargs: dict[str, Any] = {"device": device, "dtype": dtype}
         super().__init__()
         _no_sparse(sparse)
         self.num_embeddings = num_embeddings

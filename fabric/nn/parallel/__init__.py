@@ -15,9 +15,11 @@ Example (a world of one process)::
 """
 from __future__ import annotations
 
-from . import distributed  # noqa: F401
-from .distributed import DistributedDataParallel
-from . import data_parallel  # noqa: F401
+from . import (
+    data_parallel,  # noqa: F401
+    distributed,  # noqa: F401
+)
 from .data_parallel import DataParallel
+from .distributed import DistributedDataParallel
 
 __all__ = ["DistributedDataParallel", "DataParallel"]

@@ -113,7 +113,8 @@ class DistributedDataParallel(Module):
                  init_sync: bool = True, process_group=None, bucket_cap_mb=None,
                  find_unused_parameters: bool = False, check_reduction: bool = False,
                  gradient_as_bucket_view: bool = False, static_graph: bool = False, delay_all_reduce_named_params=None,
-                 param_to_hook_all_reduce=None, mixed_precision=None, device_mesh=None, skip_all_reduce_unused_params=False):
+                 param_to_hook_all_reduce=None, mixed_precision=None, device_mesh=None,
+                 skip_all_reduce_unused_params=False):
         super().__init__()
         if device_mesh is not None or mixed_precision is not None or delay_all_reduce_named_params is not None:
             raise NotImplementedError("DistributedDataParallel: device_mesh, mixed_precision and "
@@ -146,6 +147,9 @@ class DistributedDataParallel(Module):
         self.static_graph = static_graph
         self.require_backward_grad_sync = True
         self.require_forward_param_sync = True
+        self._comm_hook = None
+        self._comm_state = None
+        self._inflight = []      # (future, bucket, flat): bucket all-reduces started during this backward
         self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 1024 * 1024)
         # as PyTorch: a small first bucket (its all-reduce starts early) unless the user set the cap
         self._first_bucket_bytes = _DEFAULT_FIRST_BUCKET_BYTES if bucket_cap_mb is None else self.bucket_bytes_cap
@@ -260,13 +264,29 @@ class DistributedDataParallel(Module):
         self._ready[pos] = True
         bucket.pending -= 1
         while self._next_bucket < len(self._buckets) and self._buckets[self._next_bucket].pending == 0:
-            self._reduce_bucket(self._buckets[self._next_bucket])
+            self._launch_bucket(self._buckets[self._next_bucket])
             self._next_bucket += 1
+        for fut, _, _ in self._inflight:
+            fut.done()   # drives the engine's progress while backward goes on
         if self._next_bucket == len(self._buckets):
+            self._finish_buckets()
             self._expect_hooks = False
             self._require_finalize = False
 
-    def _reduce_bucket(self, bucket):
+    def register_comm_hook(self, state, hook) -> None:
+        """Replace the bucket all-reduce: ``hook(state, bucket)`` gets a
+        :class:`GradBucket` and returns a ``Future`` of the bucket's reduced
+        flat tensor (PyTorch's protocol; see ``fabric.distributed.algorithms.
+        ddp_comm_hooks.default_hooks``).  Register once, before the first backward."""
+        if self._comm_hook is not None:
+            raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be called once.")
+        if not callable(hook):
+            raise TypeError("Communication hook must be callable.")
+        self._comm_hook, self._comm_state = hook, state
+
+    def _launch_bucket(self, bucket):
+        """Flatten the bucket's gradients and start its all-reduce (non-blocking where the engine allows: the
+        MPI engine overlaps it with the rest of backward); :meth:`_finish_buckets` waits and copies back."""
         flat = bucket.buffer if self.gradient_as_bucket_view and bucket.buffer is not None else \
             np.empty(bucket.numel, dtype=bucket.dtype)
         offs = bucket.offsets
@@ -277,10 +297,28 @@ class DistributedDataParallel(Module):
                 dst[...] = 0
             elif g._data is not getattr(p, "_ddp_grad_view", None):
                 dst[...] = dist.distributed_c10d._host(g).reshape(-1)
-        # PyTorch's default comm hook: divide by the world size, then all-reduce SUM
-        np.divide(flat, self._world, out=flat, casting="unsafe")
-        holder = Tensor._make(flat)
-        dist.all_reduce(holder, group=self.process_group)
+        from ...distributed.algorithms.ddp_comm_hooks import default_hooks
+
+        grad_bucket = default_hooks.GradBucket(bucket.index, Tensor._make(flat), bucket.index == len(self._buckets) - 1,
+                                               [p for _, p in bucket.params], offs)
+        if self._comm_hook is None:   # PyTorch's default: divide by the world size, then all-reduce SUM
+            fut = default_hooks.allreduce_hook(self.process_group, grad_bucket)
+        else:
+            fut = self._comm_hook(self._comm_state, grad_bucket)
+        self._inflight.append((fut, bucket, flat))
+
+    def _finish_buckets(self):
+        inflight, self._inflight = self._inflight, []
+        for fut, bucket, flat in inflight:
+            result = fut.wait()
+            result = result[0] if isinstance(result, (list, tuple)) else result
+            data = dist.distributed_c10d._host(result).reshape(-1)
+            if data is not flat:
+                flat[...] = data
+            self._copy_back(bucket, flat)
+
+    def _copy_back(self, bucket, flat):
+        offs = bucket.offsets
         for slot, (pos, p) in enumerate(bucket.params):
             view = flat[offs[slot]:offs[slot + 1]].reshape(p._data.shape)
             if p._grad is None:

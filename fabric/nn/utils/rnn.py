@@ -330,7 +330,7 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
                 [0, 3]])
     """
     if not isinstance(sequences, Iterable):
-        raise RuntimeError(f"pad_sequence: Expected iterable for input sequences, but got arg of type: "  # noqa: TRY004
+        raise RuntimeError(f"pad_sequence: Expected iterable for input sequences, but got arg of type: "
                            f"{type(sequences)}")
     sequences = tuple(sequences)
     if not sequences:
