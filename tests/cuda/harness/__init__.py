@@ -83,7 +83,7 @@ class CompileError(RuntimeError):
 
 
 def have_compiler() -> bool:
-    return shutil.which(CXX) is not None and shutil.which("nm") is not None
+    return all(shutil.which(t) is not None for t in (CXX, "nm", "addr2line", "c++filt"))
 
 
 def cache_dir() -> str:
@@ -201,7 +201,10 @@ class HarnessModule:
         self.name_expressions = list(name_expressions)
         self.name = name
         self.race = race
-        tu = ['#include "cuda_cpu.h"', source, ""]
+        prelude = _launch._read(_launch.PRELUDE)
+        # line tables (race reports) name common.cuh for the prelude's lines
+        first = prelude.split("\n", 1)[0]
+        tu = ['#include "cuda_cpu.h"', f'#line 1 "{_launch.PRELUDE}"' if source.startswith(first) else "", source, ""]
         for i, ne in enumerate(self.name_expressions):
             tu.append(f'extern "C" int fabric_launch_{i}(const fabric_harness::LaunchCfg* c, void** a) '
                       f'{{ return fabric_harness::launch(&{ne}, c, a); }}')
@@ -244,7 +247,7 @@ class HarnessModule:
     def _set_static_shared(self, so: str) -> None:
         """Tell the library where its static __shared__ arrays are, to poison them per block."""
         r = subprocess.run(["nm", "-S", "--defined-only", so], capture_output=True, text=True, check=True)
-        anchor, regions = None, []
+        anchor, regions, names = None, [], []
         for line in r.stdout.splitlines():
             parts = line.split()
             if len(parts) == 3 and parts[2] == "fabric_anchor":
@@ -257,6 +260,7 @@ class HarnessModule:
             elif (sym.startswith("_ZZ") and not sym.startswith("_ZZN14fabric_harness")
                   and kind in "bBdDuV"):
                 regions.append((int(value, 16), int(size, 16)))
+                names.append(sym)
         base = ctypes.addressof(ctypes.c_ubyte.in_dll(self.lib, "fabric_anchor")) - anchor
         self.load_base = base
         n = len(regions)
@@ -264,6 +268,19 @@ class HarnessModule:
         sizes = (ctypes.c_ulonglong * max(n, 1))(*[s for _, s in regions])
         self.lib.fabric_set_static_shared(ptrs, sizes, n)
         self.static_shared = regions
+        self._shared_symbols = names
+
+    def shared_name(self, addr: int) -> str:
+        """``__shared__ scratch in block_allreduce<...>`` for an address in a static shared array."""
+        for (value, size), sym in zip(self.static_shared, self._shared_symbols):
+            if self.load_base + value <= addr < self.load_base + value + size:
+                name = sym
+                if shutil.which("c++filt"):
+                    name = subprocess.run(["c++filt", sym], capture_output=True, text=True,
+                                          check=False).stdout.strip() or sym
+                fn, _, var = name.rpartition("::")
+                return f"byte {addr - self.load_base - value} of __shared__ {var} in {fn.split('(')[0]}"
+        return ""
 
     def get_function(self, name_expression: str) -> HarnessKernel:
         fn = self._functions.get(name_expression)
@@ -470,15 +487,15 @@ class HarnessKernel:
                     what = self._describe(i) + ("" if j is None else f", pointer table entry {j}"
                                                 if j != "table" else ", the pointer table")
                     return f"byte {addr - g.ptr} of {what}"
-            return f"{m.group(1)}"
+            return self.module.shared_name(addr) or m.group(1)
 
         def line(m):
             src = self.module.source_line(int(m.group(1), 16))
             return f"({src})" if src else ""
 
         msg = re.sub(r"at (0x[0-9a-f]+)", lambda m: "at " + where(m), msg, count=1)
-        msg = re.sub(r" \(discriminator \d+\)", "", msg)
-        return re.sub(r"\[pc (0x[0-9a-f]+)\]", line, msg)
+        msg = re.sub(r"\[pc (0x[0-9a-f]+)\]", line, msg)
+        return re.sub(r" \(discriminator \d+\)", "", msg)
 
     def _locate_fault(self, buffers) -> str:
         addr = self.module.lib.fabric_fault_address() or 0
