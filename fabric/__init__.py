@@ -47,6 +47,8 @@ from . import distributions  # noqa: E402,F401
 from . import special, testing  # noqa: E402,F401
 from . import amp, cpu  # noqa: E402,F401
 from . import func  # noqa: E402,F401
+from . import profiler  # noqa: E402,F401
+from ._teaching import explain, trace_ops  # noqa: E402,F401
 from .amp import GradScaler  # noqa: E402,F401
 from .amp.autocast_mode import (  # noqa: E402,F401
     autocast, is_autocast_enabled, set_autocast_enabled, get_autocast_dtype, set_autocast_dtype,
@@ -80,17 +82,8 @@ def is_floating_point(input) -> _builtins.bool:
     return input.is_floating_point()
 
 
-def is_nonzero(input) -> _builtins.bool:
-    if input.numel() != 1:
-        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
-    return builtins_bool(input.item())
-
-
 def numel(input) -> _builtins.int:
     return input.numel()
-
-
-builtins_bool = __builtins__["bool"] if isinstance(__builtins__, dict) else __builtins__.bool
 
 
 # --- softmax family (nn activations engineer): fabric.softmax / fabric.log_softmax and the
@@ -107,4 +100,7 @@ def __getattr__(name):
 
     if name in _extras._FUNCTIONAL:
         return getattr(_extras, name)
+    if name in ("fx", "export", "onnx"):  # graph capture: imported on first use
+        import importlib
+        return importlib.import_module(f"fabric.{name}")
     raise AttributeError(f"module 'fabric' has no attribute '{name}'")

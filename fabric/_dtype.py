@@ -11,6 +11,7 @@ Example::
 from __future__ import annotations
 
 import builtins as _builtins
+from typing import Any
 
 import numpy as np
 
@@ -201,12 +202,15 @@ def _scalar_dtype(value):
     raise TypeError(f"unsupported operand type {cls.__name__}")
 
 
+_Tensor: Any = None  # set by fabric._tensor: Tensor sits above dtypes (result_type tells Tensors by class)
+
+
 def result_type(*operands) -> dtype:
     """The dtype PyTorch computes ``op(*operands)`` in, before op-specific
     adjustments (true division and float functions lift ints to the default
     float, comparisons return bool). Operands are Tensors or Python numbers.
     """
-    from ._tensor import Tensor
+    Tensor = _Tensor
 
     dim = zero = wrapped = None
     for o in operands:

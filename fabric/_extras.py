@@ -30,7 +30,7 @@ _FUNCTIONAL = ("adaptive_avg_pool1d adaptive_max_pool1d alpha_dropout avg_pool1d
                "pixel_shuffle pixel_unshuffle poisson_nll_loss prelu rms_norm rrelu rrelu_ selu selu_ threshold "
                "threshold_ triplet_margin_loss").split()
 
-__all__ = ["detach", "is_signed", "is_same_size", "is_complex", "typename", "diff", "heaviside", "isin",
+__all__ = ["detach", "is_signed", "is_complex", "typename", "diff", "isin",
            "cov", "corrcoef", "dist", "unravel_index", "trapezoid", "trapz", "cumulative_trapezoid",
            "use_deterministic_algorithms", "are_deterministic_algorithms_enabled", "set_float32_matmul_precision",
            "get_float32_matmul_precision", "compile", "get_default_device", "set_default_device", "to_dlpack",
@@ -53,10 +53,6 @@ def detach(input):
 
 def is_signed(input) -> bool:
     return input.is_signed()
-
-
-def is_same_size(input, other) -> bool:
-    return tuple(input.shape) == tuple(other.shape)
 
 
 def is_complex(input) -> bool:
@@ -86,14 +82,6 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
         a, b = narrow(x, dim, 1, size - 1), narrow(x, dim, 0, size - 1)
         x = logical_xor(a, b) if x.dtype is D.bool else a - b
     return x
-
-
-def heaviside(input, values):
-    """0 where input < 0, ``values`` where input == 0, 1 where input > 0."""
-    from .ops import where
-
-    zero = input.new_zeros(())
-    return where(input == 0, values, (input > zero).to(input.dtype))
 
 
 def isin(elements, test_elements, *, assume_unique=False, invert=False):
@@ -300,3 +288,10 @@ ShortTensor = _legacy_type("ShortTensor", D.int16)
 CharTensor = _legacy_type("CharTensor", D.int8)
 ByteTensor = _legacy_type("ByteTensor", D.uint8)
 BoolTensor = _legacy_type("BoolTensor", D.bool)
+
+
+# Tensor methods of these functions: installed from here, above Tensor (fabric/_tensor.py imports nothing above ops).
+Tensor.diff = diff
+Tensor.cov = cov
+Tensor.corrcoef = corrcoef
+Tensor.dist = dist

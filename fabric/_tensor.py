@@ -22,6 +22,7 @@ from . import _dtype as D
 from ._device import as_device
 from ._device import cpu as _CPU
 from ._device import device as _device_cls
+from ._display import tensor_html as _tensor_html
 from .autograd import engine as _engine
 from .autograd import function as _function
 from .autograd.grad_mode import state as _state
@@ -502,6 +503,10 @@ class Tensor:
 
     __str__ = __repr__
 
+    def _repr_html_(self) -> str:
+        """Notebook display: shape, dtype, device, grad_fn and the values."""
+        return _tensor_html(self)
+
     def __format__(self, spec):
         if self._data.ndim == 0 and spec:
             return self.item().__format__(spec)
@@ -559,31 +564,6 @@ class Tensor:
             dtype = _LEGACY_TYPES[dtype.split(".")[-1]]
         dtype = getattr(dtype, "_legacy_dtype", dtype)  # fabric.LongTensor ...
         return self.to(D.to_dtype(dtype))
-
-    def diff(self, n=1, dim=-1, prepend=None, append=None):
-        from ._extras import diff
-
-        return diff(self, n, dim, prepend, append)
-
-    def cov(self, *, correction=1, fweights=None, aweights=None):
-        from ._extras import cov
-
-        return cov(self, correction=correction, fweights=fweights, aweights=aweights)
-
-    def corrcoef(self):
-        from ._extras import corrcoef
-
-        return corrcoef(self)
-
-    def dist(self, other, p=2):
-        from ._extras import dist
-
-        return dist(self, other, p)
-
-    def heaviside(self, values):
-        from ._extras import heaviside
-
-        return heaviside(self, values)
 
     def type_as(self, other: Tensor) -> Tensor:
         return self.to(other.dtype)
@@ -934,6 +914,7 @@ def _tensors_to_lists(data):
 
 
 _function._set_tensor_class(Tensor)
+D._Tensor = Tensor
 _AccumulateGrad = _function.AccumulateGrad
 _engine._set_tensor_class(Tensor)
 

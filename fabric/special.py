@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from . import _dtype as D
+from . import _special_functions as _sf
 from ._tensor import Tensor
 from .autograd.function import Function, _apply
 from .nn.functional._activation import _log_softmax, _softmax
@@ -59,8 +60,9 @@ _SQRT_PI = math.sqrt(math.pi)
 _SQRT_2 = math.sqrt(2.0)
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 _2_OVER_SQRT_PI = 2.0 / _SQRT_PI
-_horner = _pw._horner
-_quiet = _pw._quiet
+_horner = _sf.horner
+_quiet = _sf.quiet
+_erfcx = _sf.erfcx
 
 # --- aliases ---------------------------------------------------------------------
 expit = sigmoid
@@ -107,30 +109,6 @@ def round(input, *, decimals=0, out=None):
 
 # --- kernels (arrays in float64) ---------------------------------------------------
 
-def _exp_square(xp, a):
-    """``exp(a**2)`` without the rounding error of squaring: ``a = hi + lo``
-    with ``hi * hi`` exact."""
-    a = xp.abs(a)
-    hi = xp.floor(a * 4096.0) * (1.0 / 4096.0)
-    lo = a - hi
-    return xp.exp(hi * hi) * xp.exp((2.0 * hi + lo) * lo)
-
-
-def _erfcx(xp, x):
-    """``exp(x**2) erfc(x)``: |x| < 0.5 from erf's Taylor series; x >= 0.5
-    from fabric's Chebyshev fit of erfcx (see ``ops.pointwise._erf_erfc``);
-    x <= -0.5 as ``2 exp(x**2) - erfcx(-x)`` (inf below about -26.6)."""
-    a = xp.abs(x)
-    e_small = _horner(x * x, _pw._ERF_TAYLOR)
-    e_small *= x
-    u = 1.0 / (a + 3.0)
-    c = _horner(1.0 - 7.0 * u, _pw._ERFCX_POLY)
-    c *= u
-    ex2 = _exp_square(xp, x)
-    y = xp.where(a < 0.5, ex2 * (1.0 - e_small), xp.where(x < 0, 2.0 * ex2 - c, c))
-    return xp.where(x == -math.inf, math.inf, y)
-
-
 def _ndtri(xp, p):
     """Inverse of the normal CDF.  With q = min(p, 1 - p) (exact), solve
     erfc(t) = 2 q for t >= 0: Winitzki's closed form for erfc^-1 as the
@@ -160,7 +138,7 @@ def _log_ndtr(xp, x):
     underflow), above as log1p(-erfc(x / sqrt 2) / 2), as PyTorch."""
     t = x * (1.0 / _SQRT_2)
     left = xp.log(_erfcx(xp, -t) * 0.5) - t * t
-    right = xp.log1p(-0.5 * _pw._erfc(xp, t))
+    right = xp.log1p(-0.5 * _sf.erfc(xp, t))
     return xp.where(x < -1, left, right)
 
 
@@ -257,7 +235,7 @@ def _j1(xp, x):
 # --- unary functions ---------------------------------------------------------------
 
 def _make(name, kernel, saves, df, node):
-    F = _pw._unary(name, lambda xp, x: _pw._special(kernel, xp, x), saves, df, node=node)
+    F = _pw._unary(name, lambda xp, x: _sf.evaluate(kernel, xp, x), saves, df, node=node)
     F.__module__ = __name__
     return F
 
@@ -277,7 +255,7 @@ I1e = _make("I1e", _i1e, "xy", _i1e_grad, "SpecialI1EBackward0")
 
 
 def _fn(F, name, summary, example_in, example_out):
-    op = _pw._float_fn(F, name, summary, example_in, example_out)[0]
+    op = _pw._float_fn(F, name, summary, example_in, example_out, module=__name__, method=False)[0]
     op.__module__ = __name__
     op.__doc__ = op.__doc__.replace(f"fabric.{name}(", f"fabric.special.{name}(")
     return op
@@ -320,7 +298,7 @@ def _no_grad_fn(kernel, name):
             x = x.astype(D.get_default_dtype().np)
         xp = xp_of(x)
         with _quiet():
-            r = Tensor._make(xp.asarray(_pw._special(kernel, xp, x)), False)
+            r = Tensor._make(xp.asarray(_sf.evaluate(kernel, xp, x)), False)
         return r if out is None else _pw.copy_into_out(out, r)
 
     op.__name__ = op.__qualname__ = name
@@ -412,50 +390,6 @@ def xlog1py(input, other, *, out=None):
     return _binary(Xlog1py, "xlog1py", input, other, out)
 
 
-# Hurwitz zeta: B_2j / (2j)! for j = 1..12 (Euler-Maclaurin tail).
-_BERNOULLI_2J = [(1, 6), (-1, 30), (1, 42), (-1, 30), (5, 66), (-691, 2730), (7, 6), (-3617, 510), (43867, 798),
-                 (-174611, 330), (854513, 138), (-236364091, 2730)]
-_EM = [n / d / math.factorial(2 * j) for j, (n, d) in enumerate(_BERNOULLI_2J, start=1)]
-
-
-def _zeta(xp, s, q):
-    """zeta(s, q) = sum_k (q + k)**-s: terms summed until q + k >= 10 + s
-    (or they no longer matter), then the Euler-Maclaurin tail with 12
-    Bernoulli terms.  Edge values as Cephes (PyTorch): inf at s == 1 and at
-    q a non-positive integer, nan for s < 1, for q < 0 with non-integer s,
-    zeta(+inf, q) is inf for q < 1, 1 at q = 1, nan above."""
-    s, q = xp.broadcast_arrays(s, q)
-    ok = (s > 1) & xp.isfinite(s) & xp.isfinite(q) & (q > -1e300)
-    ss = xp.where(ok, s, 2.0)
-    qs = xp.where(ok & ((q > 0) | (q != xp.floor(q))), q, 1.0)
-    with _quiet():
-        acc = xp.zeros_like(ss)
-        z = qs
-        n_max = xp.where(qs < 10 + ss, xp.ceil(10 + ss - qs), 0.0)
-        limit = int(n_max.max()) if n_max.size else 0
-        for k in range(limit):
-            active = k < n_max
-            term = xp.where(active, z ** -ss, 0.0)
-            acc = acc + term
-            z = xp.where(active, z + 1.0, z)
-            if k % 8 == 7 and not bool((active & (xp.abs(term) > 1e-18 * xp.abs(acc))).any()):
-                break
-        zs = z ** -ss
-        tail = z * zs / (ss - 1) - 0.5 * zs
-        rising, zr, w2 = ss, zs / z, 1.0 / (z * z)
-        for j, c in enumerate(_EM, start=1):
-            tail = tail + c * rising * zr
-            rising = rising * (ss + 2 * j - 1) * (ss + 2 * j)
-            zr = zr * w2
-        y = acc + zs + tail
-    # Edge values in the order Cephes (PyTorch) checks them, innermost first.
-    y = xp.where(xp.isnan(s) | xp.isnan(q) | (q == math.inf), math.nan, y)
-    y = xp.where(s == math.inf, xp.where(q < 1, math.inf, xp.where(q == 1, 1.0, math.nan)), y)
-    y = xp.where((q <= 0) & (q != xp.floor(q)) & (s != xp.floor(s)), math.nan, y)
-    y = xp.where((q <= 0) & (q == xp.floor(q)), math.inf, y)
-    return xp.where(s == 1, math.inf, xp.where(s < 1, math.nan, y))
-
-
 class Zeta(Function):
     """Hurwitz zeta ``zeta(x, q)``; differentiable in ``q`` only (PyTorch
     has no derivative in ``x``)."""
@@ -468,7 +402,7 @@ class Zeta(Function):
         xp = _pw._xp2(a, b)
         ctx.save_for_backward(a, b)
         x, y = _pw._arrays(xp, a, b)
-        r = _zeta(xp, x.astype(np.float64), y.astype(np.float64))
+        r = _sf.hurwitz_zeta(xp, x.astype(np.float64), y.astype(np.float64))
         return xp.asarray(r.astype(x.dtype, copy=False))
 
     @staticmethod
@@ -502,7 +436,7 @@ def _igam_parts(xp, a, x):
     """(P, Q) for a > 0, x > 0 (other values are masked by the caller)."""
     series = x < a + 1
     with _quiet():
-        pref = xp.exp(a * xp.log(x) - x - _pw._lgamma(xp, a))
+        pref = xp.exp(a * xp.log(x) - x - _sf.lgamma(xp, a))
         # series for P
         sa = xp.where(series, a, 1.0)
         sx = xp.where(series, x, 0.5)

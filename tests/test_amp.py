@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import fabric
-from fabric.amp import _policy
+from fabric.ops import _autocast as _policy
 
 F16 = fabric.float16
 
@@ -532,7 +532,7 @@ def test_grad_scaler_growth_and_inf_backoff_without_torch():
 # --- docs --------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("module", ["fabric.amp", "fabric.amp._policy", "fabric.amp.autocast_mode",
+@pytest.mark.parametrize("module", ["fabric.amp", "fabric.ops._autocast", "fabric.amp.autocast_mode",
                                     "fabric.amp.grad_scaler", "fabric.cpu", "fabric.cpu.amp", "fabric.cuda.amp"])
 def test_docstring_examples(module):
     import doctest

@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
-from . import _policy
+from ..ops import _autocast as _policy
 
 __all__ = [
     "autocast",

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _special_functions as _sf
 from . import fused
 from .base import Backend
 from .cuda import launch
@@ -1231,9 +1232,7 @@ class PhiloxGenerator:
 
 def _lgamma(xp, x):
     if xp is np:  # fabric's own NumPy kernel (+inf at the poles, like SciPy's gammaln)
-        from ..ops.pointwise import _lgamma as lgamma64
-
-        return lgamma64(np, np.asarray(x, np.float64))
+        return _sf.lgamma(np, np.asarray(x, np.float64))
     import cupyx.scipy.special
 
     return cupyx.scipy.special.gammaln(x)

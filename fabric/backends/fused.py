@@ -23,6 +23,8 @@ import math
 
 import numpy as np
 
+from .. import _special_functions as _sf
+
 __all__ = [
     "ACTIVATIONS",
     "adam_step",
@@ -507,30 +509,8 @@ def _gelu_backward32(gx, x, gy, a, e, p, q) -> None:
 
 def _phi(xp, x):
     """The standard normal CDF ``Phi(x) = erfc(-x / sqrt(2)) / 2`` in ``x``'s dtype (float64
-    on NumPy: relatively accurate in the lower tail too)."""
-    if xp is np:
-        try:
-            from scipy.special import erfc
-        except ImportError:  # scipy is optional: fabric's own NumPy erfc (float64, ~1 ulp)
-            from ..ops.pointwise import _erfc as numpy_erfc
-
-            def erfc(v):
-                return numpy_erfc(np, v)
-        return 0.5 * erfc(x * -_SQRT_HALF)
-    return 0.5 * (1.0 + _erf(xp, x * _SQRT_HALF))
-
-
-def _erf(xp, x):
-    if xp is np:
-        try:
-            from scipy.special import erf
-            return erf(x)
-        except ImportError:  # scipy is optional: fabric's own NumPy erf (float64, ~1 ulp)
-            from ..ops.pointwise import _erf as numpy_erf
-
-            return numpy_erf(np, x)
-    import cupyx.scipy.special
-    return xp.asarray(cupyx.scipy.special.erf(x))
+    on NumPy: relatively accurate in the lower tail too), with the erfc of ``fabric.erfc``."""
+    return 0.5 * _sf.evaluate(_sf.erfc, xp, x * -_SQRT_HALF)
 
 
 def gelu(xp, x, approximate: str = "none"):

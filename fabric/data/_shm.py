@@ -40,11 +40,11 @@ import io
 import mmap
 import os
 import pickle
-import sys
 import weakref
 
 import numpy as np
 
+from .._shared_memory import available, new_shared_fd
 from .._tensor import Tensor
 
 try:
@@ -58,23 +58,6 @@ __all__ = ["available", "SlotWriter", "Receiver"]
 _ALIGN = 64
 _SLOT_ROUND = 1 << 16
 _MAP_FLAGS = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
-available = _posixshmem is not None and sys.platform != "win32"
-
-
-def new_shared_fd(size: int) -> int:
-    """A descriptor of ``size`` bytes of anonymous shared memory."""
-    if hasattr(os, "memfd_create"):
-        fd = os.memfd_create("fabric-data", os.MFD_CLOEXEC)
-    else:
-        name = f"/fdl{os.getpid():x}_{os.urandom(6).hex()}"
-        fd = _posixshmem.shm_open(name, os.O_CREAT | os.O_EXCL | os.O_RDWR, mode=0o600)
-        _posixshmem.shm_unlink(name)
-    try:
-        os.ftruncate(fd, size)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
 
 
 _DTYPE_KEYS = {}

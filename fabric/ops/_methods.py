@@ -1,7 +1,8 @@
 """Installs ops as Tensor methods: ``x.exp()`` is ``fabric.exp(x)``.
 
-Add a name here when PyTorch has it as a Tensor method; the function's first
-parameter becomes ``self``.
+Ops declared in the registry (``ops/_registry.py``) become methods from their
+declaration; for the others, add the name here when PyTorch has it as a Tensor
+method.  The function's first parameter becomes ``self``.
 """
 from __future__ import annotations
 
@@ -24,34 +25,40 @@ masked_scatter masked_scatter_ take take_along_dim put put_ nonzero argwhere
 mm bmm mv dot vdot outer ger inner addmm addmv addbmm baddbmm addr addmm_ addmv_ addbmm_ baddbmm_ addr_ kron
 trace cross det logdet slogdet inverse pinverse cholesky cholesky_solve cholesky_inverse qr svd matrix_power
 matrix_exp
-abs absolute sign sgn sqrt rsqrt square reciprocal exp2 expm1 log2 log10 log1p sin cos tan asin arcsin acos arccos
-atan arctan sinh cosh tanh asinh arcsinh acosh arccosh atanh arctanh sigmoid logit erf erfc erfinv lgamma digamma floor
-ceil round trunc fix frac relu nan_to_num positive deg2rad rad2deg sinc isnan isinf isposinf isneginf isfinite isreal
-signbit logical_not bitwise_not floor_divide remainder fmod float_power atan2 arctan2 maximum minimum fmax fmin hypot
-logaddexp logaddexp2 xlogy copysign nextafter eq ne lt le gt ge greater greater_equal less less_equal not_equal
+square
+logit
+round relu nan_to_num positive isnan isinf isposinf isneginf isfinite isreal
+signbit logical_not bitwise_not float_power
+eq ne lt le gt ge greater greater_equal less less_equal not_equal
 logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor bitwise_left_shift bitwise_right_shift isclose
-allclose equal clamp clip clamp_min clamp_max lerp addcmul addcdiv abs_ absolute_ neg_ negative_ sign_ sgn_ sqrt_
-rsqrt_ square_ reciprocal_ exp_ exp2_ expm1_ log_ log2_ log10_ log1p_ sin_ cos_ tan_ asin_ arcsin_ acos_ arccos_
-atan_ arctan_ sinh_ cosh_ tanh_ asinh_ arcsinh_ acosh_ arccosh_ atanh_ arctanh_ sigmoid_ logit_ erf_ erfc_ erfinv_
-lgamma_ digamma_ polygamma_ floor_ ceil_ round_ trunc_ fix_ frac_ relu_ nan_to_num_ deg2rad_ rad2deg_ sinc_
-logical_not_ bitwise_not_ floor_divide_ remainder_ fmod_ float_power_ atan2_ arctan2_ hypot_ xlogy_ copysign_
-nextafter_ pow_ true_divide_ eq_ ne_ lt_ le_ gt_ ge_ greater_ greater_equal_ less_ less_equal_ not_equal_
+allclose equal clamp clip clamp_min clamp_max lerp addcmul addcdiv neg_ negative_
+square_ exp_ log_
+logit_
+polygamma_ round_ relu_ nan_to_num_
+logical_not_ bitwise_not_ float_power_
+pow_ true_divide_ eq_ ne_ lt_ le_ gt_ ge_ greater_ greater_equal_ less_ less_equal_ not_equal_
 logical_and_ logical_or_ logical_xor_ bitwise_and_ bitwise_or_ bitwise_xor_ bitwise_left_shift_ bitwise_right_shift_
 clamp_ clip_ clamp_min_ clamp_max_ lerp_ addcmul_ addcdiv_
 cumsum_ cumprod_ divide_ multiply_ subtract_ fill_diagonal_ is_inference is_nonzero is_same_size get_device is_shared
-share_memory_ sum_to_size narrow_copy hardshrink prelu resize_ resize_as_ unsafe_chunk unsafe_split
-unsafe_split_with_sizes apply_ map_ gcd gcd_ lcm lcm_ heaviside_ ldexp ldexp_ frexp i0 i0_ mvlgamma mvlgamma_
+share_memory_ sum_to_size narrow_copy resize_ resize_as_ unsafe_chunk unsafe_split
+unsafe_split_with_sizes apply_ map_ gcd gcd_ lcm lcm_ heaviside heaviside_ ldexp ldexp_ frexp i0 i0_ mvlgamma mvlgamma_
 slice_scatter select_scatter diagonal_scatter index_reduce index_reduce_ new
 triangular_solve
 """.split()
 
 
 def install_tensor_methods(names=None):
-    """Set ``Tensor.<name> = fabric.ops.<name>`` for each listed op (never
-    overriding a method the Tensor class defines itself)."""
+    """Set ``Tensor.<name> = fabric.ops.<name>`` for each listed op and each
+    op the registry declares as a method (never overriding a method the Tensor
+    class defines itself)."""
     from .. import ops
     from .._tensor import Tensor
+    from ._registry import tensor_methods
 
+    if names is None:
+        for name, fn in tensor_methods().items():
+            if name not in Tensor.__dict__:
+                setattr(Tensor, name, fn)
     for name in METHODS if names is None else names:
         if name in Tensor.__dict__:
             continue

@@ -32,10 +32,10 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor, _wrap_dim
-from ..amp import _policy as _amp
-from ..autograd.function import Function, _apply, once_differentiable
+from ..autograd.function import Function, _apply, _apply1, once_differentiable
 from ..autograd.grad_mode import state as _grad_state
 from ..backends import backend_of
+from . import _autocast as _amp
 from ._util import normalize_dims, xp_of
 from .arith import MatMul, _np_errstate, matmul, mul
 
@@ -55,7 +55,7 @@ class LinAlgError(RuntimeError):
 LinAlgError.__module__ = "fabric.linalg"
 
 
-from .reduce import _return_type  # noqa: E402  (PyTorch's repr: fabric.return_types.<name>(...))
+from .reduce import VectorNorm, _return_type  # noqa: E402  (PyTorch's repr: fabric.return_types.<name>(...))
 
 linalg_slogdet_t = _return_type("linalg_slogdet", ["sign", "logabsdet"])
 slogdet_t = _return_type("slogdet", ["sign", "logabsdet"])
@@ -1426,57 +1426,6 @@ def linalg_vecdot(x, y, *, dim=-1, out=None):
 # Norms
 # =====================================================================================
 
-class LinalgVectorNorm(Function):
-    _array_forward = True
-
-    @staticmethod
-    def forward(ctx, x, ord, dims, keepdim):
-        xp = xp_of(x)
-        ctx.ord, ctx.dims, ctx.keepdim, ctx.shape = ord, dims, keepdim, x.shape
-        with _np_errstate(xp):
-            if ord == 2:
-                y = xp.sqrt((x * x).sum(axis=dims, keepdims=keepdim))
-            elif ord == _inf:
-                y = xp.abs(x).max(axis=dims, keepdims=keepdim)
-            elif ord == -_inf:
-                y = xp.abs(x).min(axis=dims, keepdims=keepdim)
-            elif ord == 0:
-                y = (x != 0).sum(axis=dims, keepdims=keepdim).astype(x.dtype)
-            elif ord == 1:
-                y = xp.abs(x).sum(axis=dims, keepdims=keepdim)
-            else:
-                y = (xp.abs(x) ** ord).sum(axis=dims, keepdims=keepdim) ** (1.0 / ord)
-        y = y.astype(x.dtype, copy=False)
-        ctx.save_for_backward(x, y)
-        return y
-
-    @staticmethod
-    def backward(ctx, gy):
-        x, y = ctx.saved_tensors
-        p, dims, keepdim, shape = ctx.ord, ctx.dims, ctx.keepdim, ctx.shape
-        gy = _unreduce(gy, shape, dims, keepdim)
-        y = _unreduce(y, shape, dims, keepdim)
-        if p == 0:
-            return x * 0, None, None, None
-        if p == 1:
-            return _sign(x) * gy, None, None, None
-        if p == _inf or p == -_inf:
-            mask = _abs(x)._data == y._data
-            w = mask / mask.sum(axis=dims, keepdims=True)
-            return _sign(x) * _const(w.astype(x._data.dtype)) * gy, None, None, None
-        zero = y._data == 0
-        if p == 2:
-            return x * _masked_fill(gy / _masked_fill(y, zero, 1), zero, 0), None, None, None
-        if p < 1:
-            xz = x._data == 0
-            scaled = _masked_fill(_sign(x) * _masked_fill(_abs(x), xz, 1) ** (p - 1), xz, 0)
-            return scaled * gy * y ** (1 - p), None, None, None
-        scale = _masked_fill(gy / _masked_fill(y, zero, 1) ** (p - 1), zero, 0)
-        if p < 2:
-            return _sign(x) * _abs(x) ** (p - 1) * scale, None, None, None
-        return x * _abs(x) ** (p - 2) * scale, None, None, None
-
-
 def _norm_dtype(A, dtype, fn):
     a = A._data
     if a.dtype.kind != "f":
@@ -1522,7 +1471,7 @@ def linalg_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=Non
         o = "inf" if ord == _inf else ("-inf" if ord == -_inf else f"{ord:g}")
         raise RuntimeError(f"linalg.vector_norm cannot compute the {o} norm on an empty tensor because the operation "
                            "does not have an identity")
-    return _out(_apply(LinalgVectorNorm, (x, ord, dims, keepdim), (a, ord, dims, keepdim)), out)
+    return _out(_apply1(VectorNorm, x, (a, ord, dims, keepdim)), out)
 
 
 _MATRIX_ORDS = ("fro", "nuc", 1, -1, 2, -2, _inf, -_inf)

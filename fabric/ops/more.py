@@ -44,9 +44,10 @@ import os
 import numpy as np
 
 from .. import _dtype as D
+from .. import _shared_memory
 from .._tensor import Size, Tensor, _wrap_dim
 from ..autograd.function import Function, _apply, _apply1
-from ._util import binary_operands, float_array, shape_args, xp_of
+from ._util import _same_device, binary_operands, float_array, shape_args, xp_of
 from .arith import mul
 from .indexing import ScatterReduce, ScatterReduceInplace, _index, _index_dim_checks
 from .inplace import div_, mul_, sub_
@@ -59,21 +60,20 @@ from .shape import clone, narrow
 __all__ = [
     "cumsum_", "cumprod_", "divide_", "multiply_", "subtract_", "fill_diagonal_",
     "is_inference", "is_nonzero", "is_same_size", "get_device", "is_shared", "share_memory_",
-    "sum_to_size", "narrow_copy", "hardshrink", "prelu", "resize_", "resize_as_",
+    "sum_to_size", "narrow_copy", "resize_", "resize_as_",
     "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes", "apply_", "map_",
-    "gcd", "gcd_", "lcm", "lcm_", "heaviside_", "ldexp", "ldexp_", "frexp", "i0", "i0_", "mvlgamma", "mvlgamma_",
+    "gcd", "gcd_", "lcm", "lcm_", "heaviside", "heaviside_", "ldexp", "ldexp_", "frexp", "i0", "i0_", "mvlgamma",
+    "mvlgamma_",
     "slice_scatter", "select_scatter", "diagonal_scatter", "index_reduce", "index_reduce_", "new",
     "triangular_solve",
 ]
 
 # The names torch also has at the top level (``torch.frexp`` ...): fabric.ops
-# exports these to ``fabric``; the rest are Tensor methods only.  (gcd, lcm,
-# the *_scatter functions, is_nonzero, is_same_size, hardshrink and prelu
-# already have top-level definitions elsewhere in fabric.)
+# exports these to ``fabric``; the rest are Tensor methods only.
 TOP_LEVEL = ["is_inference", "get_device", "narrow_copy", "resize_as_", "unsafe_chunk", "unsafe_split",
              "unsafe_split_with_sizes", "gcd_", "lcm_", "ldexp", "ldexp_", "frexp", "i0", "i0_", "mvlgamma",
              "index_reduce", "gcd", "lcm", "slice_scatter", "select_scatter", "diagonal_scatter",
-             "triangular_solve"]
+             "triangular_solve", "is_nonzero", "is_same_size", "heaviside"]
 
 _ndarray = np.ndarray
 
@@ -230,7 +230,15 @@ def is_nonzero(input) -> bool:
 
 
 def is_same_size(input, other) -> bool:
-    """Whether two tensors have the same shape."""
+    """Whether two tensors have the same shape.
+
+    Example::
+
+        >>> fabric.is_same_size(fabric.ones(2), fabric.zeros(2))
+        True
+    """
+    if not isinstance(other, Tensor):
+        raise TypeError(f"is_same_size(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
     return input._data.shape == other._data.shape
 
 
@@ -285,12 +293,10 @@ def share_memory_(self):
     if self._base is not None:
         raise RuntimeError("share_memory_(): fabric cannot move a view into shared memory; call it on the base "
                            "tensor before taking views")
-    from ..data import _shm
-
-    if not _shm.available:
+    if not _shared_memory.available:
         return self
     size = builtins.max(d.nbytes, 1)
-    fd = _shm.new_shared_fd(size)
+    fd = _shared_memory.new_shared_fd(size)
     try:
         mm = mmap.mmap(fd, size)
     finally:
@@ -337,20 +343,6 @@ def narrow_copy(input, dim, start, length):
         tensor([1, 2])
     """
     return clone(narrow(input, dim, start, length))
-
-
-def hardshrink(self, lambd=0.5):
-    """``fabric.nn.functional.hardshrink`` as a method."""
-    from ..nn.functional import hardshrink as f
-
-    return f(self, lambd)
-
-
-def prelu(self, weight):
-    """``fabric.nn.functional.prelu`` as a method."""
-    from ..nn.functional import prelu as f
-
-    return f(self, weight)
 
 
 # --- resize_ ------------------------------------------------------------------------------------
@@ -491,7 +483,7 @@ def map_(self, tensor, callable):
     return self
 
 
-# --- gcd / lcm / heaviside_ ---------------------------------------------------------------------
+# --- gcd / lcm / heaviside ---------------------------------------------------------------------
 
 def _integer_operands(input, other, name):
     if not isinstance(other, Tensor):
@@ -549,13 +541,37 @@ class Heaviside(Function):
         raise RuntimeError("derivative for aten::heaviside is not implemented")
 
 
+def _heaviside_checks(input, values, name, position):
+    if not isinstance(values, Tensor):
+        raise TypeError(f"{name}(): argument 'values' (position {position}) must be Tensor, "
+                        f"not {type(values).__name__}")
+    if values._data.dtype != input._data.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+
+
+def heaviside(input, values, *, out=None):
+    """0 where ``input < 0``, ``values`` where ``input == 0``, 1 where ``input > 0``
+    (``values`` a tensor of ``input``'s dtype, broadcast; no derivative, as PyTorch).
+
+    Example::
+
+        >>> fabric.heaviside(fabric.tensor([-1.0, 0.0, 2.0]), fabric.tensor([0.5]))
+        tensor([0.0000, 0.5000, 1.0000])
+    """
+    _heaviside_checks(input, values, "heaviside", 2)
+    x, v = _same_device(input, values, input._data, values._data)
+    r = _apply(Heaviside, (input, values), (x, v))
+    if out is not None:
+        from .inplace import copy_into_out
+
+        return copy_into_out(out, r)
+    return r
+
+
 def heaviside_(self, values):
     """In-place ``heaviside``: 0 where ``self < 0``, ``values`` where
     ``self == 0``, 1 where ``self > 0`` (``values`` of ``self``'s dtype)."""
-    if not isinstance(values, Tensor):
-        raise TypeError(f"heaviside_(): argument 'values' (position 1) must be Tensor, not {type(values).__name__}")
-    if values._data.dtype != self._data.dtype:
-        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    _heaviside_checks(self, values, "heaviside_", 1)
     return _inplace(self, Heaviside, (self, values), [self._data, values._data], False)
 
 

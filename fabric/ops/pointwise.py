@@ -15,9 +15,9 @@ integer dtypes.  An in-place variant computes the out-of-place result, checks
 that it can be cast to ``self``'s dtype and shape, writes it into ``self`` and
 makes ``self`` that result (new ``grad_fn``, version bumped).
 
-Special functions (erf, erfc, erfinv, lgamma, digamma, polygamma) use only
-NumPy/CuPy, evaluated in float64; their methods and measured accuracy are
-described at :func:`_erf_erfc` and below.
+Special functions (erf, erfc, erfinv, lgamma, digamma, polygamma) evaluate the
+float64 kernels of :mod:`fabric._special_functions` (methods and measured
+accuracy are described there).
 
 Example::
 
@@ -37,8 +37,9 @@ import math
 import numpy as np
 
 from .. import _dtype as D
+from .. import _special_functions as _sf
+from .._special_functions import quiet as _quiet
 from .._tensor import Tensor
-from ..amp import _policy as _amp
 from ..autograd.function import (
     Function,
     _apply,
@@ -49,32 +50,24 @@ from ..autograd.function import (
     check_no_internal_overlap,
 )
 from ..autograd.grad_mode import state as _state
+from . import _autocast as _amp
+from ._registry import declare
+from ._registry import public_names as declared_names
 from ._util import _SCALARS, _same_device, binary_operands, checked_scalar, float_operands, scalar_value, xp_of
 from .arith import exp, pow
 from .inplace import copy_into_out
 
-__all__ = [
-    "abs", "abs_", "absolute", "absolute_", "acos", "acos_", "acosh", "acosh_", "addcdiv", "addcdiv_", "addcmul",
-    "addcmul_", "allclose", "arccos", "arccos_", "arccosh", "arccosh_", "arcsin", "arcsin_", "arcsinh", "arcsinh_",
-    "arctan", "arctan2", "arctan2_", "arctan_", "arctanh", "arctanh_", "asin", "asin_", "asinh", "asinh_", "atan",
-    "atan2", "atan2_", "atan_", "atanh", "atanh_", "bitwise_and", "bitwise_and_", "bitwise_left_shift",
+__all__ = [  # and, at the end of the module, the ops declared in the registry
+    "addcdiv", "addcdiv_", "addcmul", "addcmul_", "allclose", "bitwise_and", "bitwise_and_", "bitwise_left_shift",
     "bitwise_left_shift_", "bitwise_not", "bitwise_not_", "bitwise_or", "bitwise_or_", "bitwise_right_shift",
-    "bitwise_right_shift_", "bitwise_xor", "bitwise_xor_", "ceil", "ceil_", "clamp", "clamp_", "clamp_max",
-    "clamp_max_", "clamp_min", "clamp_min_", "clip", "clip_", "copysign", "copysign_", "cos", "cos_", "cosh",
-    "cosh_", "deg2rad", "deg2rad_", "digamma", "digamma_", "eq", "eq_", "equal", "erf", "erf_", "erfc", "erfc_",
-    "erfinv", "erfinv_", "exp2", "exp2_", "exp_", "expm1", "expm1_", "fix", "fix_", "float_power", "float_power_",
-    "floor", "floor_", "floor_divide", "floor_divide_", "fmax", "fmin", "fmod", "fmod_", "frac", "frac_", "ge",
-    "ge_", "greater", "greater_", "greater_equal", "greater_equal_", "gt", "gt_", "hypot", "hypot_", "isclose",
-    "isfinite", "isinf", "isnan", "isneginf", "isposinf", "isreal", "le", "le_", "lerp", "lerp_", "less", "less_",
-    "less_equal", "less_equal_", "lgamma", "lgamma_", "log10", "log10_", "log1p", "log1p_", "log2", "log2_",
-    "log_", "logaddexp", "logaddexp2", "logical_and", "logical_and_", "logical_not", "logical_not_", "logical_or",
-    "logical_or_", "logical_xor", "logical_xor_", "logit", "logit_", "lt", "lt_", "maximum", "minimum",
-    "nan_to_num", "nan_to_num_", "ne", "ne_", "neg_", "negative_", "nextafter", "nextafter_", "not_equal",
-    "not_equal_", "polygamma", "polygamma_", "positive", "pow_", "rad2deg", "rad2deg_", "reciprocal",
-    "reciprocal_", "relu", "relu_", "remainder", "remainder_", "round", "round_", "rsqrt", "rsqrt_",
-    "scalar_tensor_like", "sgn", "sgn_", "sigmoid", "sigmoid_", "sign", "sign_", "signbit", "sin", "sin_", "sinc",
-    "sinc_", "sinh", "sinh_", "sqrt", "sqrt_", "square", "square_", "tan", "tan_", "tanh", "tanh_", "true_divide_",
-    "trunc", "trunc_", "where", "xlogy", "xlogy_",
+    "bitwise_right_shift_", "bitwise_xor", "bitwise_xor_", "clamp", "clamp_", "clamp_max", "clamp_max_", "clamp_min",
+    "clamp_min_", "clip", "clip_", "eq", "eq_", "equal", "exp_", "float_power", "float_power_", "ge", "ge_",
+    "greater", "greater_", "greater_equal", "greater_equal_", "gt", "gt_", "isclose", "isfinite", "isinf", "isnan",
+    "isneginf", "isposinf", "isreal", "le", "le_", "lerp", "lerp_", "less", "less_", "less_equal", "less_equal_",
+    "log_", "logical_and", "logical_and_", "logical_not", "logical_not_", "logical_or", "logical_or_", "logical_xor",
+    "logical_xor_", "logit", "logit_", "lt", "lt_", "nan_to_num", "nan_to_num_", "ne", "ne_", "neg_", "negative_",
+    "not_equal", "not_equal_", "polygamma", "polygamma_", "positive", "pow_", "relu", "relu_", "round", "round_",
+    "scalar_tensor_like", "signbit", "square", "square_", "true_divide_", "where",
 ]
 
 _ndarray = np.ndarray
@@ -85,36 +78,6 @@ _2_OVER_SQRT_PI = 2.0 / _SQRT_PI
 
 
 # --- small helpers -------------------------------------------------------------
-
-try:  # NumPy keeps its floating-point error state in a context variable
-    from numpy._core._ufunc_config import _extobj_contextvar as _NP_ERRSTATE
-
-    with np.errstate(all="ignore"):
-        _NP_QUIET = _NP_ERRSTATE.get()
-except ImportError:  # pragma: no cover - other NumPy layouts
-    _NP_ERRSTATE = None
-
-
-class _quiet:
-    """Silence NumPy's divide/overflow/invalid warnings: PyTorch returns
-    inf/nan quietly.  Setting NumPy's context variable directly costs a
-    fraction of ``np.errstate`` (this wraps every float forward)."""
-
-    __slots__ = ("token",)
-
-    def __enter__(self):
-        if _NP_ERRSTATE is not None:
-            self.token = _NP_ERRSTATE.set(_NP_QUIET)
-        else:  # pragma: no cover
-            self.token = np.errstate(all="ignore")
-            self.token.__enter__()
-
-    def __exit__(self, *exc):
-        if _NP_ERRSTATE is not None:
-            _NP_ERRSTATE.reset(self.token)
-        else:  # pragma: no cover
-            self.token.__exit__(*exc)
-
 
 def _out(result, out):
     return result if out is None else copy_into_out(out, result)
@@ -305,229 +268,6 @@ def _check_float_inplace(self, name):
         raise RuntimeError(f"result type Float can't be cast to the desired output type {_tname(self._data.dtype)}")
 
 
-# --- special functions (NumPy/CuPy only, float64) -------------------------------
-#
-# Bernoulli numbers B2, B4, ..., B18 feed the asymptotic series of lgamma,
-# digamma and the Euler-Maclaurin tail of the Hurwitz zeta function.
-_BERNOULLI = ((1, 6), (-1, 30), (1, 42), (-1, 30), (5, 66), (-691, 2730), (7, 6), (-3617, 510), (43867, 798))
-_CHUNK = 16384  # elements per chunk: the kernels' temporaries stay in cache
-
-
-def _horner(z, coeffs):
-    """``coeffs[0] * z**n + ... + coeffs[n]`` (highest degree first), in place."""
-    r = z * coeffs[0]
-    r += coeffs[1]
-    for c in coeffs[2:]:
-        r *= z
-        r += c
-    return r
-
-
-def _special(kernel, xp, x, *args):
-    """Evaluate a float64 kernel ``kernel(xp, x64, *args)`` and return the
-    result in ``x``'s dtype.  Large NumPy arrays go in cache-sized chunks:
-    the kernels chain dozens of elementwise steps, which then run from cache
-    instead of memory (about 2x faster)."""
-    x64 = x if x.dtype == np.float64 else x.astype(np.float64)
-    if xp is np and x64.size > 2 * _CHUNK:
-        flat = x64.reshape(-1)
-        y = np.empty(flat.size)
-        for i in range(0, flat.size, _CHUNK):
-            y[i:i + _CHUNK] = kernel(np, flat[i:i + _CHUNK], *args)
-        y = y.reshape(x.shape)
-    else:
-        y = kernel(xp, x64, *args)
-    return y if x.dtype == np.float64 else xp.asarray(y).astype(x.dtype)
-
-
-# erf for |x| < 0.5: Taylor series, 13 terms (relative error < 1e-16 there).
-_ERF_TAYLOR = [_2_OVER_SQRT_PI * (-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(13)][::-1]
-# erfcx(x) = exp(x**2) erfc(x) for x >= 0.5: with u = 1 / (x + 3) and
-# s = 1 - 7 u (s in (-1, 1]), (x + 3) erfcx(x) is a smooth function of s;
-# these are the power-basis coefficients of its degree-20 Chebyshev
-# interpolant (computed with mpmath at 40 digits; max relative error 5.6e-16
-# on [0.5, 1e6], checked against mpmath).
-_ERFCX_POLY = (
-    -6.977263665909366e-10, -1.9637173334189254e-10, 7.879777426381315e-09, 3.922774913077425e-09,
-    -5.784388772598018e-08, -4.038972757420314e-08, 4.072439693611071e-07, 2.7837314549268073e-07,
-    -3.1784594382919136e-06, -6.859804598846953e-07, 2.7642608347424635e-05, -2.5286239680650586e-05,
-    -0.0002315272343458437, 0.0007631143458009388, 0.000575279899673889, -0.012338549338262115,
-    0.05413190824975311, -0.15596654978034075, 0.3460562090899456, -0.6277955952806208,
-    0.9589962033754297,
-)
-
-
-def _exp_neg_square(xp, a):
-    """``exp(-a**2)`` to about 1 ulp: ``a = hi + lo`` with ``hi * hi`` exact,
-    so the large exponent carries no rounding error."""
-    a = xp.minimum(xp.abs(a), 30.0)
-    hi = xp.floor(a * 4096.0) * (1.0 / 4096.0)
-    lo = a - hi
-    return xp.exp(-hi * hi) * xp.exp(-(2.0 * hi + lo) * lo)
-
-
-def _erf_erfc(xp, x):
-    """``(erf(x), erfc(x))`` in float64.
-
-    |x| < 0.5: Taylor series of erf.  |x| >= 0.5: erfc(|x|) =
-    exp(-x**2) * erfcx(|x|) with erfcx from the polynomial above; erf = 1 -
-    erfc.  Measured against mpmath on 5000 points in [-27, 27] plus tiny
-    values: max relative error 6.4e-16 (erf), 6.8e-16 (erfc).
-    """
-    a = xp.abs(x)
-    small = a < 0.5
-    e_small = _horner(x * x, _ERF_TAYLOR)
-    e_small *= x
-    u = 1.0 / (a + 3.0)
-    c = _horner(1.0 - 7.0 * u, _ERFCX_POLY)
-    c *= u
-    c *= _exp_neg_square(xp, a)
-    erf = xp.where(small, e_small, xp.copysign(1.0 - c, x))
-    erfc = xp.where(small, 1.0 - e_small, xp.where(x < 0, 2.0 - c, c))
-    return erf, erfc
-
-
-def _erf(xp, x):
-    return _erf_erfc(xp, x)[0]
-
-
-def _erfc(xp, x):
-    return _erf_erfc(xp, x)[1]
-
-
-def _erfinv(xp, y):
-    """Inverse error function: Winitzki's closed-form guess (relative error
-    ~2e-3), then two Halley steps on erf(x) = |y| (on erfc(x) = 1 - |y| in
-    the tails, where 1 - |y| is exact).  Max relative error vs mpmath 1.8e-15
-    on [-1, 1] incl. 1 - 1e-16."""
-    a = xp.abs(y)
-    w = -xp.log1p(-a * a)
-    b = 2.0 / (math.pi * 0.147) - w / 2.0
-    e = w / 0.147
-    r = xp.sqrt(b * b + e)
-    x = xp.sqrt(xp.where(b >= 0, e / (r + b), r - b))  # sqrt(r - b) without cancellation
-    for _ in range(2):
-        erf, erfc = _erf_erfc(xp, x)
-        f = xp.where(a <= 0.5, erf - a, (1.0 - a) - erfc)
-        u = f / (_2_OVER_SQRT_PI * _exp_neg_square(xp, x))
-        x = x - u / (1.0 + x * u)  # Halley: f'' = -2 x f'
-    x = xp.where(a < 1, x, xp.where(a == 1, math.inf, math.nan))
-    return xp.copysign(x, y)
-
-
-# Stirling series of lgamma: B_2k / (2k (2k - 1)), k = 1..7 (highest first).
-_LGAMMA_SERIES = [n / d / ((2 * k + 2) * (2 * k + 1)) for k, (n, d) in enumerate(_BERNOULLI[:7])][::-1]
-_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
-
-
-def _lgamma(xp, x):
-    """log|Gamma(x)|: Stirling's series at z >= 10 (truncation error < 1e-17),
-    z < 10 shifted up by 10 with the recurrence, reflection for x < 0.
-    Measured against mpmath: relative error <= 1e-13 (away from the zeros
-    at 1 and 2, where the absolute error is <= 4e-15); +inf at 0 and the
-    negative integers."""
-    neg = x < 0
-    z = xp.where(neg, 1.0 - x, x)
-    small = z < 10
-    prod = z
-    for k in range(1, 10):
-        prod = prod * (z + k)
-    zs = xp.where(small, z + 10.0, z)
-    r = 1.0 / zs
-    st = (zs - 0.5) * xp.log(zs) - zs + _HALF_LOG_2PI + r * _horner(r * r, _LGAMMA_SERIES)
-    res = xp.where(small, st - xp.log(xp.abs(prod)), st)
-    sin_pi_x = xp.abs(xp.sin(math.pi * (x - xp.round(x))))  # exact argument reduction
-    out = xp.where(neg, (math.log(math.pi) - res) - xp.log(sin_pi_x), res)
-    return xp.where(xp.isinf(x), math.inf, out)
-
-
-# Asymptotic series of digamma: B_2k / (2k), k = 1..7 (highest first).
-_PSI_SERIES = [n / d / (2 * k + 2) for k, (n, d) in enumerate(_BERNOULLI[:7])][::-1]
-
-
-def _digamma(xp, x):
-    """digamma: asymptotic series at z >= 10, the recurrence below, the
-    reflection formula for x < 0.  Relative error vs mpmath <= 8e-15 (away
-    from the zero at 1.4616, absolute error <= 1.2e-15 there).  As PyTorch:
-    -inf at 0, +inf at -0.0, nan at negative integers."""
-    neg = x < 0
-    z = xp.where(neg, 1.0 - x, x)
-    small = z < 10
-    acc = 1.0 / z
-    for k in range(1, 10):
-        acc = acc + 1.0 / (z + k)
-    zs = xp.where(small, z + 10.0, z)
-    r2 = 1.0 / (zs * zs)
-    asym = xp.log(zs) - 0.5 / zs - r2 * _horner(r2, _PSI_SERIES)
-    res = xp.where(small, asym - acc, asym)
-    n = xp.round(x)
-    refl = res - math.pi / xp.tan(math.pi * (x - n))
-    return xp.where(neg, xp.where(x == n, math.nan, refl), res)
-
-
-def _zeta_tail_coeffs(s):
-    """Euler-Maclaurin tail of zeta(s, z): B_2j / (2j)! * s (s+1) ... (s+2j-2)
-    for j = 1..9, highest first (a polynomial in 1 / z**2)."""
-    out = []
-    rising = s
-    for j, (n, d) in enumerate(_BERNOULLI, start=1):
-        out.append(n / d / math.factorial(2 * j) * rising)
-        rising *= (s + 2 * j - 1) * (s + 2 * j)
-    return out[::-1]
-
-
-def _hurwitz_zeta(xp, q, s):
-    """zeta(s, q) = sum_k (q + k)**-s for an integer ``s >= 2`` and q >= 0:
-    the first terms summed until q + k >= 10 + s, then the Euler-Maclaurin
-    tail.  Relative error vs mpmath <= 1.2e-14."""
-    start = 10 + s
-    if q.size:
-        finite = xp.where(xp.isfinite(q), q, float(start))
-        n = builtins.max(0, math.ceil(start - float(finite.min())))
-    else:
-        n = 0
-    acc = 0.0
-    z = q
-    for _ in range(n):
-        acc = acc + z ** -s
-        z = z + 1.0
-    r = 1.0 / z
-    zs = z ** -s
-    return acc + (z ** (1 - s) / (s - 1) + 0.5 * zs + zs * r * _horner(r * r, _zeta_tail_coeffs(s)))
-
-
-def _cot_derivative_poly(n):
-    """Integer coefficients (highest first) of P_n with
-    d^n/dx^n cot(pi x) = pi**n P_n(cot(pi x)): P_0 = c, P_k+1 = -(1 + c**2) P_k'."""
-    p = [0, 1]  # lowest degree first
-    for _ in range(n):
-        d = [k * a for k, a in enumerate(p)][1:] or [0]
-        p = [0] * (len(d) + 2)
-        for k, a in enumerate(d):
-            p[k] -= a
-            p[k + 2] -= a
-    return p[::-1]
-
-
-def _polygamma(xp, x, n):
-    """The n-th derivative of digamma: (-1)**(n+1) n! zeta(n+1, x) for
-    x >= 0; for x < 0 the reflection formula
-    psi_n(x) = (-1)**(n+1) ((-1)**n pi d^n/dx^n cot(pi x) - psi_n(1 - x))."""
-    if n == 0:
-        return _digamma(xp, x)
-    neg = x < 0
-    q = xp.where(neg, 1.0 - x, xp.abs(x))  # abs: -0.0 is a pole like +0.0
-    res = (-1) ** (n + 1) * math.factorial(n) * _hurwitz_zeta(xp, q, n + 1)
-    if bool(neg.any()):
-        cot = 1.0 / xp.tan(math.pi * (x - xp.round(x)))
-        d = math.pi ** (n + 1) * _horner(cot, _cot_derivative_poly(n))
-        res = xp.where(neg, (-1) ** (n + 1) * ((-1) ** n * d - res), res)
-    # at +-inf PyTorch gives trigamma 0 and nan, higher orders nan and +-inf
-    pos_inf = 0.0 if n == 1 else math.nan
-    neg_inf = math.nan if n == 1 else (-1) ** (n + 1) * math.inf
-    return xp.where(x == math.inf, pos_inf, xp.where(x == -math.inf, neg_inf, res))
-
-
 # --- unary ops ---------------------------------------------------------------------
 
 class _Unary(Function):
@@ -618,14 +358,14 @@ Asinh = _unary("Asinh", lambda xp, x: xp.arcsinh(x), "x", lambda gy, x, y: gy * 
 Acosh = _unary("Acosh", lambda xp, x: xp.arccosh(x), "x", lambda gy, x, y: gy * rsqrt(x * x - 1))
 Atanh = _unary("Atanh", lambda xp, x: xp.arctanh(x), "x", lambda gy, x, y: gy / (1 - x * x))
 Sigmoid = _unary("Sigmoid", lambda xp, x: _sigmoid(xp, x), "y", lambda gy, x, y: gy * y * (1 - y))
-Erf = _unary("Erf", lambda xp, x: _special(_erf, xp, x), "x",
+Erf = _unary("Erf", lambda xp, x: _sf.evaluate(_sf.erf, xp, x), "x",
              lambda gy, x, y: gy * _2_OVER_SQRT_PI * exp(-x * x))
-Erfc = _unary("Erfc", lambda xp, x: _special(_erfc, xp, x), "x",
+Erfc = _unary("Erfc", lambda xp, x: _sf.evaluate(_sf.erfc, xp, x), "x",
               lambda gy, x, y: gy * -_2_OVER_SQRT_PI * exp(-x * x))
-Erfinv = _unary("Erfinv", lambda xp, x: _special(_erfinv, xp, x), "y",
+Erfinv = _unary("Erfinv", lambda xp, x: _sf.evaluate(_sf.erfinv, xp, x), "y",
                 lambda gy, x, y: gy * (0.5 * _SQRT_PI) * exp(y * y))
-Lgamma = _unary("Lgamma", lambda xp, x: _special(_lgamma, xp, x), "x", lambda gy, x, y: gy * digamma(x))
-Digamma = _unary("Digamma", lambda xp, x: _special(_digamma, xp, x), "x", lambda gy, x, y: gy * polygamma(1, x))
+Lgamma = _unary("Lgamma", lambda xp, x: _sf.evaluate(_sf.lgamma, xp, x), "x", lambda gy, x, y: gy * digamma(x))
+Digamma = _unary("Digamma", lambda xp, x: _sf.evaluate(_sf.digamma, xp, x), "x", lambda gy, x, y: gy * polygamma(1, x))
 Floor = _unary("Floor", _round_int("floor"), "", _zero_grad)
 Ceil = _unary("Ceil", _round_int("ceil"), "", _zero_grad)
 Trunc = _unary("Trunc", _round_int("trunc"), "", _zero_grad)
@@ -649,12 +389,21 @@ def _sinc_grad(gy, x, y):
 Sinc = _unary("Sinc", _sinc, "x", _sinc_grad)
 
 
-def _float_fn(F, name, summary, example_in, example_out):
+def _angle(xp, x):
+    """The argument of a real number: pi below 0, 0 at and above (-0.0 too), nan for nan."""
+    y = xp.where(x < 0, x.dtype.type(math.pi), x.dtype.type(0))
+    return xp.where(xp.isnan(x), x, y)
+
+
+Angle = _unary("Angle", _angle, "", _zero_grad)
+
+
+def _float_fn(F, name, summary, example_in, example_out, aliases=(), module=__name__, method=True, inplace=True):
     """The public ``name(input, *, out=None)`` and in-place ``name_(self)``
-    of a float function: integer and bool inputs give the default float
-    dtype (in place they are an error, as in PyTorch)."""
+    of a float function, declared in the op registry: integer and bool inputs
+    give the default float dtype (in place they are an error, as in PyTorch)."""
     def op(input, *, out=None):
-        if _amp.active and out is None and (c := _amp.cast(name, input)):
+        if _amp.active and out is None and decl.autocast and (c := _amp.cast(decl.autocast, input)):
             input, = c
         x = _data(input, name)
         if x.dtype.kind != "f":
@@ -673,10 +422,13 @@ def _float_fn(F, name, summary, example_in, example_out):
     op.__doc__ = (f"{summary} Integer and bool inputs give the default float dtype.\n\n"
                   f"Example::\n\n    >>> fabric.{name}(fabric.tensor({example_in}))\n    {example_out}\n")
     op_.__doc__ = f"In-place :func:`{name}`."
+    op.__module__ = op_.__module__ = module
+    decl = declare(op, inplace=op_ if method and inplace else None, aliases=aliases, fusion="elementwise",
+                   method=method)
     return op, op_
 
 
-def _same_dtype_fn(F, name, kinds, summary, example_in, example_out, kernel=None):
+def _same_dtype_fn(F, name, kinds, summary, example_in, example_out, kernel=None, aliases=()):
     """Public op and in-place op for a unary op that keeps its input dtype;
     dtypes whose kind is not in ``kinds`` raise NotImplementedError."""
     kernel = kernel or name
@@ -699,11 +451,12 @@ def _same_dtype_fn(F, name, kinds, summary, example_in, example_out, kernel=None
     op.__doc__ = (f"{summary}\n\nExample::\n\n    >>> fabric.{name}(fabric.tensor({example_in}))\n"
                   f"    {example_out}\n")
     op_.__doc__ = f"In-place :func:`{name}`."
+    declare(op, inplace=op_, aliases=aliases, fusion="elementwise")
     return op, op_
 
 
 abs, abs_ = _same_dtype_fn(Abs, "abs", "fiu", "Absolute value (not for bool).", "[-1.5, 2.0]",
-                           "tensor([1.5000, 2.0000])")
+                           "tensor([1.5000, 2.0000])", aliases=("absolute",))
 absolute, absolute_ = abs, abs_
 sign, sign_ = _same_dtype_fn(Sign, "sign", "fiub", "-1, 0 or 1 by the sign of each element (0 for nan).",
                              "[-2.0, 0.0, 3.0]", "tensor([-1.,  0.,  1.])")
@@ -722,15 +475,15 @@ log1p, log1p_ = _float_fn(Log1p, "log1p", "``log(1 + x)``, accurate for small x.
 sin, sin_ = _float_fn(Sin, "sin", "Sine.", "[0.0]", "tensor([0.])")
 cos, cos_ = _float_fn(Cos, "cos", "Cosine.", "[0.0]", "tensor([1.])")
 tan, tan_ = _float_fn(Tan, "tan", "Tangent.", "[0.0]", "tensor([0.])")
-asin, asin_ = _float_fn(Asin, "asin", "Arcsine.", "[1.0]", "tensor([1.5708])")
-acos, acos_ = _float_fn(Acos, "acos", "Arccosine.", "[1.0]", "tensor([0.])")
-atan, atan_ = _float_fn(Atan, "atan", "Arctangent.", "[1.0]", "tensor([0.7854])")
+asin, asin_ = _float_fn(Asin, "asin", "Arcsine.", "[1.0]", "tensor([1.5708])", aliases=("arcsin",))
+acos, acos_ = _float_fn(Acos, "acos", "Arccosine.", "[1.0]", "tensor([0.])", aliases=("arccos",))
+atan, atan_ = _float_fn(Atan, "atan", "Arctangent.", "[1.0]", "tensor([0.7854])", aliases=("arctan",))
 sinh, sinh_ = _float_fn(Sinh, "sinh", "Hyperbolic sine.", "[0.0]", "tensor([0.])")
 cosh, cosh_ = _float_fn(Cosh, "cosh", "Hyperbolic cosine.", "[0.0]", "tensor([1.])")
 tanh, tanh_ = _float_fn(Tanh, "tanh", "Hyperbolic tangent.", "[0.0]", "tensor([0.])")
-asinh, asinh_ = _float_fn(Asinh, "asinh", "Inverse hyperbolic sine.", "[0.0]", "tensor([0.])")
-acosh, acosh_ = _float_fn(Acosh, "acosh", "Inverse hyperbolic cosine.", "[1.0]", "tensor([0.])")
-atanh, atanh_ = _float_fn(Atanh, "atanh", "Inverse hyperbolic tangent.", "[0.0]", "tensor([0.])")
+asinh, asinh_ = _float_fn(Asinh, "asinh", "Inverse hyperbolic sine.", "[0.0]", "tensor([0.])", aliases=("arcsinh",))
+acosh, acosh_ = _float_fn(Acosh, "acosh", "Inverse hyperbolic cosine.", "[1.0]", "tensor([0.])", aliases=("arccosh",))
+atanh, atanh_ = _float_fn(Atanh, "atanh", "Inverse hyperbolic tangent.", "[0.0]", "tensor([0.])", aliases=("arctanh",))
 arcsin, arcsin_, arccos, arccos_, arctan, arctan_ = asin, asin_, acos, acos_, atan, atan_
 arcsinh, arcsinh_, arccosh, arccosh_, arctanh, arctanh_ = asinh, asinh_, acosh, acosh_, atanh, atanh_
 sigmoid, sigmoid_ = _float_fn(Sigmoid, "sigmoid", "The logistic function ``1 / (1 + exp(-x))``.", "[0.0]",
@@ -743,6 +496,8 @@ lgamma, lgamma_ = _float_fn(Lgamma, "lgamma", "``log|Gamma(x)|``.", "[3.0]", "te
 digamma, digamma_ = _float_fn(Digamma, "digamma", "Derivative of :func:`lgamma`.", "[1.0]", "tensor([-0.5772])")
 deg2rad, deg2rad_ = _float_fn(Deg2Rad, "deg2rad", "Degrees to radians.", "[180.0]", "tensor([3.1416])")
 rad2deg, rad2deg_ = _float_fn(Rad2Deg, "rad2deg", "Radians to degrees.", "[3.14159265]", "tensor([180.])")
+angle, _ = _float_fn(Angle, "angle", "The argument (angle) of each element: pi for negative numbers, else 0.",
+                     "[-1.5, 0.0, 2.0]", "tensor([3.1416, 0.0000, 0.0000])", inplace=False)
 sinc, sinc_ = _float_fn(Sinc, "sinc", "The normalised sinc ``sin(pi x) / (pi x)`` (1 at 0).", "[0.0, 0.5]",
                         "tensor([1.0000, 0.6366])")
 floor, floor_ = _same_dtype_fn(Floor, "floor", "fiu", "Round down (integer tensors are unchanged).", "[-1.5, 1.5]",
@@ -750,7 +505,7 @@ floor, floor_ = _same_dtype_fn(Floor, "floor", "fiu", "Round down (integer tenso
 ceil, ceil_ = _same_dtype_fn(Ceil, "ceil", "fiu", "Round up (integer tensors are unchanged).", "[-1.5, 1.5]",
                              "tensor([-1.,  2.])")
 trunc, trunc_ = _same_dtype_fn(Trunc, "trunc", "fiu", "Round towards zero (integer tensors are unchanged).",
-                               "[-1.5, 1.5]", "tensor([-1.,  1.])")
+                               "[-1.5, 1.5]", "tensor([-1.,  1.])", aliases=("fix",))
 fix, fix_ = trunc, trunc_
 frac, frac_ = _same_dtype_fn(Frac, "frac", "f", "The fractional part ``x - trunc(x)`` (float tensors only).",
                              "[-1.5, 2.25]", "tensor([-0.5000,  0.2500])")
@@ -918,7 +673,7 @@ class Polygamma(Function):
         ctx.n = n
         ctx.save_for_backward(x)
         with _quiet():
-            return xp_of(x).asarray(_special(_polygamma, xp_of(x), x, n))
+            return xp_of(x).asarray(_sf.evaluate(_sf.polygamma, xp_of(x), x, n))
 
     @staticmethod
     def backward(ctx, gy):
@@ -1289,127 +1044,81 @@ def true_divide_(self, other):
     return div_(self, other)
 
 
-class Atan2(Function):
+class _Binary(Function):
+    """An elementwise op ``y = f(a, b)`` with gradients ``df(gy, a, b, y) -> (ga, gb)``.
+
+    Subclasses come from :func:`_binary`, one table row each, as :class:`_Unary`'s: ``f(xp, a, b)``
+    works on arrays, ``df`` on Tensors; backward has both inputs, and the output where the row saves it.
+    """
+
     _array_forward = True
+    _save_y = _quiet = False
 
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return xp_of(a).asarray(xp_of(a).arctan2(a, b))
-
-    @staticmethod
-    def backward(ctx, gy):
-        a, b = ctx.saved_tensors
-        d = a * a + b * b
-        r = where(d == 0, 0.0, reciprocal(d))  # 0 at the origin, as PyTorch
-        return gy * b * r, gy * -a * r
-
-
-class Maximum(Function):
-    _array_forward = True
-
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return xp_of(a).asarray(xp_of(a).maximum(a, b))
-
-    @staticmethod
-    def backward(ctx, gy):
-        # ties split the gradient evenly; with a nan both sides get all of it
-        a, b = ctx.saved_tensors
-        g = where(a == b, gy / 2, gy)
-        return where(a < b, 0.0, g), where(a > b, 0.0, g)
-
-
-class Minimum(Function):
-    _array_forward = True
-
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return xp_of(a).asarray(xp_of(a).minimum(a, b))
-
-    @staticmethod
-    def backward(ctx, gy):
-        a, b = ctx.saved_tensors
-        g = where(a == b, gy / 2, gy)
-        return where(a > b, 0.0, g), where(a < b, 0.0, g)
-
-
-class Fmax(Function):
-    _array_forward = True
-
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return xp_of(a).asarray(xp_of(a).fmax(a, b))
-
-    @staticmethod
-    def backward(ctx, gy):
-        # ties go to ``a``; a nan loses to a number
-        a, b = ctx.saved_tensors
-        to_a = (a >= b) | isnan(b)
-        return where(to_a, gy, 0.0), where(to_a, 0.0, gy)
-
-
-class Fmin(Function):
-    _array_forward = True
-
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return xp_of(a).asarray(xp_of(a).fmin(a, b))
-
-    @staticmethod
-    def backward(ctx, gy):
-        a, b = ctx.saved_tensors
-        to_a = (a <= b) | isnan(b)
-        return where(to_a, gy, 0.0), where(to_a, 0.0, gy)
-
-
-class Hypot(Function):
-    _array_forward = True
-
-    @staticmethod
-    def forward(ctx, a, b):
-        y = xp_of(a).asarray(xp_of(a).hypot(a, b))
-        ctx.save_for_backward(a, b, y)
+    @classmethod
+    def forward(cls, ctx, a, b):
+        xp = xp_of(a)
+        if cls._quiet:  # rows whose kernel may warn (overflow ...): silenced as PyTorch is silent
+            with _quiet():
+                y = xp.asarray(cls.f(xp, a, b))
+        else:
+            y = xp.asarray(cls.f(xp, a, b))
+        if cls._save_y:
+            ctx.save_for_backward(a, b, y)
+        else:
+            ctx.save_for_backward(a, b)
         return y
 
-    @staticmethod
-    def backward(ctx, gy):
-        a, b, y = ctx.saved_tensors
-        return gy * a / y, gy * b / y
+    @classmethod
+    def backward(cls, ctx, gy):
+        saved = ctx.saved_tensors
+        return cls.df(gy, saved[0], saved[1], saved[2] if cls._save_y else None)
 
 
-class Logaddexp(Function):
-    _array_forward = True
-
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        with _quiet():
-            return xp_of(a).asarray(xp_of(a).logaddexp(a, b))
-
-    @staticmethod
-    def backward(ctx, gy):
-        a, b = ctx.saved_tensors
-        return gy / (1 + exp(b - a)), gy / (1 + exp(a - b))
+def _binary(name, f, saves, df, quiet=False):
+    """Make the Function class ``name`` (node ``<name>Backward0``) from one table row; ``saves`` is
+    "ab" (the inputs) or "aby" (and the output)."""
+    attrs = {"f": staticmethod(f), "df": staticmethod(df), "_save_y": saves == "aby", "_quiet": quiet,
+             "__module__": __name__, "__qualname__": name}
+    return type(Function)(name, (_Binary,), attrs)
 
 
-class Logaddexp2(Function):
-    _array_forward = True
+def _atan2_grad(gy, a, b, y):
+    d = a * a + b * b
+    r = where(d == 0, 0.0, reciprocal(d))  # 0 at the origin, as PyTorch
+    return gy * b * r, gy * -a * r
 
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        with _quiet():
-            return xp_of(a).asarray(xp_of(a).logaddexp2(a, b))
 
-    @staticmethod
-    def backward(ctx, gy):
-        a, b = ctx.saved_tensors
-        return gy / (1 + exp2(b - a)), gy / (1 + exp2(a - b))
+def _max_grad(gy, a, b, y):  # ties split the gradient evenly; with a nan both sides get all of it
+    g = where(a == b, gy / 2, gy)
+    return where(a < b, 0.0, g), where(a > b, 0.0, g)
+
+
+def _min_grad(gy, a, b, y):
+    g = where(a == b, gy / 2, gy)
+    return where(a > b, 0.0, g), where(a < b, 0.0, g)
+
+
+def _fmax_grad(gy, a, b, y):  # ties go to ``a``; a nan loses to a number
+    to_a = (a >= b) | isnan(b)
+    return where(to_a, gy, 0.0), where(to_a, 0.0, gy)
+
+
+def _fmin_grad(gy, a, b, y):
+    to_a = (a <= b) | isnan(b)
+    return where(to_a, gy, 0.0), where(to_a, 0.0, gy)
+
+
+# name, forward on arrays, what backward saves, gradients (Tensor ops)
+Atan2 = _binary("Atan2", lambda xp, a, b: xp.arctan2(a, b), "ab", _atan2_grad)
+Maximum = _binary("Maximum", lambda xp, a, b: xp.maximum(a, b), "ab", _max_grad)
+Minimum = _binary("Minimum", lambda xp, a, b: xp.minimum(a, b), "ab", _min_grad)
+Fmax = _binary("Fmax", lambda xp, a, b: xp.fmax(a, b), "ab", _fmax_grad)
+Fmin = _binary("Fmin", lambda xp, a, b: xp.fmin(a, b), "ab", _fmin_grad)
+Hypot = _binary("Hypot", lambda xp, a, b: xp.hypot(a, b), "aby", lambda gy, a, b, y: (gy * a / y, gy * b / y))
+Logaddexp = _binary("Logaddexp", lambda xp, a, b: xp.logaddexp(a, b), "ab",
+                    lambda gy, a, b, y: (gy / (1 + exp(b - a)), gy / (1 + exp(a - b))), quiet=True)
+Logaddexp2 = _binary("Logaddexp2", lambda xp, a, b: xp.logaddexp2(a, b), "ab",
+                     lambda gy, a, b, y: (gy / (1 + exp2(b - a)), gy / (1 + exp2(a - b))), quiet=True)
 
 
 class Xlogy(Function):
@@ -1509,7 +1218,7 @@ def _renamed(F, node):
                                               "__qualname__": F.__qualname__})
 
 
-def _binary_fn(F, name, prepare, doc, saves_self=True, scalar_other=None, scalar_self=None):
+def _binary_fn(F, name, prepare, doc, saves_self=True, scalar_other=None, scalar_self=None, inplace=True, aliases=()):
     """The public ``name(input, other, *, out=None)`` and in-place
     ``name_(self, other)`` of binary op ``F``; ``prepare(name, input, other)``
     checks the arguments as PyTorch does and promotes them.  PyTorch names
@@ -1531,7 +1240,9 @@ def _binary_fn(F, name, prepare, doc, saves_self=True, scalar_other=None, scalar
     op_.__name__ = op_.__qualname__ = name + "_"
     op.__doc__ = doc
     op_.__doc__ = f"In-place :func:`{name}`."
-    return _broadcasting(op), _broadcasting(op_)
+    op, op_ = _broadcasting(op), _broadcasting(op_)
+    declare(op, inplace=op_ if inplace else None, aliases=aliases, fusion="elementwise")
+    return op, op_
 
 
 floor_divide, floor_divide_ = _binary_fn(FloorDivide, "floor_divide", _numbers_no_bool, """\
@@ -1566,7 +1277,7 @@ atan2, atan2_ = _binary_fn(Atan2, "atan2", _both_tensors_lifted, """\
 
         >>> fabric.atan2(fabric.tensor([1.0]), fabric.tensor([1.0]))
         tensor([0.7854])
-    """)
+    """, aliases=("arctan2",))
 arctan2, arctan2_ = atan2, atan2_
 maximum, _ = _binary_fn(Maximum, "maximum", _both_tensors, """\
     Elementwise maximum; nan wins; a tie splits the gradient evenly.
@@ -1575,7 +1286,7 @@ maximum, _ = _binary_fn(Maximum, "maximum", _both_tensors, """\
 
         >>> fabric.maximum(fabric.tensor([1, 5]), fabric.tensor([3, 2]))
         tensor([3, 5])
-    """)
+    """, inplace=False)
 minimum, _ = _binary_fn(Minimum, "minimum", _both_tensors, """\
     Elementwise minimum; nan wins; a tie splits the gradient evenly.
 
@@ -1583,7 +1294,7 @@ minimum, _ = _binary_fn(Minimum, "minimum", _both_tensors, """\
 
         >>> fabric.minimum(fabric.tensor([1, 5]), fabric.tensor([3, 2]))
         tensor([1, 2])
-    """)
+    """, inplace=False)
 fmax, _ = _binary_fn(Fmax, "fmax", _both_tensors, """\
     Elementwise maximum ignoring nan (nan only where both are nan).
 
@@ -1591,7 +1302,7 @@ fmax, _ = _binary_fn(Fmax, "fmax", _both_tensors, """\
 
         >>> fabric.fmax(fabric.tensor([1.0, float("nan")]), fabric.tensor([3.0, 2.0]))
         tensor([3., 2.])
-    """)
+    """, inplace=False)
 fmin, _ = _binary_fn(Fmin, "fmin", _both_tensors, """\
     Elementwise minimum ignoring nan (nan only where both are nan).
 
@@ -1599,7 +1310,7 @@ fmin, _ = _binary_fn(Fmin, "fmin", _both_tensors, """\
 
         >>> fabric.fmin(fabric.tensor([1.0, float("nan")]), fabric.tensor([3.0, 2.0]))
         tensor([1., 2.])
-    """)
+    """, inplace=False)
 hypot, hypot_ = _binary_fn(Hypot, "hypot", _both_tensors_float, """\
     ``sqrt(input**2 + other**2)`` without overflow (float tensors only).
 
@@ -1615,7 +1326,7 @@ logaddexp, _ = _binary_fn(Logaddexp, "logaddexp", _both_tensors_float, """\
 
         >>> fabric.logaddexp(fabric.tensor([0.0]), fabric.tensor([0.0]))
         tensor([0.6931])
-    """)
+    """, inplace=False)
 logaddexp2, _ = _binary_fn(Logaddexp2, "logaddexp2", _both_tensors_float, """\
     ``log2(2**input + 2**other)`` without overflow (float tensors only).
 
@@ -1623,7 +1334,7 @@ logaddexp2, _ = _binary_fn(Logaddexp2, "logaddexp2", _both_tensors_float, """\
 
         >>> fabric.logaddexp2(fabric.tensor([1.0]), fabric.tensor([1.0]))
         tensor([2.])
-    """)
+    """, inplace=False)
 xlogy, xlogy_ = _binary_fn(Xlogy, "xlogy", _numbers_lifted, """\
     ``input * log(other)``, 0 where ``input`` is 0 unless ``other`` is nan
     (either may be a number).
@@ -2402,3 +2113,5 @@ def _install_tensor_methods():
 
 
 _install_tensor_methods()
+
+__all__ += declared_names(__name__)

@@ -42,10 +42,11 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor, _wrap_dim
-from ..amp import _policy as _amp
 from ..autograd.function import Function, _apply, _apply1, _record1
 from ..autograd.grad_mode import state as _grad_state
+from ..autograd.observe import hook as _hook
 from ..backends import backend_of
+from . import _autocast as _amp
 from ._util import normalize_dims, xp_of
 
 __all__ = ["sum", "mean", "nansum", "nanmean", "prod", "max", "min", "amax", "amin", "aminmax", "argmax",
@@ -431,7 +432,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
     if dim is None:
         if x.dtype.kind == "f" and dtype is None:  # the common case: no promotion, exact gradient
             if not input._requires_grad or not _grad_state.enabled:
-                if x.__class__ is _ndarray and not keepdim and out is None and x.dtype is not _F16:
+                if x.__class__ is _ndarray and not keepdim and out is None and x.dtype is not _F16 \
+                        and _hook.observer is None:
                     r = _add_reduce(x, None)  # SumAll.forward without a graph
                     return Tensor._make(r if r.__class__ is _ndarray else _asarray(r), False)
                 r = _apply1(SumAll, input, (x, keepdim, None))
@@ -1220,6 +1222,10 @@ def cummin(input, dim, *, out=None):
 # --- norm -----------------------------------------------------------------------------
 
 class VectorNorm(Function):
+    """``||x||_ord`` over the axes ``dims``: the one vector norm behind ``torch.norm``,
+    ``linalg.vector_norm``, ``F.normalize``, ``F.pairwise_distance``, ``cosine_similarity``
+    and ``pdist`` (``ord`` a float incl. 0 and +-inf; the callers check their arguments)."""
+
     _array_forward = True
     _node_name = "LinalgVectorNormBackward0"
 
@@ -1229,7 +1235,9 @@ class VectorNorm(Function):
         xp = xp_of(x)
         a = xp.abs(x) if ord not in (0, 2) else None
         with _quiet():
-            if ord == 2:
+            if math.isinf(ord) and x.size == 0:  # F.normalize / pairwise_distance over an empty dim: 0
+                y = xp.zeros_like(x.sum(axis=dims, keepdims=keepdim))
+            elif ord == 2:
                 y = xp.sqrt((x * x).sum(axis=dims, keepdims=keepdim))
             elif ord == 1:
                 y = a.sum(axis=dims, keepdims=keepdim)
@@ -1330,11 +1338,7 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
         if p == "fro" and (dim is None or isinstance(dim, (_int, np.integer)) or len(dim) <= 2):
             r = _vector_norm(input, 2, dim, keepdim, dtype=dtype)
         else:
-            try:
-                from ..linalg import matrix_norm  # fabric.linalg (fabric/linalg.py)
-            except ImportError:
-                raise NotImplementedError(f"norm(p={p!r}) needs fabric.linalg.matrix_norm, which is not "
-                                          "available") from None
+            from .linalg import linalg_matrix_norm as matrix_norm  # ops.linalg imports reduce: bound late
             d = tuple(_range(input.ndim)) if dim is None else dim
             r = matrix_norm(input, p, d, keepdim, dtype=dtype)
         return _out(r, out)

@@ -768,11 +768,10 @@ def _special_module():
         import scipy.special as sp
         return sp
     except ImportError:
-        from fabric.backends import fused
-        from fabric.ops.pointwise import _lgamma
+        from fabric import _special_functions as sf
 
-        return types.SimpleNamespace(erf=lambda x: fused._erf(np, x),
-                                     gammaln=lambda x: _lgamma(np, np.asarray(x, np.float64)).astype(x.dtype))
+        return types.SimpleNamespace(erf=lambda x: sf.evaluate(sf.erf, np, x),
+                                     gammaln=lambda x: sf.lgamma(np, np.asarray(x, np.float64)).astype(x.dtype))
 
 
 _NAMESPACES = {

@@ -40,6 +40,12 @@ def _sign(x):
     return np.where(np.isnan(x), 0, np.sign(x)).astype(x.dtype) if x.dtype.kind == "f" else np.sign(x)
 
 
+def _np_angle(x):
+    """PyTorch's angle of a real number (0 at -0.0, where NumPy's np.angle gives pi)."""
+    x = x if x.dtype.kind == "f" else x.astype(np.float32)
+    return np.where(np.isnan(x), x, np.where(x < 0, np.pi, 0.0)).astype(x.dtype)
+
+
 def _with_specials(dtype, rng):
     """Samples holding nan/inf/-inf/-0.0 (floats) next to ordinary values."""
     out = unary_samples()(dtype, rng)
@@ -346,6 +352,7 @@ OPS = [
     _unary("deg2rad", np.deg2rad, low=-360, high=360),
     _unary("rad2deg", np.rad2deg),
     _unary("sinc", _np_sinc, away_from=0.0, rtol=1e-5),
+    _unary("angle", _np_angle, away_from=0.0, inplace=False, dtypes=FLOATS + INTS),
     OpInfo("isnan", np.isnan, _with_specials, dtypes=FLOATS + INTS, **_NOT_DIFF),
     OpInfo("isinf", np.isinf, _with_specials, dtypes=FLOATS + INTS, **_NOT_DIFF),
     OpInfo("isposinf", np.isposinf, _with_specials, dtypes=FLOATS + INTS, **_NOT_DIFF),

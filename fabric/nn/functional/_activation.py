@@ -32,11 +32,11 @@ import numpy as np
 from ... import _dtype as D
 from ... import ops as _ops
 from ..._tensor import Tensor, _wrap_dim
-from ...amp import _policy as _amp
 from ...autograd.function import Function, _apply, _check_inplace
 from ...autograd.grad_mode import no_grad
 from ...autograd.grad_mode import state as _grad_state
 from ...backends import backend_of
+from ...ops import _autocast as _amp
 from ...ops._util import xp_of
 
 __all__ = [
@@ -1003,3 +1003,8 @@ def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
     classes = xp.arange(y.shape[d] if y.ndim else 1).reshape([-1 if i == d else 1 for i in range(y.ndim)])
     y_hard = _const((classes == index).astype(y.dtype))
     return y_hard - y_soft.detach() + y_soft
+
+
+# Tensor.hardshrink / Tensor.prelu: installed from here, above Tensor (ops import nothing from nn).
+Tensor.hardshrink = hardshrink
+Tensor.prelu = prelu

@@ -31,9 +31,9 @@ import numpy as np
 
 from ... import _creation
 from ..._tensor import Tensor
-from ...amp import _policy as _amp
 from ...autograd.function import Function, _apply
 from ...autograd.grad_mode import state as _grad_state
+from ...ops import _autocast as _amp
 from ...ops._util import xp_of
 from ._dropout import _bernoulli
 from ._linear import linear

@@ -33,10 +33,10 @@ import itertools
 import numpy as np
 
 from ..._tensor import Tensor
-from ...amp import _policy as _amp
 from ...autograd.function import Function, _apply
 from ...backends import backend_of
 from ...backends.fused import conv_output_size
+from ...ops import _autocast as _amp
 from ...ops._util import device_mismatch, xp_of
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]

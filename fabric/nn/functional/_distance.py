@@ -13,15 +13,14 @@ Example::
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ... import _dtype as D
 from ..._tensor import Tensor, _wrap_dim
-from ...amp import _policy as _amp
-from ...autograd.function import Function, _apply
+from ...autograd.function import _apply1
+from ...ops import _autocast as _amp
 from ...ops._util import xp_of
+from ...ops.reduce import VectorNorm
 
 __all__ = ["pairwise_distance", "cosine_similarity", "pdist"]
 
@@ -40,77 +39,26 @@ def _mask(t, mask):
     return _mask_scale(t, mask)
 
 
-class VectorNorm(Function):
-    """``||x||_p`` over ``dim`` (one axis) for any ``p`` incl. 0 and +-inf."""
+class _NormBackward1(VectorNorm):
+    """The vector norm, its node named as PyTorch's ``norm(p, dim)`` overload.  The 0-"norm"
+    (a count) passes a zero gradient rather than none: ``pdist``'s is defined in PyTorch."""
 
-    _array_forward = True
     _node_name = "NormBackward1"
 
     @staticmethod
-    def forward(ctx, x, p, dim, keepdim):
-        xp = xp_of(x)
-        ctx.p, ctx.dim, ctx.keepdim = p, dim, keepdim
-        a = xp.abs(x)
-        if x.shape[dim] == 0:
-            y = xp.zeros(tuple(s for i, s in enumerate(x.shape) if i != dim), x.dtype)
-            if keepdim:
-                y = xp.expand_dims(y, dim)
-        elif p == 2:
-            y = xp.sqrt((x * x).sum(axis=dim, keepdims=keepdim))
-        elif p == 1:
-            y = a.sum(axis=dim, keepdims=keepdim)
-        elif p == math.inf:
-            y = a.max(axis=dim, keepdims=keepdim)
-        elif p == -math.inf:
-            y = a.min(axis=dim, keepdims=keepdim)
-        elif p == 0:
-            y = (x != 0).sum(axis=dim, keepdims=keepdim).astype(x.dtype)
-        else:
-            with np.errstate(divide="ignore", over="ignore"):
-                y = (a ** x.dtype.type(p)).sum(axis=dim, keepdims=keepdim) ** x.dtype.type(1.0 / p)
-        ctx.save_for_backward(x, y)
-        return y
-
-    @staticmethod
     def backward(ctx, gy):
-        x, y = ctx.saved_tensors
-        p, dim = ctx.p, ctx.dim
-        xd = x._data
-        if xd.ndim and not ctx.keepdim:
-            gy = gy.unsqueeze(dim)
-            y = y.unsqueeze(dim)
-        yd = y._data
-        if p == 0:
-            return _const(xp_of(xd).zeros_like(xd)), None, None, None
-        sign = xp_of(xd).sign(xd)
-        s = _const(sign)
-        if p == 1:
-            return gy * s, None, None, None
-        nz = yd != 0
-        safe = _mask(y, nz) + _const((~nz).astype(yd.dtype))   # 1 where the norm is 0: no 0/0
-        if p == 2:
-            return x * _mask(gy / safe, xp_of(xd).broadcast_to(nz, gy.shape)), None, None, None
-        if math.isinf(p):
-            hit = (xp_of(xd).abs(xd) == yd) | xp_of(xd).isnan(xd)
-            count = hit.sum(axis=dim, keepdims=True).astype(xd.dtype)
-            return s * _mask(gy / _const(count), hit), None, None, None
-        absx = x * s
-        if p < 1:
-            nzx = xd != 0
-            safe_abs = _mask(absx, nzx) + _const((~nzx).astype(xd.dtype))
-            scaled = s * _mask(safe_abs ** (p - 1), nzx)
-            return scaled * gy * y ** (1 - p), None, None, None
-        scaled = s * absx ** (p - 1) if p < 2 else x * absx ** (p - 2)
-        scale_v = _mask(gy / safe ** (p - 1), xp_of(xd).broadcast_to(nz, gy.shape))
-        return scaled * scale_v, None, None, None
+        if ctx.ord == 0:
+            x, _ = ctx.saved_tensors
+            return _const(xp_of(x._data).zeros_like(x._data)), None, None, None
+        return VectorNorm.backward(ctx, gy)
 
 
 def _vector_norm(x, p, dim, keepdim=False):
     d = _wrap_dim(dim, x._data.ndim) if x._data.ndim else None
     if d is None:  # 0-d: |x| (any p > 0), written as a 1-element reduction
-        return _apply(VectorNorm, (x.reshape((1,)), p, 0, False), (x._data.reshape(1), p, 0, False)).reshape(
-            (1,) if keepdim else ())
-    return _apply(VectorNorm, (x, p, d, keepdim), (x._data, float(p), d, keepdim))
+        flat = x.reshape((1,))
+        return _apply1(_NormBackward1, flat, (flat._data, float(p), (0,), False)).reshape((1,) if keepdim else ())
+    return _apply1(_NormBackward1, x, (x._data, float(p), (d,), keepdim))
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):

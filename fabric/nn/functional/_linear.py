@@ -13,8 +13,8 @@ Example::
 from __future__ import annotations
 
 from ..._tensor import Tensor
-from ...amp import _policy as _amp
 from ...autograd.function import Function, _apply
+from ...ops import _autocast as _amp
 from ...ops._util import device_mismatch
 
 __all__ = ["linear", "bilinear"]

@@ -28,9 +28,9 @@ import numpy as np
 
 from ... import ops as _ops
 from ..._tensor import Tensor
-from ...amp import _policy as _amp
 from ...autograd.function import Function, _apply, once_differentiable
 from ...backends import backend_of
+from ...ops import _autocast as _amp
 from ...ops._util import xp_of
 from ._activation import _const, _grad_mode, _log_softmax, _mask_scale, _softmax, _type_name, logsigmoid, threshold
 from ._activation import _where as _select

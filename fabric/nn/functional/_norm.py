@@ -16,18 +16,18 @@ Example::
 from __future__ import annotations
 
 import builtins
-import math
 
 import numpy as np
 
 from ..._tensor import Tensor
-from ...amp import _policy as _amp
-from ...autograd.function import Function, _apply
+from ...autograd.function import Function, _apply, _apply1
 from ...autograd.grad_mode import no_grad
 from ...autograd.grad_mode import state as _grad_state
 from ...backends import backend_of
 from ...backends.fused import acc_dtype
+from ...ops import _autocast as _amp
 from ...ops._util import xp_of
+from ...ops.reduce import VectorNorm
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "local_response_norm",
            "normalize"]
@@ -461,53 +461,6 @@ def local_response_norm(input, size: int, alpha: float = 1e-4, beta: float = 0.7
 
 
 # --- normalize ---------------------------------------------------------------------------
-class _PNorm(Function):
-    """``||x||_p`` over ``dim`` with ``keepdim=True``."""
-
-    _array_forward = True
-    _node_name = "LinalgVectorNormBackward0"
-
-    @staticmethod
-    def forward(ctx, x, p, dim):
-        xp = xp_of(x)
-        a = xp.abs(x)
-        if p == 2:
-            n = xp.sqrt((x * x).sum(axis=dim, keepdims=True))
-        elif p == 1:
-            n = a.sum(axis=dim, keepdims=True)
-        elif p == math.inf:
-            n = a.max(axis=dim, keepdims=True) if x.shape[dim] else xp.zeros_like(a.sum(axis=dim, keepdims=True))
-        elif p == -math.inf:
-            n = a.min(axis=dim, keepdims=True)
-        elif p == 0:
-            n = (x != 0).sum(axis=dim, keepdims=True).astype(x.dtype)
-        else:
-            n = (a ** p).sum(axis=dim, keepdims=True) ** (1.0 / p)
-        ctx.p, ctx.dim = p, dim
-        ctx.sign = xp.sign(x)
-        ctx.save_for_backward(x, n)
-        return n
-
-    @staticmethod
-    def backward(ctx, gy):
-        x, n = ctx.saved_tensors
-        p = ctx.p
-        sign = _const(ctx.sign)
-        if p == 0:
-            return gy * _const(xp_of(x._data).zeros_like(x._data)), None, None
-        if p == 1:
-            return gy * sign, None, None
-        zero = _const((n._data == 0).astype(n._data.dtype))
-        if p == 2:
-            return x * (gy / (n + zero)), None, None
-        if p in (math.inf, -math.inf):
-            mask = (xp_of(x._data).abs(x._data) == n._data).astype(x._data.dtype)
-            mask /= xp_of(mask).maximum(mask.sum(axis=ctx.dim, keepdims=True), 1)
-            return gy * sign * _const(mask), None, None
-        ax = x * sign
-        return gy * sign * ax ** (p - 1) / (n + zero) ** (p - 1), None, None
-
-
 class _ClampMin(Function):
     _array_forward = True
 
@@ -535,7 +488,7 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None)
     x = input._data
     d = _wrap_dim(dim, x.ndim) if x.ndim else 0
     src = input if x.ndim else input.reshape(1)
-    norm = _apply(_PNorm, (src, p, d), (src._data if x.ndim else x.reshape(1), float(p), d))
+    norm = _apply1(VectorNorm, src, (src._data, float(p), (d,), True))
     denom = _apply(_ClampMin, (norm, eps), (norm._data, eps))
     result = src / denom
     if not x.ndim:

@@ -34,10 +34,10 @@ import numpy as np
 
 from ... import ops as _ops
 from ..._tensor import Tensor
-from ...amp import _policy as _amp
 from ...autograd.function import Function, _apply
 from ...backends import backend_of
 from ...backends.fused import pool_output_size
+from ...ops import _autocast as _amp
 from ...ops._util import xp_of
 from ._conv import _TYPE_NAMES, _Geom, _prod
 

@@ -30,8 +30,8 @@ import numpy as np
 
 from ... import ops as _ops
 from ..._tensor import Tensor
-from ...amp import _policy as _amp
 from ...autograd.function import Function, _apply
+from ...ops import _autocast as _amp
 from ...ops._util import xp_of
 from ._conv import _TYPE_NAMES, _col2im, _Geom, _im2col, _prod
 

@@ -33,7 +33,7 @@ tensors and tensors on another device type are never cast.
 Example::
 
     >>> import fabric
-    >>> from fabric.amp import _policy
+    >>> from fabric.ops import _autocast as _policy
     >>> a = fabric.ones(2, 2)
     >>> _policy.cast("mm", a, a) is None          # autocast is off
     True
