@@ -771,7 +771,7 @@ template <typename... P> inline const char* signature(void (*)(P...)) {
 #define warpSize 32
 
 #define __syncthreads() fabric_harness::syncthreads(__FILE__, __LINE__)
-#define __syncwarp(...) fabric_harness::syncwarp_impl(__FILE__, __LINE__, ##__VA_ARGS__)
+#define __syncwarp(...) fabric_harness::syncwarp_impl(__FILE__, __LINE__ __VA_OPT__(,) __VA_ARGS__)
 #define __shfl_xor_sync(mask, v, ...) fabric_harness::shfl(fabric_harness::W_SHFL_XOR, mask, v, __FILE__, __LINE__, __VA_ARGS__)
 #define __shfl_down_sync(mask, v, ...) fabric_harness::shfl(fabric_harness::W_SHFL_DOWN, mask, v, __FILE__, __LINE__, __VA_ARGS__)
 #define __shfl_up_sync(mask, v, ...) fabric_harness::shfl(fabric_harness::W_SHFL_UP, mask, v, __FILE__, __LINE__, __VA_ARGS__)
