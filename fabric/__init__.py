@@ -47,6 +47,7 @@ from . import distributions  # noqa: E402,F401
 from . import special, testing  # noqa: E402,F401
 from . import amp, cpu  # noqa: E402,F401
 from . import func  # noqa: E402,F401
+from . import jit, compiler  # noqa: E402,F401
 from . import profiler  # noqa: E402,F401
 from ._teaching import explain, trace_ops  # noqa: E402,F401
 from .amp import GradScaler  # noqa: E402,F401
