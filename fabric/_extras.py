@@ -21,6 +21,7 @@ import numpy as np
 
 from . import _dtype as D
 from ._tensor import Tensor
+from .backends import determinism as _determinism
 
 _FUNCTIONAL = ("adaptive_avg_pool1d adaptive_max_pool1d alpha_dropout avg_pool1d batch_norm bilinear "
                "binary_cross_entropy_with_logits celu celu_ conv1d conv2d conv3d conv_transpose1d conv_transpose2d "
@@ -165,19 +166,17 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     return ((left + right) * diff(x, dim=dim if x.ndim == y.ndim else -1) * 0.5).cumsum(dim)
 
 
-_deterministic = False
 _matmul_precision = "highest"
 
 
 def use_deterministic_algorithms(mode, *, warn_only=False) -> None:
     """fabric's CPU ops are deterministic; on CUDA, ``True`` switches embedding and
     max-pool backward from atomics to sort + segment sums (see docs/cuda.md)."""
-    global _deterministic
-    _deterministic = bool(mode)
+    _determinism.set_enabled(mode, warn_only)
 
 
 def are_deterministic_algorithms_enabled() -> bool:
-    return _deterministic
+    return _determinism.enabled()
 
 
 def set_float32_matmul_precision(precision: str) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from .. import _special_functions as _sf
-from . import fused
+from . import determinism, fused
 from .base import Backend
 from .cuda import launch
 from .cuda.launch import cache_config, elementwise_config, rows_config
@@ -43,9 +43,7 @@ def _check_int32(*values) -> bool:
 
 def _deterministic() -> bool:
     """``fabric.use_deterministic_algorithms(True)`` is on (read at call time)."""
-    from .. import _extras
-
-    return _extras.are_deterministic_algorithms_enabled()
+    return determinism.enabled()
 
 
 class KernelOps:
