@@ -167,9 +167,9 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
 
 
 def use_deterministic_algorithms(mode, *, warn_only=False) -> None:
-    """Ask for deterministic kernels (also ``backends.cudnn.deterministic``):
-    fabric's CPU ops are deterministic; the GPU's atomics-based embedding/
-    max-pool backward kernels are the exception (see docs/cuda.md)."""
+    """Ask for deterministic algorithms (PyTorch's switch): fabric's CPU ops are deterministic; on CUDA,
+    ``True`` switches embedding and max-pool backward from atomics to sort + segment sums (docs/cuda.md).
+    ``backends.cudnn.deterministic`` is a separate flag, as in PyTorch."""
     _flags.use_deterministic_algorithms(mode, warn_only=warn_only)
 
 

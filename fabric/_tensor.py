@@ -645,6 +645,22 @@ class Tensor:
 
         return Tensor._make(get_cupy_backend().pin(self._to_host_numpy()), False)
 
+    def record_stream(self, stream) -> None:
+        """Mark this CUDA tensor's memory as in use by work queued on ``stream``
+        (a ``fabric.cuda.Stream``): when the tensor is freed, its memory is not
+        reused until that work has completed (for tensors made on one stream and
+        used on another)."""
+        from . import cuda
+
+        if not isinstance(stream, cuda.Stream):
+            raise RuntimeError("unknown parameter type")
+        if self.device.type != "cuda":
+            raise NotImplementedError(f"Could not run 'aten::record_stream' with arguments from the "
+                                      f"'{self.device.type.upper()}' backend.")
+        from .backends import get_cupy_backend
+
+        get_cupy_backend().record_stream(self._data, stream._s)
+
     def is_pinned(self, device=None) -> bool:
         from . import cuda
 
