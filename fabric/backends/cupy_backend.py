@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from .. import _special_functions as _sf
-from . import fused
+from . import determinism, fused
 from .base import Backend
 from .cuda import launch
 from .cuda.launch import cache_config, elementwise_config, rows_config
@@ -39,6 +39,11 @@ _i32, _i64, _f64 = np.int32, np.int64, np.float64
 
 def _check_int32(*values) -> bool:
     return all(v < 2 ** 31 for v in values)
+
+
+def _deterministic() -> bool:
+    """``fabric.use_deterministic_algorithms(True)`` is on (read at call time)."""
+    return determinism.enabled()
 
 
 class KernelOps:
@@ -82,10 +87,8 @@ class KernelOps:
         cols = xm.shape[-1]
         rows = xm.size // cols if cols else 0
         if rows:
-            lim = self.kernels.limits
-            cached, smem = cache_config(cols, xm.itemsize, 1, lim)
-            grid, block = rows_config(rows, cols, lim)
-            self.kernels.get(kernel, x.dtype)(grid, block, (xm, y, _i64(rows), _i32(cols), _i32(cached)),
+            mode, grid, block, smem = launch.row_mode_config(rows, cols, xm.itemsize, 1, self.kernels.limits)
+            self.kernels.get(kernel, x.dtype)(grid, block, (xm, y, _i64(rows), _i32(cols), _i32(mode)),
                                               shared_mem=smem)
         return xp.moveaxis(y, -1, axis) if axis != x.ndim - 1 else y
 
@@ -99,10 +102,8 @@ class KernelOps:
         cols = y.shape[-1]
         rows = y.size // cols if cols else 0
         if rows:
-            lim = self.kernels.limits
-            cached, smem = cache_config(cols, y.itemsize, copies, lim)
-            grid, block = rows_config(rows, cols, lim)
-            self.kernels.get(kernel, y.dtype)(grid, block, (y, gy, gx, _i64(rows), _i32(cols), _i32(cached)),
+            mode, grid, block, smem = launch.row_mode_config(rows, cols, y.itemsize, copies, self.kernels.limits)
+            self.kernels.get(kernel, y.dtype)(grid, block, (y, gy, gx, _i64(rows), _i32(cols), _i32(mode)),
                                               shared_mem=smem)
         return xp.moveaxis(gx, -1, axis) if axis != gx.ndim - 1 else gx
 
@@ -360,7 +361,9 @@ class KernelOps:
         gw = xp.zeros((num_weights, dim), fused.acc_dtype(gy.dtype))
         pad = -1 if padding_idx is None else (padding_idx % num_weights)
         total = idx.size * dim
-        if total:
+        if total and _deterministic():
+            self._segment_sums(idx, g, gw, pad)
+        elif total:
             grid, block = elementwise_config(total, self.kernels.limits)
             self.kernels.get("embedding_bwd", gy.dtype)(
                 grid, block, (idx, g, gw, _i64(idx.size), _i32(dim), _i64(num_weights), _i64(pad)))
@@ -437,11 +440,31 @@ class KernelOps:
         gy = self._c(gy)
         idx = xp.ascontiguousarray(indices, dtype=np.int64)
         gx = xp.zeros(tuple(input_shape), fused.acc_dtype(gy.dtype))
-        if gy.size:
+        if gy.size and _deterministic():
+            # flat input positions, summed without atomics (the embedding kernel, dim = 1)
+            planes = gy.shape[0] * gy.shape[1]
+            flat = (idx.reshape(planes, -1) + (xp.arange(planes, dtype=np.int64) * (h * w))[:, None]).reshape(-1)
+            self._segment_sums(flat, gy.reshape(-1, 1), gx.reshape(-1, 1), -1)
+        elif gy.size:
             grid, block = elementwise_config(gy.size, self.kernels.limits)
             self.kernels.get("max_pool2d_bwd", gy.dtype)(
                 grid, block, (gy, idx, gx, _i64(gy.size), _i64(gy.shape[2] * gy.shape[3]), _i64(h * w)))
         return gx.astype(gy.dtype, copy=False)
+
+    def _segment_sums(self, idx, g, out, pad) -> None:
+        """out[idx[i], :] += g[i, :] without atomics (``embedding_bwd_sorted``): a stable
+        sort of ``idx``, then one thread per (run of equal indices, column)."""
+        xp = self.xp
+        n, dim = g.shape
+        order = xp.argsort(idx, kind="stable").astype(np.int64, copy=False)
+        sorted_idx = xp.ascontiguousarray(idx[order])
+        cuts = xp.flatnonzero(sorted_idx[1:] != sorted_idx[:-1]).astype(np.int64, copy=False) + 1
+        bounds = xp.concatenate([xp.zeros((1,), np.int64), cuts, xp.full((1,), n, np.int64)])
+        n_seg = int(bounds.size) - 1
+        grid, block = elementwise_config(n_seg * dim, self.kernels.limits)
+        self.kernels.get("embedding_bwd_sorted", g.dtype)(
+            grid, block, (xp.ascontiguousarray(order), sorted_idx, bounds, _i64(n_seg), g, out, _i32(dim),
+                          _i64(out.shape[0]), _i64(pad)))
 
     # --- optimizer steps ---------------------------------------------------------------------------
     def _group_ok(self, kernel, *lists) -> bool:
@@ -478,7 +501,7 @@ class KernelOps:
                                     weight_decay, nesterov, maximize, first_step)
         bufs = momentum_bufs if momentum else params   # never read when momentum == 0
         self._multi_tensor("sgd_step", [params, grads, bufs], (
-            _f64(lr), _f64(momentum), _f64(dampening), _f64(weight_decay),
+            _f64(lr), _f64(momentum), _f64(1.0 - dampening), _f64(weight_decay),
             _i32(bool(nesterov)), _i32(bool(maximize)), _i32(bool(first_step))))
 
     def adam_step(self, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, lr=1e-3,
@@ -494,9 +517,11 @@ class KernelOps:
         step_size = lr / (1.0 - beta1 ** step)
         bc2_sqrt = math.sqrt(1.0 - beta2 ** step)
         vmax = max_exp_avg_sqs if amsgrad else exp_avg_sqs   # never read without amsgrad
+        # differences from 1 in double, rounded once by the kernel (as the reference's Python floats)
         self._multi_tensor("adam_step", [params, grads, exp_avgs, exp_avg_sqs, vmax], (
-            _f64(lr), _f64(beta1), _f64(beta2), _f64(eps), _f64(weight_decay), _f64(step_size),
-            _f64(bc2_sqrt), _i32(bool(amsgrad)), _i32(bool(maximize)), _i32(bool(decoupled_weight_decay))))
+            _f64(1.0 - beta1), _f64(beta2), _f64(1.0 - beta2), _f64(eps), _f64(weight_decay),
+            _f64(1.0 - lr * weight_decay), _f64(step_size), _f64(bc2_sqrt), _i32(bool(amsgrad)),
+            _i32(bool(maximize)), _i32(bool(decoupled_weight_decay))))
 
 
 def _import_cupy():
@@ -581,6 +606,7 @@ class CupyBackend(KernelOps, Backend):
     def memory_stats(self, device_index: int) -> dict:
         """Current and peak bytes of the default memory pool on ``cuda:device_index``
         (keys as in ``torch.cuda.memory_stats``)."""
+        self._prune_pending()   # allocations held for finished streams (record_stream) go back
         pool = self.xp.get_default_memory_pool()
         with self.xp.cuda.Device(device_index):
             used, reserved = pool.used_bytes(), pool.total_bytes()
@@ -635,6 +661,16 @@ class CupyBackend(KernelOps, Backend):
     def _prune_pending(self) -> None:
         self._pending_host_copies = [(ev, buf) for ev, buf in self._pending_host_copies if not ev.done]
 
+    def _hold_until_done(self, obj, stream) -> None:
+        """Keep ``obj`` (a host buffer, a device allocation) referenced until the work
+        queued on ``stream`` so far has run: CuPy's pools would otherwise hand its
+        memory to the next allocation while an asynchronous copy still uses it
+        (PyTorch's caching host allocator records such events too)."""
+        self._prune_pending()
+        ev = self.xp.cuda.Event(disable_timing=True)
+        ev.record(stream)
+        self._pending_host_copies.append((ev, obj))
+
     def to_numpy(self, array, non_blocking: bool = False):
         """A host copy of ``array``.  With ``non_blocking`` the copy goes to pinned
         memory on the current stream and the caller must synchronize before reading."""
@@ -644,7 +680,10 @@ class CupyBackend(KernelOps, Backend):
         import cupyx
 
         out = cupyx.empty_pinned(array.shape, array.dtype)
-        cupy.ascontiguousarray(array).get(out=out, stream=cupy.cuda.get_current_stream(), blocking=False)
+        with cupy.cuda.Device(array.device.id):
+            stream = cupy.cuda.get_current_stream()
+            cupy.ascontiguousarray(array).get(out=out, stream=stream, blocking=False)
+            self._hold_until_done(out, stream)   # even if the caller drops the result at once
         return out
 
     def from_numpy(self, array, device_index: int = 0, non_blocking: bool = False):
@@ -652,7 +691,9 @@ class CupyBackend(KernelOps, Backend):
         already there is returned as it is; one on another device is copied).
         With ``non_blocking`` the copy is asynchronous on the current stream:
         straight from ``array`` when it is pinned (:meth:`pin`), else staged
-        through a pinned buffer kept alive until the copy is done."""
+        through a pinned buffer; either host buffer is kept alive until an event
+        recorded after the copy has completed, so the pinned pool cannot hand it
+        to the next batch while the copy is pending."""
         cupy = self.xp
         if isinstance(array, cupy.ndarray):
             if array.device.id == device_index:
@@ -667,23 +708,43 @@ class CupyBackend(KernelOps, Backend):
             out = cupy.empty(host.shape, host.dtype)
             stream = cupy.cuda.get_current_stream()
             out.set(pinned, stream=stream)
-            if pinned is not host:
-                # the staging buffer must outlive the asynchronous copy
-                self._prune_pending()
-                ev = cupy.cuda.Event()
-                ev.record(stream)
-                self._pending_host_copies.append((ev, pinned))
+            self._hold_until_done(pinned, stream)
             return out
 
     def to_device(self, array, device_index: int, non_blocking: bool = False):
         """A copy of device ``array`` on ``cuda:device_index`` (peer copy, on the
         current stream of the destination; ``non_blocking`` changes nothing:
-        device-to-device copies never block the host)."""
+        device-to-device copies never block the host).  Stream-ordered both ways:
+        the destination stream first waits for an event recorded on the source
+        device's current stream (work still writing ``array``), and the source
+        stream then waits for the copy (later work there must not overwrite or
+        free ``array`` before the copy has read it)."""
         cupy = self.xp
-        with cupy.cuda.Device(array.device.id):
+        src_dev = array.device.id
+        with cupy.cuda.Device(src_dev):
             src = cupy.ascontiguousarray(array)
+            src_stream = cupy.cuda.get_current_stream()
+            written = cupy.cuda.Event(disable_timing=True)
+            written.record(src_stream)
         with cupy.cuda.Device(device_index):
-            return src.copy()
+            dst_stream = cupy.cuda.get_current_stream()
+            dst_stream.wait_event(written)
+            out = src.copy()
+            read = cupy.cuda.Event(disable_timing=True)
+            read.record(dst_stream)
+        with cupy.cuda.Device(src_dev):
+            src_stream.wait_event(read)
+        return out
+
+    def record_stream(self, array, stream) -> None:
+        """``Tensor.record_stream``: ``array`` is used by work queued on ``stream``
+        (a ``cupy.cuda.Stream``), so its memory must not go back to the pool for
+        reuse until that work is done.  When ``array`` is garbage collected an
+        event is recorded on ``stream`` and the allocation is held until it completes."""
+        import weakref
+
+        mem = array.data.mem
+        weakref.finalize(array, self._hold_until_done, mem, stream)
 
     def sliding_window_view(self, array, window_shape, axis):
         return self.xp.lib.stride_tricks.sliding_window_view(array, window_shape, axis=axis)

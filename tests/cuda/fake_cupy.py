@@ -33,10 +33,22 @@ first show on a GPU):
   kernel provider is plugged into the backend (``kernels="harness"`` runs the
   real ``.cu`` sources through the g++ CPU harness, see ``tests/cuda/harness``).
 
-What it cannot tell: anything about real kernels, timing, asynchrony (every
-"asynchronous" copy completes at once), float rounding of CuPy's own
-kernels (NumPy computes every value), and behaviour of CuPy functions whose
-results differ from NumPy's beyond the checks above.
+* host/device asynchrony, modelled as the latest legal schedule: an
+  asynchronous copy (``ndarray.set(a, stream=...)``, ``get(stream=...,
+  blocking=False)``) is queued on its stream and runs only when that stream
+  is synchronized, an event recorded after it is synchronized, another stream
+  that waits on such an event runs, or later work on the same stream runs
+  (every operation on device arrays first runs what is queued on the current
+  stream, then runs at once).  A pinned host buffer is read or written when
+  the copy runs, not when it was queued;
+* pinned memory comes from a pool that hands a freed block to the next
+  allocation of its size, as CuPy's pinned pool does.
+
+What it cannot tell: anything about real kernels, timing, the true
+concurrency of streams (queued work runs in the order the rules above give),
+float rounding of CuPy's own kernels (NumPy computes every value), and
+behaviour of CuPy functions whose results differ from NumPy's beyond the
+checks above.
 """
 from __future__ import annotations
 
@@ -203,6 +215,8 @@ def _unsupported(v):
 
 
 def _check_device(a: ndarray) -> None:
+    if _pending[0]:
+        _run_current_stream()   # an operation on the current stream runs after what is queued on it
     cur = _current()
     if a._dev != cur:
         raise ValueError(f"The device where the array resides ({a._dev}) is different from the current device "
@@ -262,6 +276,7 @@ class ndarray:
     def __init__(self, shape, dtype=float, memptr=None, strides=None, order="C"):
         if memptr is None:
             self._a = np.empty(shape, dtype, order=order)
+            _poison(self._a)   # uninitialized device memory
             self._dev = _device_of_new(self._a)
             return
         mem = memptr.mem
@@ -313,16 +328,27 @@ class ndarray:
                         "NumPy array explicitly.")
 
     def get(self, stream=None, order="C", out=None, blocking=True):
+        """A device-to-host copy on ``stream`` (the current one by default); with
+        ``blocking=False`` it is queued and ``out`` is filled when the stream runs."""
         if out is not None:
             if not isinstance(out, np.ndarray):
                 raise TypeError("Only numpy.ndarray can be obtained from cupy.ndarray")
             if out.shape != self.shape or out.dtype != self.dtype:
                 raise ValueError("Shape or dtype mismatch")
-            np.copyto(out, self._a)
-            return out
-        return np.array(self._a, order=order, copy=True)
+        else:
+            out = np.empty(self.shape, self.dtype, order=order)
+        src = self._a
+        q = _queue_of(stream, self._dev)   # CuPy copies under the array's device
+        dst = _raw_host(out)
+        q.enqueue(lambda: np.copyto(dst(), src))
+        if blocking:
+            q.run()
+        return out
 
     def set(self, arr, stream=None):
+        """A host-to-device copy.  Without ``stream`` it is synchronous (CuPy's
+        ``copy_from_host``); with one it is queued on it and reads ``arr`` when it
+        runs - from pinned memory, as on a GPU; pageable memory is staged at once."""
         if not isinstance(arr, np.ndarray):
             raise TypeError(f"Only numpy.ndarray can be set to cupy.ndarray, got {type(arr)}")
         if self.dtype != arr.dtype:
@@ -331,21 +357,39 @@ class ndarray:
             raise ValueError("Shape mismatch")
         if not self._a.flags.c_contiguous:
             raise RuntimeError("Cannot set to non-contiguous array")
-        np.copyto(self._a, arr)
+        dst = self._a
+        if stream is None:
+            _queue_of(None, self._dev).run()
+            np.copyto(dst, arr)
+            return
+        if _is_pinned(arr):
+            src = _raw_host(arr)
+        else:
+            snap = arr.copy()
 
+            def src():
+                return snap
+        _queue_of(stream, self._dev).enqueue(lambda: np.copyto(dst, src()))
+
+    # reading device memory on the host: a blocking copy on the current stream
     def item(self, *args):
+        _run_current_stream()
         return self._a.item(*args)
 
     def tolist(self):
+        _run_current_stream()
         return self._a.tolist()
 
     def __bool__(self):
+        _run_current_stream()
         return bool(self._a)
 
     def __int__(self):
+        _run_current_stream()
         return int(self._a)
 
     def __float__(self):
+        _run_current_stream()
         return float(self._a)
 
     def __complex__(self):
@@ -387,7 +431,8 @@ class ndarray:
 
     # --- copies and views ----------------------------------------------------------
     def copy(self, order="C"):
-        """A copy on the *current* device (CuPy copies across devices here)."""
+        """A copy on the *current* device (CuPy copies across devices here), on its current stream."""
+        _run_current_stream()
         return _wrap_new(np.array(self._a, order=order, copy=True))
 
     def astype(self, dtype, order="K", casting=None, subok=None, copy=True):
@@ -670,6 +715,23 @@ def _function(ns: str, name: str, np_fn):
 _PASS_THROUGH = (type, np.dtype)
 
 
+def _poison(a: np.ndarray) -> None:
+    if a.flags.c_contiguous:
+        a.reshape(-1).view(np.uint8).fill(0xFF)
+    elif a.flags.f_contiguous:
+        a.T.reshape(-1).view(np.uint8).fill(0xFF)
+
+
+def _poisoned(fn):
+    """``empty``: device memory is uninitialized; 0xFF bytes (NaN, -1) make a read of it show."""
+    def empty(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        _poison(out._a)
+        return out
+    empty.__name__ = fn.__name__
+    return empty
+
+
 class _Namespace:
     """A CuPy namespace over a NumPy one: functions wrapped, types and constants as they are."""
 
@@ -690,6 +752,8 @@ class _Namespace:
             w = obj
         elif self._ns == "" and name in _CONVERTING:
             w = _convert(name)
+        elif self._ns == "" and name in ("empty", "empty_like"):
+            w = _poisoned(_function(self._ns, name, obj))
         elif name in ("result_type", "can_cast", "promote_types", "min_scalar_type", "isscalar", "ndim", "shape",
                       "iinfo", "finfo", "dtype", "issubdtype"):
             w = obj
@@ -825,7 +889,7 @@ class Device:
         _local.device = self._id
 
     def synchronize(self):
-        return None
+        _run_device(self._id)
 
     def __enter__(self):
         self._prev.append(_local.device)
@@ -978,23 +1042,47 @@ def get_default_memory_pool() -> MemoryPool:
     return _pool
 
 
-class PinnedMemoryPointer(bytearray):
-    """Page-locked host memory (a bytearray here): ``numpy.ndarray(buffer=...)`` over it."""
+class PinnedMemoryPointer(np.ndarray):
+    """Page-locked host memory: a block of the pinned pool (uint8), returned to the
+    pool when the last array over it is gone; ``numpy.ndarray(buffer=...)`` over it."""
+
+    def __new__(cls, block: np.ndarray):
+        self = block.view(cls)
+        self._block = block
+        return self
+
+    def __array_finalize__(self, obj):
+        self._block = None   # views of a pointer are not allocations
 
     @property
     def ptr(self) -> int:
-        return _addr(np.frombuffer(self, np.uint8)) if len(self) else 0
+        return _addr(self) if self.size else 0
+
+    def __del__(self):
+        if self._block is not None:
+            _pinned_pool._free(self._block)
 
 
 class PinnedMemoryPool:
+    """CuPy's pinned pool: a freed block goes to the next allocation of its size."""
+
     def __init__(self):
-        self.bytes = 0
+        self._free_blocks: dict[int, list] = {}
+
+    def malloc(self, size: int) -> PinnedMemoryPointer:
+        size = max(512, -(-int(size) // 512) * 512)
+        free = self._free_blocks.get(size)
+        block = free.pop() if free else np.empty(size, np.uint8)
+        return PinnedMemoryPointer(block)
+
+    def _free(self, block):
+        self._free_blocks.setdefault(block.size, []).append(block)
 
     def n_free_blocks(self):
-        return 0
+        return sum(len(v) for v in self._free_blocks.values())
 
     def free_all_blocks(self):
-        return None
+        self._free_blocks.clear()
 
 
 _pinned_pool = PinnedMemoryPool()
@@ -1002,6 +1090,97 @@ _pinned_pool = PinnedMemoryPool()
 
 def get_default_pinned_memory_pool() -> PinnedMemoryPool:
     return _pinned_pool
+
+
+def _raw_host(a: np.ndarray):
+    """What a queued copy sees of host array ``a`` when it runs: for pinned memory the
+    bytes of its pool block *then* (a copy holds no reference to the array, so the
+    block may have been freed and handed out again); pageable memory is ``a``."""
+    b = a.base
+    while b is not None and not (isinstance(b, PinnedMemoryPointer) and b._block is not None):
+        b = getattr(b, "base", None)
+    if b is None or not a.flags.c_contiguous:
+        return lambda: a
+    block = b._block
+    offset = _addr(a) - _addr(block)
+    shape, dtype, n = a.shape, a.dtype, a.nbytes
+    return lambda: block[offset:offset + n].view(dtype).reshape(shape)
+
+
+def _is_pinned(a: np.ndarray) -> bool:
+    b = a.base
+    while b is not None:
+        if isinstance(b, PinnedMemoryPointer):
+            return True
+        b = getattr(b, "base", None)
+    return False
+
+
+# --------------------------------------------------------------------------
+# streams: queues of pending work (see the module docstring)
+# --------------------------------------------------------------------------
+
+_pending = [0]   # work queued on any stream and not yet run
+
+
+class _Queue:
+    """The pending work of one stream of one device."""
+
+    def __init__(self, device: int):
+        self.device = device
+        self.items: list = []       # callables, or ("wait", queue, seq)
+        self.enqueued = 0           # items ever queued
+        self.executed = 0           # items run
+        self.running = False
+
+    def enqueue(self, item) -> None:
+        self.items.append(item)
+        self.enqueued += 1
+        _pending[0] += 1
+
+    def run(self, upto: int | None = None) -> None:
+        """Run queued work, in order, until ``upto`` items have run (all by default)."""
+        if self.running:
+            return
+        upto = self.enqueued if upto is None else upto
+        self.running = True
+        try:
+            while self.executed < upto and self.items:
+                item = self.items.pop(0)
+                self.executed += 1
+                _pending[0] -= 1
+                if isinstance(item, tuple):
+                    _, other, seq = item
+                    other.run(seq)
+                else:
+                    item()
+        finally:
+            self.running = False
+
+
+_queues: dict = {}
+
+
+def _queue_of(stream=None, device: int | None = None) -> _Queue:
+    """The queue of ``stream`` (default: the current stream of ``device`` or of the current device)."""
+    stream = get_current_stream(device) if stream is None else stream
+    dev = stream.device_id if stream.device_id >= 0 else (_current() if device is None else device)
+    key = (dev, stream.ptr)
+    q = _queues.get(key)
+    if q is None:
+        q = _queues[key] = _Queue(dev)
+    return q
+
+
+def _run_current_stream() -> None:
+    if _pending[0]:
+        _queue_of().run()
+
+
+def _run_device(device: int) -> None:
+    for q in list(_queues.values()):
+        if q.device == device:
+            q.run()
 
 
 _handles = itertools.count(1)
@@ -1022,10 +1201,11 @@ class Stream:
 
     @property
     def done(self) -> bool:
-        return True
+        q = _queue_of(self)
+        return q.executed == q.enqueued
 
     def synchronize(self):
-        return None
+        _queue_of(self).run()
 
     def use(self):
         _local.streams[_current()] = self
@@ -1037,7 +1217,9 @@ class Stream:
         return event
 
     def wait_event(self, event):
-        return None
+        """Work queued on this stream from now on runs after the event's work."""
+        if event._q is not None:
+            _queue_of(self).enqueue(("wait", event._q, event._seq))
 
     def __enter__(self):
         self._prev.append(_local.streams.get(_current(), Stream.null))
@@ -1071,16 +1253,22 @@ class Event:
         self.block, self.disable_timing = block, disable_timing
         self.ptr = 0x2000 + next(_handles)
         self._t: float | None = None
+        self._q: _Queue | None = None
+        self._seq = 0
 
     def record(self, stream=None):
+        """Marks the work queued on ``stream`` (the current one) so far."""
         self._t = time.perf_counter()
+        self._q = _queue_of(stream)
+        self._seq = self._q.enqueued
 
     def synchronize(self):
-        return None
+        if self._q is not None:
+            self._q.run(self._seq)
 
     @property
     def done(self) -> bool:
-        return True
+        return self._q is None or self._q.executed >= self._seq
 
 
 def get_elapsed_time(start_event, end_event) -> float:
@@ -1097,7 +1285,7 @@ def get_current_stream(device_id=None) -> Stream:
 
 
 def alloc_pinned_memory(size: int) -> PinnedMemoryPointer:
-    return PinnedMemoryPointer(size)
+    return _pinned_pool.malloc(size)
 
 
 def _set_allocator(allocator=None):
@@ -1109,7 +1297,7 @@ def _get_allocator():
 
 
 def _synchronize():
-    return None
+    _run_device(_current())
 
 
 runtime = types.ModuleType("cupy.cuda.runtime")
@@ -1162,8 +1350,12 @@ def _scatter(np_ufunc_name):
 
 def _empty_pinned(shape, dtype=float, order="C"):
     dtype = np.dtype(dtype)
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (int(shape),)
     n = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    return np.ndarray(shape, dtype, buffer=PinnedMemoryPointer(max(n, 1)), order=order)
+    mem = _pinned_pool.malloc(max(n, 1))
+    # a plain-ndarray view whose base chain holds the pointer (as numpy.ndarray(buffer=mem) in CuPy)
+    flat = mem[:n].view(np.ndarray).view(dtype)
+    return flat.reshape(shape, order=order) if shape else flat.reshape(())
 
 
 def _zeros_pinned(shape, dtype=float, order="C"):
@@ -1213,6 +1405,10 @@ def reset(n_devices: int = 1) -> None:
     _local.device = 0
     _local.streams.clear()
     _local.hooks.clear()
+    for q in list(_queues.values()):   # nothing queued survives a reset
+        q.run()
+    _queues.clear()
+    _pending[0] = 0
     _set_allocator(None)
 
 

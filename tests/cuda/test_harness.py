@@ -207,3 +207,58 @@ def test_bad_launch_configuration(mod):
 def test_nvrtc_only_macros_stay_undefined():
     with pytest.raises(CompileError, match="INFINITY"):
         HarnessModule("__global__ void k(float* y) { y[0] = INFINITY; }", ["k"], name="infinity")
+
+
+# ---- race-check mode ---------------------------------------------------------------------------
+RACE_SRC = r"""
+__global__ void handoff(float* y) {       // thread 0 writes, a __syncwarp, everyone reads
+    __shared__ float s[1];
+    if (threadIdx.x == 0) s[0] = 1.0f;
+    __syncwarp();
+    y[threadIdx.x] = s[0];
+}
+__global__ void every_block_writes(float* y) { if (threadIdx.x == 0) y[0] = (float)blockIdx.x; }
+__global__ void counter(float* y, int atomic) {
+    if (atomic) atomicAdd(y, 1.0f); else y[0] += 1.0f;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def race_mod():
+    return HarnessModule(RACE_SRC, ["handoff", "every_block_writes", "counter"], name="race_selftest", race=True)
+
+
+def test_race_check_orders_by_barriers_warp_collectives_and_atomics(mod, race_mod):
+    x = np.arange(64, dtype=np.float32)
+    y = np.zeros(64, np.float32)
+    mod.get_function("reverse").race_checked()((1,), (64,), (x, y, np.int32(64), np.int32(1)))
+    np.testing.assert_array_equal(y, x[::-1])
+    y = np.zeros(32, np.float32)
+    race_mod.get_function("handoff").race_checked()((1,), (32,), (y,))     # one warp: __syncwarp orders
+    assert (y == 1).all()
+    y = np.zeros(1, np.float32)
+    race_mod.get_function("counter").race_checked()((3,), (64,), (y, np.int32(1)))
+    assert y[0] == 192
+
+
+def test_race_check_reports(mod, race_mod):
+    x = np.arange(64, dtype=np.float32)
+    with pytest.raises(KernelError, match=r"data race \(write/read\) on shared memory at byte \d+ of __shared__ s "
+                                          r"in reverse.*\(race_selftest|harness_selftest"):
+        mod.get_function("reverse").race_checked()((1,), (64,), (x, np.zeros(64, np.float32), np.int32(64),
+                                                                   np.int32(0)))
+    with pytest.raises(KernelError, match=r"data race \(write/read\) on shared memory"):   # warp 1 is not ordered
+        race_mod.get_function("handoff").race_checked()((1,), (64,), (np.zeros(64, np.float32),))
+    with pytest.raises(KernelError, match=r"data race \(write/write\) on global memory at byte 0 of argument 0 "
+                                          r"\(float\* y\).*block"):
+        race_mod.get_function("every_block_writes").race_checked()((2,), (32,), (np.zeros(1, np.float32),))
+    with pytest.raises(KernelError, match=r"data race \(write/(read|write)\) on global memory"):
+        race_mod.get_function("counter").race_checked()((1,), (32,), (np.zeros(1, np.float32), np.int32(0)))
+
+
+def test_race_check_needs_its_build(mod):
+    k = mod.get_function("reverse")
+    plain = harness.HarnessKernel(k.module, k.name, k._fn, k.codes, k.param_names, race=True)
+    with pytest.raises(KernelError, match="race-check build"):
+        plain((1,), (64,), (np.zeros(64, np.float32), np.zeros(64, np.float32), np.int32(64), np.int32(1)))

@@ -1,10 +1,12 @@
 """Every CUDA kernel, executed on the CPU by the harness through the CuPy
 backend's own launch code (KernelOps), against its NumPy reference twin.
 
-Three harness configurations: tiny launch limits (3 blocks, <=128 threads,
-96-element optimizer chunks, so grid-stride and multi-chunk paths run) with
-rows cached in shared memory; the same with caching off and guard pages
-before the arrays; and GPU-sized limits."""
+Four harness configurations: tiny launch limits (3 blocks, <=128 threads,
+96-element optimizer chunks, so grid-stride and multi-chunk paths run, softmax
+with a block per row) with rows cached in shared memory; the same with caching
+off and guard pages before the arrays; GPU-sized limits (softmax rows of up to
+1024 columns one warp each); and tiny limits under the race check (every
+access recorded, threads preempted at memory operations)."""
 from __future__ import annotations
 
 import functools
@@ -21,10 +23,14 @@ from fabric.backends.cuda import launch
 pytestmark = pytest.mark.skipif(not harness.have_compiler(), reason="the CUDA CPU harness needs g++ and nm")
 
 CONFIGS = {
-    "tiny-cached": {"seed": 0, "guard": "end"},
+    "tiny-cached": {"seed": 0, "guard": "end", "limits": launch.Limits(
+        max_block=128, max_grid=3, elementwise_block=64, chunk_size=96, warp_row_max=0)},
     "tiny-uncached": {"seed": 1, "guard": "start", "limits": launch.Limits(
-        max_block=64, max_grid=2, max_shared=0, elementwise_block=32, chunk_size=40)},
+        max_block=64, max_grid=2, max_shared=0, elementwise_block=32, chunk_size=40, warp_row_max=0)},
     "gpu-sized": {"seed": 2, "guard": "end", "limits": launch.Limits()},
+    # race check: every access recorded, threads preempted at memory operations
+    "race-checked": {"seed": 3, "guard": "end", "race": True, "limits": launch.Limits(
+        max_block=64, max_grid=3, max_shared=44 * 1024, elementwise_block=32, chunk_size=64)},
 }
 ALL = [np.float16, np.float32, np.float64]
 LAUNCHED: set[str] = set()
@@ -67,7 +73,8 @@ def randn(shape, dt, scale=1.0):
 
 
 @pytest.mark.parametrize("dt", ALL)
-@pytest.mark.parametrize("shape,axis", [((5, 37), -1), ((7, 300), 1), ((2, 9, 4), 1), ((4, 1), -1), ((3, 0), -1)])
+@pytest.mark.parametrize("shape,axis", [((5, 37), -1), ((7, 300), 1), ((2, 9, 4), 1), ((4, 1), -1), ((3, 0), -1),
+                                        ((3, 1100), -1)])
 def test_softmax_family(hb, dt, shape, axis):
     x = randn(shape, dt, 3.0)
     gy = randn(shape, dt)
@@ -284,6 +291,68 @@ def test_adam_step(hb, dt, cfg):
     for a, b in zip(ps + ms + vs + vm, functools.reduce(operator.iadd, copies, [])):
         check(a, b, tol(dt) * 10)
     ran(hb, "adam_step")
+
+
+def test_thread_strided_loops_use_64_bit_indices():
+    """A loop index that starts at a thread or block index and strides by blockDim / gridDim /
+    a team width is 64-bit in every kernel: an `int c` wrapped past 2**31 - blockDim columns
+    (bug: rows of more than 2**31 - 512 elements read and wrote at negative offsets).  Rows that
+    large cannot be allocated here, so the rule is checked on the source NVRTC compiles."""
+    import re
+
+    offenders = []
+    for file in launch.KERNELS:
+        src = launch.module_source(file)
+        for m in re.finditer(r"for \((?:const )?(?:unsigned )?(int|unsigned|short) (\w+) = ([^;]*);[^;]*;([^)]*)\)", src):
+            init, step = m.group(3), m.group(4)
+            if re.search(r"threadIdx|blockIdx|lane|first", init) or re.search(r"blockDim|gridDim|width|stride", step):
+                offenders.append(f"{file}: {m.group(0)}")
+    assert offenders == []
+
+
+def test_row_kernels_refuse_columns_past_int32(monkeypatch):
+    """`cols` is an int kernel parameter: rows of 2**31 or more columns fall back to the
+    reference instead of launching (a zero-strided view: no memory behind it)."""
+    hb = harness.HarnessBackend()
+    big = np.lib.stride_tricks.as_strided(np.zeros(1, np.float16), (1, 2 ** 31), (0, 0))
+    ok = np.lib.stride_tricks.as_strided(np.zeros(1, np.float16), (1, 2 ** 31 - 1), (0, 0))
+    assert not hb._row_ok("softmax_fwd", big) and hb._row_ok("softmax_fwd", ok)
+
+
+@pytest.fixture
+def deterministic():
+    import fabric
+
+    prev = fabric.are_deterministic_algorithms_enabled()
+    fabric.use_deterministic_algorithms(True)
+    yield
+    fabric.use_deterministic_algorithms(prev)
+
+
+@pytest.mark.parametrize("dt", ALL)
+def test_deterministic_embedding_and_max_pool_backward(harness_modules, deterministic, dt):
+    """use_deterministic_algorithms(True): no atomics (sort + segment sums), the same bits
+    under every thread interleaving (race-checked harness, preemption at memory operations)
+    and, in float32/float64, the bits of the CPU reference (same summation order)."""
+    idx = rng.integers(0, 6, (40, 3))
+    idx[::7] = 2                                            # a long run of one index
+    gy = randn((40, 3, 9), dt)
+    x = randn((2, 3, 7, 6), dt)
+    y, pidx = ref.max_pool2d(x, 3, 1, 1, 1, False)          # overlapping windows
+    gyp = randn(y.shape, dt)
+    results = []
+    for seed in range(3):
+        hb = harness.HarnessBackend(seed=seed, race=True, preempt=0.5, limits=launch.Limits(
+            max_block=64, max_grid=3, elementwise_block=32))
+        results.append((hb.embedding_backward(idx, gy, 6, 4), hb.max_pool2d_backward(gyp, pidx, x.shape)))
+        LAUNCHED.update(hb.kernels.launched)
+        names = {n.split("<")[0] for n in hb.kernels.launched}
+        assert "embedding_bwd_sorted" in names and not names & {"embedding_bwd", "max_pool2d_bwd"}
+    for emb, pool in results[1:]:
+        np.testing.assert_array_equal(emb, results[0][0])
+        np.testing.assert_array_equal(pool, results[0][1])
+    want = ref.embedding_backward(idx, gy, 6, 4), ref.max_pool2d_backward(gyp, pidx, x.shape)
+    check(results[0], want, tol(dt))
 
 
 def test_zz_every_instantiation_ran():

@@ -64,3 +64,21 @@ def test_options_follow_cupy():
     for extra in ("-ftz=true", "--device-as-default-execution-space", "-arch=sm_"):
         assert extra in src
     assert any(o.startswith("--std=c++") for o in opts)
+
+
+def test_cuda12_extra_installs_what_runtime_compilation_needs():
+    """`pip install fabric[cuda12]` on a machine with only a driver must be able to compile
+    the kernels: CuPy, NVRTC and the runtime headers (cuda_fp16.h) all come from the extra,
+    and .ci/cuda_check.sh installs exactly the extra (so CI proves it)."""
+    import os
+
+    import tomllib
+
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    with open(os.path.join(root, "pyproject.toml"), "rb") as f:
+        extra = tomllib.load(f)["project"]["optional-dependencies"]["cuda12"]
+    names = {r.split(">")[0].split("=")[0].split("<")[0].strip() for r in extra}
+    assert {"cupy-cuda12x", "nvidia-cuda-nvrtc-cu12", "nvidia-cuda-runtime-cu12"} <= names
+    with open(os.path.join(root, ".ci", "cuda_check.sh"), encoding="utf-8") as f:
+        script = f.read()
+    assert '["cuda12"]' in script and "nvidia-cuda" not in script.split("python -m pip install")[1].split("\n")[0]

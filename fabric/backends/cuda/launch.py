@@ -42,7 +42,7 @@ KERNELS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "activations.cu": (("gelu_fwd", ALL), ("gelu_bwd", ALL), ("silu_fwd", ALL), ("silu_bwd", ALL),
                        ("bias_act_fwd", ALL), ("bias_act_bwd", ALL)),
     "dropout.cu": (("dropout_fwd", ALL),),
-    "embedding.cu": (("embedding_bwd", ALL),),
+    "embedding.cu": (("embedding_bwd", ALL), ("embedding_bwd_sorted", ALL)),
     "conv.cu": (("im2col_fwd", ALL), ("im2col_bwd", ALL)),
     "pool.cu": (("max_pool2d_fwd", ALL), ("max_pool2d_bwd", ALL)),
     "optim.cu": (("sgd_step", FLOATS), ("adam_step", FLOATS)),
@@ -109,7 +109,8 @@ class Limits:
     max_grid: int = 65535
     max_shared: int = 44 * 1024     # of the 48 KiB default: static __shared__ needs the rest
     elementwise_block: int = 256
-    chunk_size: int = 65536
+    chunk_size: int = 16384         # optimizer elements per block: ~4 blocks per SM for a 10M-parameter group
+    warp_row_max: int = 1024        # softmax rows up to this many columns: one warp per row
 
 
 def elementwise_config(n: int, limits: Limits) -> tuple[tuple[int], tuple[int]]:
@@ -124,6 +125,22 @@ def rows_config(rows: int, cols: int, limits: Limits) -> tuple[tuple[int], tuple
     want = -(-max(cols, 1) // 4)
     block = min(limits.max_block, max(32, 32 * -(-want // 32)))
     return (max(1, min(rows, limits.max_grid)),), (block,)
+
+
+ROW_BLOCK, ROW_BLOCK_CACHED, ROW_WARP = 0, 1, 2   # the row kernels' `mode` (common.cuh)
+
+
+def row_mode_config(rows: int, cols: int, itemsize: int, copies: int, limits: Limits):
+    """``(mode, grid, block, shared bytes)`` for the softmax kernels: a warp per row
+    (several rows per block) for rows of at most ``limits.warp_row_max`` columns,
+    else a block per row, with the row cached in shared memory where it fits."""
+    if cols <= limits.warp_row_max:
+        block = max(32, min(limits.max_block, 128) // 32 * 32)
+        per_block = block // 32
+        return ROW_WARP, (max(1, min(-(-rows // per_block), limits.max_grid)),), (block,), 0
+    cached, smem = cache_config(cols, itemsize, copies, limits)
+    grid, block = rows_config(rows, cols, limits)
+    return (ROW_BLOCK_CACHED if cached else ROW_BLOCK), grid, block, smem
 
 
 def cache_config(cols: int, itemsize: int, copies: int, limits: Limits) -> tuple[int, int]:

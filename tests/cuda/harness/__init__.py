@@ -61,8 +61,14 @@ __all__ = [
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CXX = os.environ.get("CXX", "g++")
+# -fno-gnu-unique: template statics (block_allreduce's __shared__ scratch, the harness
+# state) would otherwise be STB_GNU_UNIQUE, one copy shared by every loaded module -
+# a second build of a source (a mutant, the race-check twin) would use the first's.
 FLAGS = ["-std=c++17", "-O1", "-g0", "-fPIC", "-shared", "-U_FORTIFY_SOURCE", "-fno-strict-aliasing",
-         "-Wno-attributes", "-I", HERE]
+         "-fno-gnu-unique", "-Wno-attributes", "-I", HERE]
+# the race-check build: g++ instruments every load and store with ThreadSanitizer's
+# hooks (defined by cuda_cpu.h; libtsan is not linked), with line tables for reports
+RACE_FLAGS = ["-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0", "-DFABRIC_RACECHECK", "-g1"]
 PAGE = os.sysconf("SC_PAGESIZE")
 
 _LOCK = threading.RLock()   # one launch at a time: the harness state and signal handlers are global
@@ -77,7 +83,7 @@ class CompileError(RuntimeError):
 
 
 def have_compiler() -> bool:
-    return shutil.which(CXX) is not None and shutil.which("nm") is not None
+    return all(shutil.which(t) is not None for t in (CXX, "nm", "addr2line", "c++filt"))
 
 
 def cache_dir() -> str:
@@ -168,7 +174,7 @@ class _Guarded:
 
 
 # ---- compiling -----------------------------------------------------------------
-_modules: dict[str, HarnessModule] = {}
+_modules: dict[tuple[str, bool], HarnessModule] = {}
 
 
 def _compiler_id() -> str:
@@ -187,13 +193,18 @@ def _kernel_param_names(source: str) -> dict[str, list[str]]:
 
 
 class HarnessModule:
-    """A kernel source compiled by g++ for the CPU, like ``cupy.RawModule``."""
+    """A kernel source compiled by g++ for the CPU, like ``cupy.RawModule``.
+    ``race=True`` builds the race-check variant (every memory access recorded)."""
 
-    def __init__(self, source: str, name_expressions, name: str = "module"):
+    def __init__(self, source: str, name_expressions, name: str = "module", race: bool = False):
         self.source = source
         self.name_expressions = list(name_expressions)
         self.name = name
-        tu = ['#include "cuda_cpu.h"', source, ""]
+        self.race = race
+        prelude = _launch._read(_launch.PRELUDE)
+        # line tables (race reports) name common.cuh for the prelude's lines
+        first = prelude.split("\n", 1)[0]
+        tu = ['#include "cuda_cpu.h"', f'#line 1 "{_launch.PRELUDE}"' if source.startswith(first) else "", source, ""]
         for i, ne in enumerate(self.name_expressions):
             tu.append(f'extern "C" int fabric_launch_{i}(const fabric_harness::LaunchCfg* c, void** a) '
                       f'{{ return fabric_harness::launch(&{ne}, c, a); }}')
@@ -201,8 +212,10 @@ class HarnessModule:
         text = "\n".join(tu) + "\n"
         with open(os.path.join(HERE, "cuda_cpu.h"), encoding="utf-8") as f:
             header = f.read()
-        key = hashlib.sha256("\0".join([header, text, " ".join(FLAGS), _compiler_id()]).encode()).hexdigest()[:24]
-        so = os.path.join(cache_dir(), f"{name.replace('.', '_')}-{key}.so")
+        flags = FLAGS + (RACE_FLAGS if race else [])
+        key = hashlib.sha256("\0".join([header, text, " ".join(flags), _compiler_id()]).encode()).hexdigest()[:24]
+        so = os.path.join(cache_dir(), f"{name.replace('.', '_')}{'-race' if race else ''}-{key}.so")
+        self.so = so
         if not os.path.exists(so):
             self._compile(text, so)
         self.lib = ctypes.CDLL(so)
@@ -218,16 +231,23 @@ class HarnessModule:
             with open(src, "w", encoding="utf-8") as f:
                 f.write(text)
             out = os.path.join(tmp, "out.so")
-            r = subprocess.run([CXX, *FLAGS, src, "-o", out], capture_output=True, text=True, check=False)
-            if r.returncode:
-                raise CompileError(f"g++ failed to compile {self.name}:\n{r.stderr[-8000:]}")
+            if self.race:   # compile instrumented, link without libtsan (the hooks are in the source)
+                obj = os.path.join(tmp, "out.o")
+                cmds = [[CXX, *[f for f in FLAGS if f != "-shared"], *RACE_FLAGS, "-c", src, "-o", obj],
+                        [CXX, "-shared", obj, "-o", out]]
+            else:
+                cmds = [[CXX, *FLAGS, src, "-o", out]]
+            for cmd in cmds:
+                r = subprocess.run(cmd, capture_output=True, text=True, check=False)
+                if r.returncode:
+                    raise CompileError(f"g++ failed to compile {self.name}:\n{r.stderr[-8000:]}")
             os.replace(out, so + f".{os.getpid()}.tmp")
             os.replace(so + f".{os.getpid()}.tmp", so)
 
     def _set_static_shared(self, so: str) -> None:
         """Tell the library where its static __shared__ arrays are, to poison them per block."""
         r = subprocess.run(["nm", "-S", "--defined-only", so], capture_output=True, text=True, check=True)
-        anchor, regions = None, []
+        anchor, regions, names = None, [], []
         for line in r.stdout.splitlines():
             parts = line.split()
             if len(parts) == 3 and parts[2] == "fabric_anchor":
@@ -240,12 +260,27 @@ class HarnessModule:
             elif (sym.startswith("_ZZ") and not sym.startswith("_ZZN14fabric_harness")
                   and kind in "bBdDuV"):
                 regions.append((int(value, 16), int(size, 16)))
+                names.append(sym)
         base = ctypes.addressof(ctypes.c_ubyte.in_dll(self.lib, "fabric_anchor")) - anchor
+        self.load_base = base
         n = len(regions)
         ptrs = (ctypes.c_void_p * max(n, 1))(*[base + v for v, _ in regions])
         sizes = (ctypes.c_ulonglong * max(n, 1))(*[s for _, s in regions])
         self.lib.fabric_set_static_shared(ptrs, sizes, n)
         self.static_shared = regions
+        self._shared_symbols = names
+
+    def shared_name(self, addr: int) -> str:
+        """``__shared__ scratch in block_allreduce<...>`` for an address in a static shared array."""
+        for (value, size), sym in zip(self.static_shared, self._shared_symbols):
+            if self.load_base + value <= addr < self.load_base + value + size:
+                name = sym
+                if shutil.which("c++filt"):
+                    name = subprocess.run(["c++filt", sym], capture_output=True, text=True,
+                                          check=False).stdout.strip() or sym
+                fn, _, var = name.rpartition("::")
+                return f"byte {addr - self.load_base - value} of __shared__ {var} in {fn.split('(')[0]}"
+        return ""
 
     def get_function(self, name_expression: str) -> HarnessKernel:
         fn = self._functions.get(name_expression)
@@ -266,20 +301,41 @@ class HarnessModule:
         return fn
 
 
-def module_for(file: str) -> HarnessModule:
-    """The harness build of a fabric kernel file (cached per process and on disk)."""
+    def race_twin(self) -> HarnessModule:
+        """The race-check build of the same source (this module if it is one)."""
+        if self.race:
+            return self
+        twin = self.__dict__.get("_race_twin")
+        if twin is None:
+            twin = self._race_twin = HarnessModule(self.source, self.name_expressions, self.name, race=True)
+        return twin
+
+    def source_line(self, pc: int) -> str:
+        """``file.cu:line`` of a code address of this library (race-check builds carry line tables)."""
+        if not shutil.which("addr2line"):
+            return ""
+        r = subprocess.run(["addr2line", "-e", self.so, "-i", hex(pc - self.load_base - 1)],
+                           capture_output=True, text=True, check=False)
+        lines = [ln for ln in r.stdout.splitlines() if ln and not ln.startswith("??")]
+        return os.path.basename(lines[0]) if lines else ""
+
+
+def module_for(file: str, race: bool = False) -> HarnessModule:
+    """The harness build of a fabric kernel file (cached per process and on disk);
+    ``race=True``: the race-check build."""
     with _LOCK:
-        mod = _modules.get(file)
+        mod = _modules.get((file, race))
         if mod is None:
-            mod = _modules[file] = HarnessModule(_launch.module_source(file), _launch.name_expressions(file),
-                                                 name=file)
+            mod = _modules[(file, race)] = HarnessModule(
+                _launch.module_source(file), _launch.name_expressions(file), name=file, race=race)
         return mod
 
 
 # ---- launching ---------------------------------------------------------------------
 class _LaunchCfg(ctypes.Structure):
     _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("shared_mem", ctypes.c_ulonglong),
-                ("seed", ctypes.c_ulonglong), ("timeout_ms", ctypes.c_int)]
+                ("seed", ctypes.c_ulonglong), ("timeout_ms", ctypes.c_int), ("race", ctypes.c_int),
+                ("preempt", ctypes.c_double)]
 
 
 def _dim3(v, what):
@@ -295,19 +351,33 @@ class HarnessKernel:
     """One kernel instantiation; call it like ``cupy.RawKernel``:
     ``kernel(grid, block, args, shared_mem=0)``.  ``seed`` shuffles block and
     thread order, ``guard`` ('end' or 'start') says which side of each array
-    touches a guard page."""
+    touches a guard page.  ``race=True`` (a kernel of a race-check build,
+    :meth:`race_checked`) records every access to the arguments and to shared
+    memory and raises :class:`KernelError` on a data race; ``preempt`` is the
+    probability of switching threads at such an access."""
 
-    def __init__(self, module, name, fn, codes, names, seed=0, guard="end", timeout_ms=60000):
+    def __init__(self, module, name, fn, codes, names, seed=0, guard="end", timeout_ms=60000, race=False,
+                 preempt=0.25):
         self.module, self.name, self._fn = module, name, fn
         self.codes, self.param_names = codes, names
         self.seed, self.guard, self.timeout_ms = seed, guard, timeout_ms
+        self.race, self.preempt = int(race), preempt
         fn.restype = ctypes.c_int
         fn.argtypes = [ctypes.POINTER(_LaunchCfg), ctypes.c_void_p]
 
-    def configured(self, seed=None, guard=None, timeout_ms=None) -> HarnessKernel:
+    def configured(self, seed=None, guard=None, timeout_ms=None, preempt=None) -> HarnessKernel:
         return HarnessKernel(self.module, self.name, self._fn, self.codes, self.param_names,
                              self.seed if seed is None else seed, self.guard if guard is None else guard,
-                             self.timeout_ms if timeout_ms is None else timeout_ms)
+                             self.timeout_ms if timeout_ms is None else timeout_ms, self.race,
+                             self.preempt if preempt is None else preempt)
+
+    def race_checked(self, preempt=None, report: bool = True) -> HarnessKernel:
+        """This kernel from the race-check build of its module; ``report=False`` only
+        preempts threads at memory operations (no recording, no race reports)."""
+        mod = self.module.race_twin()
+        k = mod.get_function(self.name)
+        return HarnessKernel(mod, self.name, k._fn, k.codes, k.param_names, self.seed, self.guard,
+                             self.timeout_ms, 1 if report else 2, self.preempt if preempt is None else preempt)
 
     @property
     def signature(self) -> str:
@@ -382,12 +452,19 @@ class HarnessKernel:
                 keep.append(cell)
                 cargs[i] = ctypes.addressof(cell)
             cfg = _LaunchCfg((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block), shared_mem,
-                             self.seed, self.timeout_ms)
+                             self.seed, self.timeout_ms, int(self.race), float(self.preempt))
+            if self.race:
+                n = len(buffers)
+                self.module.lib.fabric_set_global_regions(
+                    (ctypes.c_void_p * max(n, 1))(*[g.ptr for g, _, _ in buffers]),
+                    (ctypes.c_ulonglong * max(n, 1))(*[g.nbytes for g, _, _ in buffers]), n)
             rc = self._fn(ctypes.byref(cfg), ctypes.cast(cargs, ctypes.c_void_p))
             if rc:
                 msg = self.module.lib.fabric_last_error().decode(errors="replace")
                 if rc == 2:
                     msg += self._locate_fault(buffers)
+                elif msg.startswith("data race"):
+                    msg = self._explain_race(msg, buffers)
                 raise KernelError(f"{self.name}: {msg}")
             for g, i, j in buffers:
                 if not g.canary_ok():
@@ -400,6 +477,25 @@ class HarnessKernel:
         finally:
             for g, _, _ in buffers:
                 g.close()
+
+    def _explain_race(self, msg: str, buffers) -> str:
+        """Addresses to argument names and byte offsets, code addresses to .cu lines."""
+        def where(m):
+            addr = int(m.group(1), 16)
+            for g, i, j in buffers:
+                if g.ptr <= addr < g.ptr + g.nbytes:
+                    what = self._describe(i) + ("" if j is None else f", pointer table entry {j}"
+                                                if j != "table" else ", the pointer table")
+                    return f"byte {addr - g.ptr} of {what}"
+            return self.module.shared_name(addr) or m.group(1)
+
+        def line(m):
+            src = self.module.source_line(int(m.group(1), 16))
+            return f"({src})" if src else ""
+
+        msg = re.sub(r"at (0x[0-9a-f]+)", lambda m: "at " + where(m), msg, count=1)
+        msg = re.sub(r"\[pc (0x[0-9a-f]+)\]", line, msg)
+        return re.sub(r" \(discriminator \d+\)", "", msg)
 
     def _locate_fault(self, buffers) -> str:
         addr = self.module.lib.fabric_fault_address() or 0
@@ -418,16 +514,21 @@ class HarnessKernels:
     launch limits (few blocks, small blocks, tiny optimizer chunks) make the
     grid-stride and multi-chunk paths run at test sizes."""
 
-    def __init__(self, seed: int = 0, guard: str = "end", limits: _launch.Limits | None = None):
-        self.seed, self.guard = seed, guard
+    def __init__(self, seed: int = 0, guard: str = "end", limits: _launch.Limits | None = None,
+                 race: bool = False, preempt: float = 0.25, modules: dict | None = None):
+        self.seed, self.guard, self.race, self.preempt = seed, guard, race, preempt
         self.limits = limits or _launch.Limits(max_block=128, max_grid=3, max_shared=44 * 1024,
                                                elementwise_block=64, chunk_size=96)
+        self.modules = modules or {}   # file -> HarnessModule replacing the build of the fabric source
         self.launched: list[str] = []
 
     def get(self, kernel: str, dtype):
-        fn = module_for(_launch.kernel_file(kernel)).get_function(_launch.name_expression(kernel, dtype))
+        file = _launch.kernel_file(kernel)
+        mod = self.modules.get(file) or module_for(file, self.race)
+        fn = mod.get_function(_launch.name_expression(kernel, dtype))
         self.launched.append(fn.name)
-        return fn.configured(seed=self.seed, guard=self.guard)
+        fn = fn.configured(seed=self.seed, guard=self.guard)
+        return fn.race_checked(self.preempt) if self.race else fn
 
     def pointer_tables(self, *lists):
         return [PointerTable(lst) for lst in lists]
@@ -439,5 +540,6 @@ class HarnessBackend(KernelOps, Backend):
     name = "cuda-harness"
     xp = np
 
-    def __init__(self, seed: int = 0, guard: str = "end", limits: _launch.Limits | None = None):
-        self.kernels = HarnessKernels(seed, guard, limits)
+    def __init__(self, seed: int = 0, guard: str = "end", limits: _launch.Limits | None = None,
+                 race: bool = False, preempt: float = 0.25, modules: dict | None = None):
+        self.kernels = HarnessKernels(seed, guard, limits, race, preempt, modules)

@@ -16,6 +16,20 @@
 // 0xFF bytes (NaN for floats) before each block, so a read that a missing
 // barrier lets run early sees garbage.  INFINITY and NAN stay undefined, as
 // under NVRTC.
+//
+// Race-check mode (FABRIC_RACECHECK, a separate build compiled with
+// -fsanitize=thread so that g++ calls __tsan_readN / __tsan_writeN before
+// every memory access; the hooks below replace ThreadSanitizer's runtime):
+//   * every access to a kernel argument (global memory) or to shared memory is
+//     recorded per byte: the last write and up to two reads by different
+//     threads, each with its thread, block, barrier epoch and warp clock;
+//   * an access that conflicts with a recorded one (write/read or write/write,
+//     different threads, not both atomic) is reported unless a __syncthreads
+//     (same block) or a warp collective naming both lanes (same warp) orders
+//     them; accesses from different blocks are never ordered (no grid sync);
+//   * threads are also preempted at memory operations, at random (seeded), so
+//     that a missing barrier or atomic changes the results as on a GPU.
+// compute-sanitizer's racecheck / synccheck are the model.
 #pragma once
 
 #include <algorithm>
@@ -82,6 +96,7 @@ struct Thread {
     unsigned mask = 0;
     int arg = 0, width = 32;
     unsigned long long val = 0, result = 0;
+    unsigned vc[32];   // race check: vector clock over the lanes of this thread's warp
 };
 
 struct LaunchCfg {
@@ -90,6 +105,8 @@ struct LaunchCfg {
     unsigned long long shared_mem;
     unsigned long long seed;
     int timeout_ms;
+    int race;          // 1: record accesses and report races, 2: only preempt at them (FABRIC_RACECHECK build)
+    double preempt;    // probability of preempting a thread at a recorded memory access
 };
 
 struct Harness {
@@ -109,6 +126,12 @@ struct Harness {
     void* fault_addr = nullptr;
     int fault_write = -1;
     size_t stack_size = 256 * 1024;
+    // race-check mode
+    int race = 0;
+    double preempt = 0.0;
+    std::mt19937_64 rng;
+    long long block_linear = 0;
+    unsigned epoch = 0;
 };
 
 inline Harness& st() {
@@ -117,6 +140,15 @@ inline Harness& st() {
 }
 
 inline Thread& cur() { return *st().cur; }
+
+#if defined(FABRIC_RACECHECK)
+#define FABRIC_NOSAN inline __attribute__((no_sanitize_thread, noinline))
+#define FABRIC_HOOK __attribute__((no_sanitize_thread, used))
+#else
+#define FABRIC_NOSAN inline
+#endif
+inline void race_warp_join(int base, unsigned mask);
+inline void race_new_epoch();
 
 inline void yield_to_scheduler() { swapcontext(&st().cur->ctx, &st().sched); }
 
@@ -253,6 +285,7 @@ inline int release_warps() {
                 t.result = ballot == f.mask;
             }
         }
+        if (h.race) race_warp_join(base, f.mask);
         for (int l = 0; l < 32; ++l)
             if (f.mask >> l & 1u) h.threads[base + l].state = RUNNABLE;
         released = 1;
@@ -288,7 +321,200 @@ inline int release_barrier() {
         }
     }
     for (auto& t : h.threads) t.state = RUNNABLE;
+    if (h.race) race_new_epoch();
     return 1;
+}
+
+
+// Set while the race check runs: the harness's own (instrumented) code then
+// calls the hooks too, which return at once.
+inline int& race_busy() {
+    static int busy = 0;
+    return busy;
+}
+
+// Set only while a race-checked launch runs (a constant-initialized flag: the hooks
+// must not touch st() while it is being constructed).
+inline int& race_on() {
+    static int on = 0;
+    return on;
+}
+
+// ---- race check ---------------------------------------------------------------
+// One record per access kind per byte of tracked memory.
+struct Access {
+    long long block = -1;      // linear block index; -1: no access recorded
+    unsigned epoch = 0;        // barrier interval (unique per block and barrier)
+    unsigned clock = 0;        // the accessing lane's own warp clock
+    const void* pc = nullptr;
+    unsigned short tid = 0;    // linear thread index in the block
+    unsigned char atomic = 0, size = 0;
+};
+struct Cell { Access w, r[2]; };
+struct Region {
+    uintptr_t lo = 0, hi = 0;
+    int shared = 0;            // 1: shared memory (per block), 0: global (an argument)
+    std::vector<Cell> cells;
+};
+
+inline std::vector<Region>& regions() {
+    static std::vector<Region>* r = new std::vector<Region>();
+    return *r;
+}
+
+inline void race_reset_clocks() {
+    Harness& h = st();
+    for (auto& t : h.threads) {
+        memset(t.vc, 0, sizeof t.vc);
+        t.vc[t.linear & 31] = 1;
+    }
+}
+
+inline void race_new_epoch() {
+    st().epoch++;
+    race_reset_clocks();
+}
+
+// A warp collective released the lanes of `mask` (warp starting at `base`): all of
+// them now happen after everything each of them did before.
+inline void race_warp_join(int base, unsigned mask) {
+    Harness& h = st();
+    unsigned joined[32] = {0};
+    for (int l = 0; l < 32; ++l) {
+        if (!(mask >> l & 1u)) continue;
+        for (int k = 0; k < 32; ++k) joined[k] = std::max(joined[k], h.threads[base + l].vc[k]);
+    }
+    for (int l = 0; l < 32; ++l) {
+        if (!(mask >> l & 1u)) continue;
+        Thread& t = h.threads[base + l];
+        memcpy(t.vc, joined, sizeof joined);
+        t.vc[l] = joined[l] + 1;
+    }
+}
+
+// Whether a recorded access happens before the current thread's next access.
+inline bool race_ordered(const Access& a) {
+    Harness& h = st();
+    const Thread& t = *h.cur;
+    if (a.block != h.block_linear) return false;             // other blocks: never (no grid barrier)
+    if (a.epoch != h.epoch) return true;                      // a __syncthreads in between
+    if ((a.tid >> 5) != (t.linear >> 5)) return false;        // other warp, same barrier interval
+    return t.vc[a.tid & 31] >= a.clock;                       // a warp collective joined both lanes
+}
+
+inline std::string race_who(long long block, unsigned tid) {
+    Harness& h = st();
+    char buf[160];
+    const unsigned gx = h.grid_dim.x, gy = h.grid_dim.y, bx = h.block_dim.x, by = h.block_dim.y;
+    snprintf(buf, sizeof buf, "block (%llu,%llu,%llu) thread (%u,%u,%u)", (unsigned long long)(block % gx),
+             (unsigned long long)((block / gx) % gy), (unsigned long long)(block / ((long long)gx * gy)),
+             tid % bx, (tid / bx) % by, tid / (bx * by));
+    return buf;
+}
+
+inline void race_report(const Region& r, uintptr_t addr, const Access& prev, bool prev_write, bool write,
+                        bool atomic, unsigned size, const void* pc) {
+    Harness& h = st();
+    if (!h.error[0]) {
+        const char* kind = prev_write && write ? "write/write" : "write/read";
+        std::string a = race_who(prev.block, prev.tid), b = race_who(h.block_linear, h.cur->linear);
+        snprintf(h.error, sizeof h.error,
+                 "data race (%s) on %s memory at %p: %s%s of %u bytes by %s [pc %p], then %s%s of %u bytes by %s "
+                 "[pc %p], with no barrier or atomic ordering them",
+                 kind, r.shared ? "shared" : "global", (void*)addr, prev.atomic ? "atomic " : "",
+                 prev_write ? "write" : "read", (unsigned)prev.size, a.c_str(), prev.pc, atomic ? "atomic " : "",
+                 write ? "write" : "read", size, b.c_str(), pc);
+    }
+    h.cur->state = DONE;
+    race_busy() = 0;
+    for (;;) yield_to_scheduler();
+}
+
+inline void on_access(const void* p, unsigned size, bool write, bool atomic, const void* pc) {
+    Harness& h = st();
+    if (!h.race || !h.cur) return;
+    const uintptr_t addr = (uintptr_t)p;
+    Region* r = nullptr;
+    for (auto& reg : regions())
+        if (addr >= reg.lo && addr < reg.hi) { r = &reg; break; }
+    if (!r) return;
+    if (h.preempt > 0 && std::uniform_real_distribution<double>(0.0, 1.0)(h.rng) < h.preempt) {
+        race_busy() = 0;
+        yield_to_scheduler();   // let other threads run first: the interleaving changes
+        race_busy() = 1;
+    }
+    if (h.race == 2) return;    // interleaving only, no recording
+    Thread& t = *h.cur;
+    Access me;
+    me.block = h.block_linear;
+    me.epoch = h.epoch;
+    me.clock = t.vc[t.linear & 31];
+    me.pc = pc;
+    me.tid = (unsigned short)t.linear;
+    me.atomic = atomic;
+    me.size = (unsigned char)size;
+    const size_t first = addr - r->lo, last = std::min((size_t)(r->hi - r->lo), first + size);
+    for (size_t i = first; i < last; ++i) {
+        Cell& c = r->cells[i];
+        if (r->shared) {   // shared memory starts over in every block
+            if (c.w.block != h.block_linear) c.w.block = -1;
+            for (auto& rd : c.r)
+                if (rd.block != h.block_linear) rd.block = -1;
+        }
+        const bool same_thread_w = c.w.block == me.block && c.w.tid == me.tid;
+        if (c.w.block >= 0 && !same_thread_w && !(atomic && c.w.atomic) && !race_ordered(c.w))
+            race_report(*r, r->lo + i, c.w, true, write, atomic, size, pc);
+        if (write) {
+            for (auto& rd : c.r) {
+                const bool same = rd.block == me.block && rd.tid == me.tid;
+                if (rd.block >= 0 && !same && !(atomic && rd.atomic) && !race_ordered(rd))
+                    race_report(*r, r->lo + i, rd, false, write, atomic, size, pc);
+            }
+            c.w = me;
+            c.r[0].block = c.r[1].block = -1;
+        } else {
+            int slot = -1;
+            for (int k = 0; k < 2 && slot < 0; ++k)
+                if (c.r[k].block < 0 || (c.r[k].block == me.block && c.r[k].tid == me.tid)) slot = k;
+            for (int k = 0; k < 2 && slot < 0; ++k)
+                if (race_ordered(c.r[k])) slot = k;   // a read ordered before this one adds nothing
+            c.r[slot < 0 ? 1 : slot] = me;
+        }
+    }
+}
+
+// Entry from the instrumentation hooks and the atomics.
+FABRIC_NOSAN void hook_access(const void* p, unsigned size, bool write, bool atomic, const void* pc) {
+    int& busy = race_busy();
+    if (busy || !race_on()) return;
+    busy = 1;
+    on_access(p, size, write, atomic, pc);
+    busy = 0;
+}
+
+// Arguments (global memory) of the next launch, set by the Python launcher.
+inline std::vector<std::pair<uintptr_t, size_t>>& global_regions() {
+    static std::vector<std::pair<uintptr_t, size_t>>* g = new std::vector<std::pair<uintptr_t, size_t>>();
+    return *g;
+}
+
+inline void race_setup() {
+    Harness& h = st();
+    auto& rs = regions();
+    rs.clear();
+    if (!h.race) return;
+    auto add = [&](uintptr_t lo, size_t n, int shared) {
+        if (!n) return;
+        Region r;
+        r.lo = lo;
+        r.hi = lo + n;
+        r.shared = shared;
+        r.cells.resize(n);
+        rs.push_back(std::move(r));
+    };
+    for (auto& g : global_regions()) add(g.first, g.second, 0);
+    for (auto& s : h.static_shared) add((uintptr_t)s.first, s.second, 1);
+    add((uintptr_t)h.dynamic_smem, h.dynamic_smem_size, 1);
 }
 
 inline bool run_block(std::mt19937_64& rng) {
@@ -309,6 +535,7 @@ inline bool run_block(std::mt19937_64& rng) {
         t.ctx.uc_link = nullptr;
         makecontext(&t.ctx, fiber_entry, 0);
     }
+    if (h.race) race_new_epoch();
     std::vector<int> order(n);
     for (int i = 0; i < n; ++i) order[i] = i;
     for (;;) {
@@ -360,6 +587,19 @@ inline int run_grid(const LaunchCfg* cfg) {
     h.fault_write = -1;
     h.block_dim = dim3(cfg->block[0], cfg->block[1], cfg->block[2]);
     h.grid_dim = dim3(cfg->grid[0], cfg->grid[1], cfg->grid[2]);
+#if defined(FABRIC_RACECHECK)
+    h.race = cfg->race;
+    h.preempt = cfg->race ? cfg->preempt : 0.0;
+#else
+    if (cfg->race) {
+        snprintf(h.error, sizeof h.error, "race check needs the race-check build (FABRIC_RACECHECK)");
+        return 1;
+    }
+    h.race = 0;
+    h.preempt = 0.0;
+#endif
+    h.rng.seed(cfg->seed * 0x9E3779B97F4A7C15ull + 1);
+    h.epoch = 0;
     const long long nthreads = (long long)cfg->block[0] * cfg->block[1] * cfg->block[2];
     const long long nblocks = (long long)cfg->grid[0] * cfg->grid[1] * cfg->grid[2];
     if (nthreads <= 0 || nthreads > 1024 || cfg->block[2] > 64) {
@@ -395,6 +635,8 @@ inline int run_grid(const LaunchCfg* cfg) {
     mprotect(smem_map + smem_span, page, PROT_NONE);
     h.dynamic_smem = (unsigned char*)(smem_map + smem_span - (cfg->shared_mem + 15) / 16 * 16);
     h.dynamic_smem_size = cfg->shared_mem;
+    race_setup();
+    race_on() = h.race;
 
     std::vector<long long> blocks(nblocks);
     for (long long i = 0; i < nblocks; ++i) blocks[i] = i;
@@ -427,6 +669,7 @@ inline int run_grid(const LaunchCfg* cfg) {
             h.block_idx.x = (unsigned)(b % cfg->grid[0]);
             h.block_idx.y = (unsigned)((b / cfg->grid[0]) % cfg->grid[1]);
             h.block_idx.z = (unsigned)(b / ((long long)cfg->grid[0] * cfg->grid[1]));
+            h.block_linear = b;
             if (!run_block(rng)) { rc = 1; break; }
         }
     } else {
@@ -457,6 +700,9 @@ inline int run_grid(const LaunchCfg* cfg) {
     free(alt.ss_sp);
     h.threads.clear();
     h.cur = nullptr;
+    race_on() = 0;
+    regions().clear();
+    h.race = 0;
     munmap(stacks, per * nthreads);
     munmap(smem_map, smem_span + page);
     h.dynamic_smem = nullptr;
@@ -525,7 +771,7 @@ template <typename... P> inline const char* signature(void (*)(P...)) {
 #define warpSize 32
 
 #define __syncthreads() fabric_harness::syncthreads(__FILE__, __LINE__)
-#define __syncwarp(...) fabric_harness::syncwarp_impl(__FILE__, __LINE__, ##__VA_ARGS__)
+#define __syncwarp(...) fabric_harness::syncwarp_impl(__FILE__, __LINE__ __VA_OPT__(,) __VA_ARGS__)
 #define __shfl_xor_sync(mask, v, ...) fabric_harness::shfl(fabric_harness::W_SHFL_XOR, mask, v, __FILE__, __LINE__, __VA_ARGS__)
 #define __shfl_down_sync(mask, v, ...) fabric_harness::shfl(fabric_harness::W_SHFL_DOWN, mask, v, __FILE__, __LINE__, __VA_ARGS__)
 #define __shfl_up_sync(mask, v, ...) fabric_harness::shfl(fabric_harness::W_SHFL_UP, mask, v, __FILE__, __LINE__, __VA_ARGS__)
@@ -551,13 +797,19 @@ inline void __threadfence() {}
 inline void __threadfence_block() {}
 template <typename T> inline T __ldg(const T* p) { return *p; }
 
-// Blocks run one at a time and threads switch only at sync points, so a
-// plain read-modify-write is atomic here.
-template <typename T> inline T atomicAdd(T* p, T v) { T old = *p; *p = old + v; return old; }
-template <typename T> inline T atomicMax(T* p, T v) { T old = *p; *p = old > v ? old : v; return old; }
-template <typename T> inline T atomicMin(T* p, T v) { T old = *p; *p = old < v ? old : v; return old; }
-template <typename T> inline T atomicExch(T* p, T v) { T old = *p; *p = v; return old; }
-template <typename T> inline T atomicCAS(T* p, T cmp, T v) { T old = *p; if (old == cmp) *p = v; return old; }
+// Blocks run one at a time and threads switch only at sync points (and, in
+// race-check mode, at the recorded access before the read-modify-write, never
+// inside it), so a plain read-modify-write is atomic here.
+#if defined(FABRIC_RACECHECK)
+#define FABRIC_ATOMIC_ACCESS(p) fabric_harness::hook_access(p, sizeof(*p), true, true, __builtin_return_address(0))
+#else
+#define FABRIC_ATOMIC_ACCESS(p) ((void)0)
+#endif
+template <typename T> FABRIC_NOSAN T atomicAdd(T* p, T v) { FABRIC_ATOMIC_ACCESS(p); T old = *p; *p = old + v; return old; }
+template <typename T> FABRIC_NOSAN T atomicMax(T* p, T v) { FABRIC_ATOMIC_ACCESS(p); T old = *p; *p = old > v ? old : v; return old; }
+template <typename T> FABRIC_NOSAN T atomicMin(T* p, T v) { FABRIC_ATOMIC_ACCESS(p); T old = *p; *p = old < v ? old : v; return old; }
+template <typename T> FABRIC_NOSAN T atomicExch(T* p, T v) { FABRIC_ATOMIC_ACCESS(p); T old = *p; *p = v; return old; }
+template <typename T> FABRIC_NOSAN T atomicCAS(T* p, T cmp, T v) { FABRIC_ATOMIC_ACCESS(p); T old = *p; if (old == cmp) *p = v; return old; }
 
 inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
@@ -598,4 +850,71 @@ void fabric_set_stack_size(unsigned long long bytes) { fabric_harness::st().stac
 extern "C" {
 void* fabric_fault_address() { return fabric_harness::st().fault_addr; }
 int fabric_fault_write() { return fabric_harness::st().fault_write; }
+void fabric_set_global_regions(void** ptrs, unsigned long long* sizes, int n) {
+    auto& g = fabric_harness::global_regions();
+    g.clear();
+    for (int i = 0; i < n; ++i) g.emplace_back((uintptr_t)ptrs[i], (size_t)sizes[i]);
 }
+int fabric_race_build() {
+#if defined(FABRIC_RACECHECK)
+    return 1;
+#else
+    return 0;
+#endif
+}
+}
+
+#if defined(FABRIC_RACECHECK)
+// ThreadSanitizer's instrumentation entry points (g++ -fsanitize=thread emits the
+// calls; no libtsan is linked): every load and store of the kernels lands here.
+#define FABRIC_TSAN_HOOK(name, n, w) \
+    extern "C" FABRIC_HOOK void name(void* p) { fabric_harness::hook_access(p, n, w, false, __builtin_return_address(0)); }
+FABRIC_TSAN_HOOK(__tsan_read1, 1, false)
+FABRIC_TSAN_HOOK(__tsan_read2, 2, false)
+FABRIC_TSAN_HOOK(__tsan_read4, 4, false)
+FABRIC_TSAN_HOOK(__tsan_read8, 8, false)
+FABRIC_TSAN_HOOK(__tsan_read16, 16, false)
+FABRIC_TSAN_HOOK(__tsan_write1, 1, true)
+FABRIC_TSAN_HOOK(__tsan_write2, 2, true)
+FABRIC_TSAN_HOOK(__tsan_write4, 4, true)
+FABRIC_TSAN_HOOK(__tsan_write8, 8, true)
+FABRIC_TSAN_HOOK(__tsan_write16, 16, true)
+FABRIC_TSAN_HOOK(__tsan_unaligned_read2, 2, false)
+FABRIC_TSAN_HOOK(__tsan_unaligned_read4, 4, false)
+FABRIC_TSAN_HOOK(__tsan_unaligned_read8, 8, false)
+FABRIC_TSAN_HOOK(__tsan_unaligned_read16, 16, false)
+FABRIC_TSAN_HOOK(__tsan_unaligned_write2, 2, true)
+FABRIC_TSAN_HOOK(__tsan_unaligned_write4, 4, true)
+FABRIC_TSAN_HOOK(__tsan_unaligned_write8, 8, true)
+FABRIC_TSAN_HOOK(__tsan_unaligned_write16, 16, true)
+FABRIC_TSAN_HOOK(__tsan_volatile_read1, 1, false)
+FABRIC_TSAN_HOOK(__tsan_volatile_read2, 2, false)
+FABRIC_TSAN_HOOK(__tsan_volatile_read4, 4, false)
+FABRIC_TSAN_HOOK(__tsan_volatile_read8, 8, false)
+FABRIC_TSAN_HOOK(__tsan_volatile_read16, 16, false)
+FABRIC_TSAN_HOOK(__tsan_volatile_write1, 1, true)
+FABRIC_TSAN_HOOK(__tsan_volatile_write2, 2, true)
+FABRIC_TSAN_HOOK(__tsan_volatile_write4, 4, true)
+FABRIC_TSAN_HOOK(__tsan_volatile_write8, 8, true)
+FABRIC_TSAN_HOOK(__tsan_volatile_write16, 16, true)
+extern "C" FABRIC_HOOK void __tsan_read_range(void* p, unsigned long n) {
+    fabric_harness::hook_access(p, (unsigned)n, false, false, __builtin_return_address(0));
+}
+extern "C" FABRIC_HOOK void __tsan_write_range(void* p, unsigned long n) {
+    fabric_harness::hook_access(p, (unsigned)n, true, false, __builtin_return_address(0));
+}
+// atomics of the harness's own C++ (static-local guards): one launch runs at a time
+extern "C" FABRIC_HOOK unsigned char __tsan_atomic8_load(const volatile unsigned char* p, int) { return *p; }
+extern "C" FABRIC_HOOK void __tsan_atomic8_store(volatile unsigned char* p, unsigned char v, int) { *p = v; }
+extern "C" FABRIC_HOOK int __tsan_atomic32_load(const volatile int* p, int) { return *p; }
+extern "C" FABRIC_HOOK void __tsan_atomic32_store(volatile int* p, int v, int) { *p = v; }
+extern "C" FABRIC_HOOK long long __tsan_atomic64_load(const volatile long long* p, int) { return *p; }
+extern "C" FABRIC_HOOK void __tsan_atomic64_store(volatile long long* p, long long v, int) { *p = v; }
+extern "C" FABRIC_HOOK void __tsan_atomic_thread_fence(int) {}
+extern "C" FABRIC_HOOK void __tsan_atomic_signal_fence(int) {}
+extern "C" FABRIC_HOOK void __tsan_init() {}
+extern "C" FABRIC_HOOK void __tsan_func_entry(void*) {}
+extern "C" FABRIC_HOOK void __tsan_func_exit() {}
+extern "C" FABRIC_HOOK void __tsan_vptr_update(void*, void*) {}
+extern "C" FABRIC_HOOK void __tsan_vptr_read(void*) {}
+#endif

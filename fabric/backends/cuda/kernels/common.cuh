@@ -156,6 +156,60 @@ __device__ __forceinline__ V block_allreduce(V v, Op op, V identity) {
     return v;
 }
 
+// Reduce `v` over the 32 lanes of a warp (all of them must call it); every lane gets the result.
+template <typename V, typename Op>
+__device__ __forceinline__ V warp_allreduce(V v, Op op) {
+    for (int o = 16; o > 0; o >>= 1) v = op(v, fb_shfl_xor(v, o));
+    return v;
+}
+
+// Who works on a row of a row kernel.  mode ROW_BLOCK / ROW_BLOCK_CACHED: one block
+// per row (grid-stride over rows), threads stride over the columns; ROW_WARP: one
+// warp per row, several rows per block (short rows: no shared memory, no barrier).
+#define ROW_BLOCK 0
+#define ROW_BLOCK_CACHED 1
+#define ROW_WARP 2
+
+struct RowTeam {
+    i64 first, stride;   // this team's first row, and the row stride
+    int lane, width;     // this thread's first column, and the column stride
+    int warp;
+    template <typename V, typename Op> __device__ __forceinline__ V allreduce(V v, Op op, V identity) const {
+        return warp ? warp_allreduce(v, op) : block_allreduce(v, op, identity);
+    }
+};
+
+__device__ __forceinline__ RowTeam row_team(int mode) {
+    RowTeam t;
+    t.warp = mode == ROW_WARP;
+    if (t.warp) {
+        t.first = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+        t.stride = ((i64)gridDim.x * blockDim.x) >> 5;
+        t.lane = threadIdx.x & 31;
+        t.width = 32;
+    } else {
+        t.first = blockIdx.x;
+        t.stride = gridDim.x;
+        t.lane = threadIdx.x;
+        t.width = blockDim.x;
+    }
+    return t;
+}
+
+// Four consecutive elements, aligned to their size: one vector load / store
+// (16 bytes for float) where a pointer is aligned to it.
+template <typename T> struct __align__(4 * sizeof(T)) Vec4 { T v[4]; };
+
+template <typename T> __device__ __forceinline__ bool vec4_aligned(const T* p) {
+    return ((unsigned long long)p) % sizeof(Vec4<T>) == 0;
+}
+template <typename T> __device__ __forceinline__ Vec4<T> load_vec4(const T* p) {
+    return *reinterpret_cast<const Vec4<T>*>(p);
+}
+template <typename T> __device__ __forceinline__ void store_vec4(T* p, const Vec4<T>& v) {
+    *reinterpret_cast<Vec4<T>*>(p) = v;
+}
+
 // Grid-stride loop helpers.
 __device__ __forceinline__ i64 fb_global_tid() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ i64 fb_grid_stride() { return (i64)gridDim.x * blockDim.x; }

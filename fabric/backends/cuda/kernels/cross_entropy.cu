@@ -63,7 +63,7 @@ __global__ void cross_entropy_fwd(const T* __restrict__ logits, const i64* __res
     for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
         const T* xr = logits + r * cols;
         CeStats<A> t = empty;
-        for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+        for (i64 c = threadIdx.x; c < cols; c += blockDim.x) {
             const A v = to_acc(xr[c]);
             if (v > t.m) {
                 if (eps != A(0)) t.a += ce_shift(t, v);
@@ -109,7 +109,7 @@ __global__ void cross_entropy_bwd(const T* __restrict__ logits, const typename A
     A wsum = (A)cols;
     if (has_weight && eps != A(0)) {
         A s = A(0);
-        for (int c = threadIdx.x; c < cols; c += blockDim.x) s += to_acc(weight[c]);
+        for (i64 c = threadIdx.x; c < cols; c += blockDim.x) s += to_acc(weight[c]);
         wsum = block_allreduce(s, SumOp(), A(0));
     }
     for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -117,11 +117,11 @@ __global__ void cross_entropy_bwd(const T* __restrict__ logits, const typename A
         const i64 tg = target[r];
         const bool ignored = tg == ignore_index || tg < 0 || tg >= cols;  // the same for the whole block
         if (ignored) {
-            for (int c = threadIdx.x; c < cols; c += blockDim.x) glogits[base + c] = from_acc<T>(A(0));
+            for (i64 c = threadIdx.x; c < cols; c += blockDim.x) glogits[base + c] = from_acc<T>(A(0));
             continue;
         }
         A mx = ninf;
-        for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+        for (i64 c = threadIdx.x; c < cols; c += blockDim.x) {
             const A v = to_acc(logits[base + c]);
             mx = v > mx ? v : mx;
         }
@@ -131,7 +131,7 @@ __global__ void cross_entropy_bwd(const T* __restrict__ logits, const typename A
         const A a = g * ((A(1) - eps) * wt + eps * wsum / (A)cols) * fb_exp(-lse[r]);
         const A b = g * (A(1) - eps) * wt;
         const A ge = g * eps / (A)cols;
-        for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+        for (i64 c = threadIdx.x; c < cols; c += blockDim.x) {
             A out = a * fb_exp(to_acc(logits[base + c]) - mx) - ge * (has_weight ? to_acc(weight[c]) : A(1));
             if (c == tg) out -= b;
             glogits[base + c] = from_acc<T>(out);

@@ -22,7 +22,7 @@ __global__ void layer_norm_fwd(const T* __restrict__ x, const T* __restrict__ we
     for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
         const i64 base = r * cols;
         Welford<A> w = empty;
-        for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+        for (i64 c = threadIdx.x; c < cols; c += blockDim.x) {
             T tv = x[base + c];
             if (cached) cache[c] = tv;
             welford_push(w, to_acc(tv));
@@ -34,7 +34,7 @@ __global__ void layer_norm_fwd(const T* __restrict__ x, const T* __restrict__ we
             mean_out[r] = mean;
             rstd_out[r] = rstd;
         }
-        for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+        for (i64 c = threadIdx.x; c < cols; c += blockDim.x) {
             A v = (to_acc(cached ? cache[c] : x[base + c]) - mean) * rstd;
             if (has_weight) v *= to_acc(weight[c]);
             if (has_bias) v += to_acc(bias[c]);
@@ -59,7 +59,7 @@ __global__ void layer_norm_bwd(const T* __restrict__ gy, const T* __restrict__ x
         const i64 base = r * cols;
         const A mu = mean[r], rs = rstd[r];
         Pair<A> s = zero;  // a: sum g * xhat, b: sum g
-        for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+        for (i64 c = threadIdx.x; c < cols; c += blockDim.x) {
             T xv = x[base + c], gv = gy[base + c];
             if (cached) {
                 cache[c] = xv;
@@ -72,7 +72,7 @@ __global__ void layer_norm_bwd(const T* __restrict__ gy, const T* __restrict__ x
         }
         s = block_allreduce(s, SumOp(), zero);
         const A c1 = s.a / (A)cols, c2 = s.b / (A)cols;
-        for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+        for (i64 c = threadIdx.x; c < cols; c += blockDim.x) {
             A xhat = (to_acc(cached ? cache[c] : x[base + c]) - mu) * rs;
             A g = to_acc(cached ? cache[cols + c] : gy[base + c]);
             if (has_weight) g *= to_acc(weight[c]);
@@ -96,8 +96,8 @@ __device__ __forceinline__ void norm_params_chunks(const T* __restrict__ gy, con
     __shared__ A sb[8][33];
     const i64 n_chunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
     for (i64 k = blockIdx.y; k < n_chunks; k += gridDim.y) {
-        for (int c0 = blockIdx.x * 32; c0 < cols; c0 += gridDim.x * 32) {
-            const int c = c0 + threadIdx.x;
+        for (i64 c0 = (i64)blockIdx.x * 32; c0 < cols; c0 += (i64)gridDim.x * 32) {
+            const i64 c = c0 + threadIdx.x;
             A a = A(0), b = A(0);
             const i64 end = (k + 1) * rows_per_chunk < rows ? (k + 1) * rows_per_chunk : rows;
             if (c < cols) {
@@ -143,7 +143,7 @@ __global__ void rms_norm_fwd(const T* __restrict__ x, const T* __restrict__ weig
     for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
         const i64 base = r * cols;
         A ss = A(0);
-        for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+        for (i64 c = threadIdx.x; c < cols; c += blockDim.x) {
             T tv = x[base + c];
             if (cached) cache[c] = tv;
             A v = to_acc(tv);
@@ -152,7 +152,7 @@ __global__ void rms_norm_fwd(const T* __restrict__ x, const T* __restrict__ weig
         ss = block_allreduce(ss, SumOp(), A(0));
         const A rstd = A(1) / fb_sqrt(ss / (A)cols + (A)eps);
         if (threadIdx.x == 0) rstd_out[r] = rstd;
-        for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+        for (i64 c = threadIdx.x; c < cols; c += blockDim.x) {
             A v = to_acc(cached ? cache[c] : x[base + c]) * rstd;
             if (has_weight) v *= to_acc(weight[c]);
             y[base + c] = from_acc<T>(v);
@@ -171,7 +171,7 @@ __global__ void rms_norm_bwd(const T* __restrict__ gy, const T* __restrict__ x, 
         const i64 base = r * cols;
         const A rs = rstd[r];
         A dot = A(0);
-        for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+        for (i64 c = threadIdx.x; c < cols; c += blockDim.x) {
             T xv = x[base + c], gv = gy[base + c];
             if (cached) {
                 cache[c] = xv;
@@ -182,7 +182,7 @@ __global__ void rms_norm_bwd(const T* __restrict__ gy, const T* __restrict__ x, 
             dot += g * to_acc(xv);
         }
         dot = block_allreduce(dot, SumOp(), A(0)) / (A)cols;
-        for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+        for (i64 c = threadIdx.x; c < cols; c += blockDim.x) {
             A xv = to_acc(cached ? cache[c] : x[base + c]);
             A g = to_acc(cached ? cache[cols + c] : gy[base + c]);
             if (has_weight) g *= to_acc(weight[c]);
