@@ -1,7 +1,5 @@
-"""Tensor layouts: ``fabric.strided`` and ``fabric.sparse_coo``.
-
-A layout is a string subclass so that older code comparing with ``"strided"``
-keeps working; it prints as PyTorch's does (``fabric.sparse_coo``).
+"""Tensor layouts for the sparse package: the objects of :mod:`fabric._layout`
+(``fabric.strided``, ``fabric.sparse_coo``), one definition for all of fabric.
 
 Example::
 
@@ -9,18 +7,6 @@ Example::
     >>> fabric.ones(2).layout
     fabric.strided
 """
+from .._layout import layout, sparse_coo, strided
 
-
-class layout(str):
-    """A memory layout of a tensor."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return f"fabric.{str.__str__(self)}"
-
-    __str__ = __repr__
-
-
-strided = layout("strided")
-sparse_coo = layout("sparse_coo")
+__all__ = ["layout", "sparse_coo", "strided"]
