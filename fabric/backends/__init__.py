@@ -24,7 +24,20 @@ from .numpy_backend import NumpyBackend
 
 __all__ = ["Backend", "backend_of", "backend_for", "cpu_backend", "get_cupy_backend"]
 
-cpu_backend = NumpyBackend()
+
+
+def _make_cpu_backend() -> Backend:
+    """NumPy, plus the numba kernels where the ``cpu`` extra is installed and
+    ``FABRIC_CPU_KERNELS`` is not ``0`` (numba itself is imported on the first kernel call)."""
+    from . import cpu_kernels
+
+    if cpu_kernels.enabled():
+        from .cpu_kernels.backend import NumbaBackend
+        return NumbaBackend()
+    return NumpyBackend()
+
+
+cpu_backend = _make_cpu_backend()
 _cupy_instance = None
 
 
