@@ -16,6 +16,9 @@ class Backend:
 
     name: str = ""
     xp: Any = None
+    #: whether the fused ops run compiled kernels (CuPy RawKernels, numba), so callers
+    #: prefer them over NumPy-specific compositions that beat the NumPy references
+    kernels_enabled: bool = False
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
