@@ -21,7 +21,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import models  # noqa: E402
+import models
 
 BLAS = ("matmul", "dot", "einsum", "tensordot", "vecdot", "inner")
 ALLOC = ("empty", "zeros", "ones", "full", "copy", "astype", "ascontiguousarray", "array", "concatenate",

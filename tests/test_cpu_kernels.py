@@ -20,9 +20,9 @@ pytest.importorskip("numba")
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda"))
 
-import test_kernels_cpu as agreement  # noqa: E402 (tests/cuda on sys.path above)
+import test_kernels_cpu as agreement
 
-from fabric.backends.cpu_kernels import backend as numba_backend  # noqa: E402
+from fabric.backends.cpu_kernels import backend as numba_backend
 
 
 class RecordingKernels:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fabric.backends import fused
 from fabric.backends.numpy_backend import NumpyBackend
 
 ref = NumpyBackend()   # the NumPy reference twins, also where the numba kernels are the default
-from fabric.backends import fused
 
 pytestmark = pytest.mark.cuda
 
