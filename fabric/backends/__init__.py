@@ -28,9 +28,11 @@ __all__ = ["Backend", "backend_of", "backend_for", "cpu_backend", "get_cupy_back
 
 def _make_cpu_backend() -> Backend:
     """NumPy, plus the numba kernels where the ``cpu`` extra is installed and
-    ``FABRIC_CPU_KERNELS`` is not ``0`` (numba itself is imported on the first kernel call)."""
-    from . import cpu_kernels
+    ``FABRIC_CPU_KERNELS`` is not ``0`` (numba itself is imported on the first kernel call);
+    glibc keeps freed memory for reuse (:mod:`._malloc`, ``FABRIC_CPU_ALLOCATOR=system`` opts out)."""
+    from . import _malloc, cpu_kernels
 
+    _malloc.configure()
     if cpu_kernels.enabled():
         from .cpu_kernels.backend import NumbaBackend
         return NumbaBackend()
