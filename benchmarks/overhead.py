@@ -72,11 +72,40 @@ def _chains(mods, n=1000, rounds=15):
     return [b * 1e3 for b in best]
 
 
+def count_calls(stmt, env, runs=10):
+    """Python function calls (and C calls) one run of ``stmt`` makes: a
+    machine-independent check that a change left an op's code path as it was."""
+    import sys
+
+    code = compile(stmt, "<case>", "eval")
+    eval(code, env)  # first run: caches, lazy imports
+    n = [0]
+
+    def tracer(frame, event, arg):
+        if event in ("call", "c_call"):
+            n[0] += 1
+
+    sys.setprofile(tracer)
+    try:
+        for _ in range(runs):
+            eval(code, env)
+    finally:
+        sys.setprofile(None)
+    return n[0] / runs
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--number", type=int, default=5000, help="runs per timing")
     p.add_argument("--rounds", type=int, default=15, help="alternating timings per case; the best counts")
+    p.add_argument("--calls", action="store_true",
+                   help="count fabric's calls per op instead of timing (stable on a loaded machine)")
     args = p.parse_args()
+    if args.calls:
+        print(f"{'op':14s} {'calls':>6s} {'grad':>6s}")
+        for name, stmt in CASES:
+            print(f"{name:14s}" + "".join(f" {count_calls(stmt, _env('fabric', g)):6.1f}" for g in (False, True)))
+        return
     print(f"python {platform.python_version()}, numpy {np.__version__}, "
           f"torch {torch.__version__ if torch else 'not installed'}; "
           f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}")

@@ -47,6 +47,9 @@ from . import distributions  # noqa: E402,F401
 from . import special, testing  # noqa: E402,F401
 from . import amp, cpu  # noqa: E402,F401
 from . import func  # noqa: E402,F401
+from . import jit, compiler  # noqa: E402,F401
+from . import profiler  # noqa: E402,F401
+from ._teaching import explain, trace_ops  # noqa: E402,F401
 from .amp import GradScaler  # noqa: E402,F401
 from .amp.autocast_mode import (  # noqa: E402,F401
     autocast, is_autocast_enabled, set_autocast_enabled, get_autocast_dtype, set_autocast_dtype,
@@ -98,4 +101,7 @@ def __getattr__(name):
 
     if name in _extras._FUNCTIONAL:
         return getattr(_extras, name)
+    if name in ("fx", "export", "onnx"):  # graph capture: imported on first use
+        import importlib
+        return importlib.import_module(f"fabric.{name}")
     raise AttributeError(f"module 'fabric' has no attribute '{name}'")

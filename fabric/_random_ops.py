@@ -16,8 +16,9 @@ import builtins
 import numpy as np
 
 from . import _dtype as D
-from ._creation import _finish, _np_dtype
+from ._creation import _check_size, _finish, _np_dtype
 from ._device import as_device
+from ._errors import out_of_memory
 from ._tensor import Tensor
 from .autograd.grad_mode import no_grad
 from .backends import backend_of
@@ -46,7 +47,8 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, 
     dt = _np_dtype(dtype)
     if dt.kind != "f":
         raise RuntimeError(f'"check_uniform_bounds" not implemented for \'{_tn(dt)}\'')
-    return _out(out, _place(_gen(generator, device).uniform(shape, dt, 0.0, 1.0), device, requires_grad))
+    return _out(out, _place(_sampled(shape, dt, lambda: _gen(generator, device).uniform(shape, dt, 0.0, 1.0)),
+                            device, requires_grad))
 
 
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
@@ -56,7 +58,8 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     dt = _np_dtype(dtype)
     if dt.kind != "f":
         raise RuntimeError(f'"normal_kernel_cpu" not implemented for \'{_tn(dt)}\'')
-    return _out(out, _place(_gen(generator, device).normal(shape, dt, 0.0, 1.0), device, requires_grad))
+    return _out(out, _place(_sampled(shape, dt, lambda: _gen(generator, device).normal(shape, dt, 0.0, 1.0)),
+                            device, requires_grad))
 
 
 def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
@@ -70,7 +73,8 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     dt = _np_dtype(dtype, D.int64)
-    arr = _gen(generator, device).randint(builtins.int(low), builtins.int(high), shape, dt)
+    arr = _sampled(shape, dt, lambda: _gen(generator, device).randint(builtins.int(low), builtins.int(high), shape,
+                                                                       dt))
     return _out(out, _place(arr, device, requires_grad))
 
 
@@ -102,6 +106,15 @@ def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=Non
                  memory_format=None):
     shape, dt, dev = _like(input, dtype, device)
     return randint(low, high, shape, dtype=D.from_numpy_dtype(dt), device=dev, requires_grad=requires_grad)
+
+
+def _sampled(shape, dt, draw):
+    """``draw()`` after PyTorch's size checks; a failed allocation is PyTorch's OutOfMemoryError."""
+    _check_size(shape, dt)
+    try:
+        return draw()
+    except MemoryError as e:
+        raise out_of_memory(e) from None
 
 
 def _out(out, result):

@@ -22,6 +22,7 @@ from . import _dtype as D
 from ._device import as_device
 from ._device import cpu as _CPU
 from ._device import device as _device_cls
+from ._display import tensor_html as _tensor_html
 from .autograd import engine as _engine
 from .autograd import function as _function
 from .autograd.grad_mode import state as _state
@@ -501,6 +502,10 @@ class Tensor:
         return tensor_repr(self)
 
     __str__ = __repr__
+
+    def _repr_html_(self) -> str:
+        """Notebook display: shape, dtype, device, grad_fn and the values."""
+        return _tensor_html(self)
 
     def __format__(self, spec):
         if self._data.ndim == 0 and spec:

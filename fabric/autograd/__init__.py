@@ -121,3 +121,12 @@ def _zeros_like(a):
     from ..backends import backend_of
 
     return backend_of(a).xp.zeros_like(a)
+
+
+def __getattr__(name):
+    # fabric.autograd.profiler sits above Tensor (it builds on fabric.profiler): imported on first use
+    if name == "profiler":
+        import importlib
+
+        return importlib.import_module(".profiler", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

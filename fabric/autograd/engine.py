@@ -13,6 +13,7 @@ from typing import Any
 from .function import _FREED, AccumulateGrad, _edge
 from .grad_mode import any_thread as _any_thread
 from .grad_mode import state as _state
+from .observe import hook as _hook
 
 Tensor: Any = None  # set by fabric._tensor
 
@@ -110,7 +111,10 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                             results[p] = g if results[p] is None or g is None else results[p] + g
             if node.__class__ is AccumulateGrad:
                 if not capture and (capture_at is None or (node, 0) in capture_at):
-                    _accumulate(node.variable, grads[0], create_graph)
+                    if _hook.observer is None:
+                        _accumulate(node.variable, grads[0], create_graph)
+                    else:  # profiler / trace_ops see the leaf's node too
+                        _hook.observer.run("backward", node, grads, _accumulate, node.variable, grads[0], create_graph)
                 continue
             if (grads[0] is None if len(grads) == 1 else all(g is None for g in grads)):
                 _release_edges(node, deps, ready, retain_graph)
@@ -213,6 +217,8 @@ def _run_pre_hooks(node, grads):
 def _call_node(node, grads):
     """Run one node's backward and fix up its results centrally: undo
     broadcasting, cast to each input's dtype, run node hooks, check anomalies."""
+    if _hook.observer is not None and _hook.observer.claim():  # profiler / trace_ops (autograd/observe.py)
+        return _hook.observer.call("backward", node, grads, _call_node, node, grads)
     meta = node._output_meta
     if meta is not None and node.materialize_grads:
         ref = next(g for g in grads if g is not None)

@@ -39,6 +39,7 @@ import numpy as np
 from .._errors import out_of_memory
 from .grad_mode import any_thread as _any_thread
 from .grad_mode import state as _state
+from .observe import hook as _hook
 
 __all__ = ["Function", "Node", "FunctionCtx", "once_differentiable", "InplaceFunction"]
 
@@ -412,6 +413,8 @@ def _check_write_overlap(arrays):
 def _apply(cls, args, arrays) -> Any:
     """Run a built-in op: ``args`` are the original arguments (Tensors make
     graph edges), ``arrays`` what ``forward`` receives (already promoted)."""
+    if _hook.observer is not None and _hook.observer.claim():  # the one observation point (autograd/observe.py)
+        return _hook.observer.call("op", cls, args, _apply, cls, args, arrays)
     if cls._is_inplace and cls._checks_overlap:
         _check_write_overlap(arrays)
     if _state.enabled and cls._differentiable_outputs:
@@ -513,7 +516,7 @@ def _apply1(cls, a, arrays, exact=False) -> Any:
     if a._requires_grad and _state.enabled and cls._differentiable_outputs and not cls._is_inplace \
             and len(arrays) < 9:
         return _record1(cls, a, arrays, exact)
-    if cls._is_inplace:
+    if cls._is_inplace or _hook.observer is not None:
         return _apply(cls, (a,) + tuple(arrays[1:]), arrays)
     try:
         out = cls.forward(_NullCtx(), *arrays)
@@ -532,6 +535,8 @@ def _record1(cls, a, arrays, exact=False) -> Any:
     """``_apply_recording`` for :func:`_apply1`.  ``exact``: backward returns
     the gradient in the input's shape and dtype (views, whole sums), so the
     node needs no input metadata."""
+    if _hook.observer is not None:  # observed ops go through _apply
+        return _apply(cls, (a,) + tuple(arrays[1:]), arrays)
     node = _new_object(cls._Node)
     node._saved = node._to_save = None
     node._seq = next(_seq)
@@ -615,6 +620,8 @@ def _apply_elementwise(cls, a, x) -> Any:
     the input's shape and dtype)."""
     if a._requires_grad and _state.enabled:
         return _record_elementwise(cls, a, None, x, None)
+    if _hook.observer is not None:  # observed ops go through _apply
+        return _apply(cls, (a,), (x,))
     out = cls.forward(NO_SAVE_CTX, x)
     return Tensor._make(out if out.__class__ is _ndarray else _normalize(out), False)
 
@@ -645,6 +652,8 @@ def _record_elementwise(cls, a, b, x, y, exact=False) -> Any:
     output's shape need no broadcasting fix-up in backward, so the node then
     records no input metadata; ``exact`` says that backward always returns
     gradients of the inputs' shapes (``mm``)."""
+    if _hook.observer is not None:  # observed ops go through _apply
+        return _apply(cls, (a,), (x,)) if b is None else _apply(cls, (a, b), (x, y))
     node = _new_object(cls._Node)
     node._saved = node._to_save = None
     node._seq = next(_seq)
@@ -936,6 +945,8 @@ def _view_of_base_node(view, idx):
 
 def _apply_user(cls, args, kwargs) -> Any:
     """Run a user-defined Function: forward sees Tensors, under no_grad."""
+    if _hook.observer is not None and _hook.observer.claim():
+        return _hook.observer.call("op", cls, args, _apply_user, cls, args, kwargs)
     tensor_args = [a for a in args if isinstance(a, Tensor)]
     needs = _state.enabled and any(a._requires_grad for a in tensor_args)
     node = cls._Node()

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable
 from math import ceil
 from typing import Any, Generic, TypeVar
 
+from ..autograd.observe import hook as _hook
 from . import _collate, _shm, _worker
 from ._fetch import _IterableDatasetFetcher, _MapDatasetFetcher
 from ._pin import pin_memory as _pin_memory
@@ -313,6 +314,9 @@ class _BaseDataLoaderIter:
         raise NotImplementedError
 
     def __next__(self) -> Any:
+        if _hook.observer is not None and _hook.observer.claim():  # a profiled fetch (autograd/observe.py)
+            return _hook.observer.call("region", f"enumerate(DataLoader)#{type(self).__name__}.__next__", (),
+                                       self.__next__)
         data = self._next_data()
         self._num_yielded += 1
         if (self._dataset_kind == _DatasetKind.Iterable and self._IterableDataset_len_called is not None

@@ -19,6 +19,7 @@ from .._tensor import Tensor
 from ..autograd.function import NO_SAVE_CTX as _NO_CTX
 from ..autograd.function import Function, _apply, _apply_elementwise, _normalize, _record_elementwise
 from ..autograd.grad_mode import state as _state
+from ..autograd.observe import hook as _hook
 from . import _autocast as _amp
 from ._util import binary_operands, checked_scalar, float_array, float_operands, xp_of
 
@@ -368,7 +369,7 @@ def binary(cls, a, b, floats_only=False):
 def _binary(cls, a, b, floats_only=False):
     """``cls`` applied to Tensor ``a`` and ``b`` (Tensor or Python number)."""
     x = a._data
-    if x.__class__ is _ndarray:
+    if x.__class__ is _ndarray and _hook.observer is None:  # observed ops go through _apply
         if isinstance(b, Tensor):
             y = b._data
             if y.__class__ is _ndarray and x.dtype is y.dtype and (not floats_only or x.dtype.kind == "f"):
@@ -399,7 +400,7 @@ def operator(cls, floats_only=False):
 
     def op(a, b):
         x = a._data
-        if x.__class__ is _ndarray:
+        if x.__class__ is _ndarray and _hook.observer is None:  # observed ops go through _apply
             bc = b.__class__
             if bc is float or bc is int:
                 if x.dtype.kind == "f":
@@ -556,7 +557,7 @@ def matmul(input, other, *, out=None):
     except AttributeError:
         x = y = None
     if x.__class__ is _ndarray and y.__class__ is _ndarray and x.dtype is y.dtype and x.ndim == 2 and y.ndim == 2 \
-            and out is None:  # the common matrix product: checks in MatMul.forward
+            and out is None and _hook.observer is None:  # the common matrix product: checks in MatMul.forward
         if (input._requires_grad or other._requires_grad) and _state.enabled:
             return _record_elementwise(MatMul, input, other, x, y, True)
         if x.shape[1] == y.shape[0] and x.dtype.kind != "b":

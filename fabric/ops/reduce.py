@@ -44,6 +44,7 @@ from .. import _dtype as D
 from .._tensor import Tensor, _wrap_dim
 from ..autograd.function import Function, _apply, _apply1, _record1
 from ..autograd.grad_mode import state as _grad_state
+from ..autograd.observe import hook as _hook
 from ..backends import backend_of
 from . import _autocast as _amp
 from ._util import normalize_dims, xp_of
@@ -431,7 +432,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
     if dim is None:
         if x.dtype.kind == "f" and dtype is None:  # the common case: no promotion, exact gradient
             if not input._requires_grad or not _grad_state.enabled:
-                if x.__class__ is _ndarray and not keepdim and out is None and x.dtype is not _F16:
+                if x.__class__ is _ndarray and not keepdim and out is None and x.dtype is not _F16 \
+                        and _hook.observer is None:
                     r = _add_reduce(x, None)  # SumAll.forward without a graph
                     return Tensor._make(r if r.__class__ is _ndarray else _asarray(r), False)
                 r = _apply1(SumAll, input, (x, keepdim, None))

@@ -29,6 +29,7 @@ from .. import _dtype as D
 from .._tensor import Size, Tensor, _wrap_dim
 from ..autograd.function import Function, _apply, _apply1, _make_view, _record1, check_no_internal_overlap
 from ..autograd.grad_mode import state as _state
+from ..autograd.observe import hook as _hook
 from ..backends import backend_of
 from ._util import checked_scalar, infer_size, scalar_value, shape_args, xp_of
 
@@ -197,7 +198,7 @@ def reshape(input, *shape):
         elif shape.__class__ is not tuple:
             shape = tuple(shape)
     if x.flags.c_contiguous or shape == x.shape or _is_viewable(x, shape):
-        if not input._requires_grad or not _state.enabled:  # no graph: Reshape.forward's one call
+        if (not input._requires_grad or not _state.enabled) and _hook.observer is None:  # Reshape.forward's call
             return _make_view(input, x.reshape(shape), False, None)
         return _record1(Reshape, input, (x, shape))
     return _apply1(ReshapeCopy, input, (x, shape))
@@ -1910,7 +1911,7 @@ def getitem(input, key):
         k = ((key, Ellipsis), None)
         return _apply1(Select, input, (x, k))
     if key.__class__ is slice and x.ndim and _plain_slice(key):  # a slice alone always gives NumPy a view
-        if not input._requires_grad or not _state.enabled:  # no graph: Slice.forward's one call
+        if (not input._requires_grad or not _state.enabled) and _hook.observer is None:  # Slice.forward's call
             return _make_view(input, x[key], False, None)
         return _record1(Slice, input, (x, (key, None)))
     k = _compile_key(key, x)

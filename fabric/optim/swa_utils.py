@@ -28,6 +28,7 @@ from copy import deepcopy
 
 from .. import _creation
 from .. import _dtype as D
+from .._progress import progress
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from ..nn.modules.batchnorm import _BatchNorm
@@ -244,7 +245,7 @@ def update_bn(loader, model, device=None) -> None:
     model.train()
     for module in momenta:
         module.momentum = None
-    for input in loader:
+    for input in progress(loader, desc="update_bn"):
         if isinstance(input, (list, tuple)):
             input = input[0]
         if device is not None:

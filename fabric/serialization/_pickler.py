@@ -32,6 +32,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._device import device as _device_cls
+from .._progress import progress
 from .._tensor import Size, Tensor
 from ._rebuild import STORAGE_NAMES
 
@@ -216,14 +217,25 @@ def write_zip(fileobj, pickled, table, prefix="archive", byteorder=True):
         z.writestr(info(".storage_alignment", 2), str(ALIGN).encode())
         if byteorder:
             z.writestr(info("byteorder", len(sys.byteorder)), sys.byteorder.encode())
-        for host, key in table.blobs:
-            data = memoryview(np.ascontiguousarray(host)).cast("B")
-            zi = info(f"data/{key}", data.nbytes)
-            zip64 = data.nbytes * 1.05 > zipfile.ZIP64_LIMIT
-            # pad the local header's extra field so that the data starts on a 64-byte boundary
-            header = 30 + len(zi.filename.encode()) + (20 if zip64 else 0) + 4
-            pad = (-(z.fp.tell() + header)) % ALIGN
-            zi.extra = struct.pack("<HH", 0x4246, pad) + b"Z" * pad  # "FB" padding field, as PyTorch
-            with z.open(zi, "w", force_zip64=zip64) as out:
-                out.write(data)
+        total = sum(host.nbytes for host, _ in table.blobs)
+        with progress(total=total, desc="fabric.save", unit="B", min_total=PROGRESS_BYTES) as bar:
+            for host, key in table.blobs:
+                _write_record(z, info, host, key)
+                bar.update(host.nbytes)
         z.writestr(info("version", 2), b"3\n")
+
+
+PROGRESS_BYTES = 1 << 28  # a save writing this many bytes of tensors shows a progress bar (tqdm, when installed)
+
+
+def _write_record(z, info, host, key):
+    """One storage record, its data starting on a 64-byte boundary."""
+    data = memoryview(np.ascontiguousarray(host)).cast("B")
+    zi = info(f"data/{key}", data.nbytes)
+    zip64 = data.nbytes * 1.05 > zipfile.ZIP64_LIMIT
+    # pad the local header's extra field so that the data starts on a 64-byte boundary
+    header = 30 + len(zi.filename.encode()) + (20 if zip64 else 0) + 4
+    pad = (-(z.fp.tell() + header)) % ALIGN
+    zi.extra = struct.pack("<HH", 0x4246, pad) + b"Z" * pad  # "FB" padding field, as PyTorch
+    with z.open(zi, "w", force_zip64=zip64) as out:
+        out.write(data)

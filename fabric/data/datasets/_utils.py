@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import gzip
 import os
-import shutil
 from urllib.error import URLError
 
 import numpy as np
+
+from ..._progress import progress
 
 __all__ = ["read_idx", "write_idx", "md5sum", "check_integrity", "download_url"]
 
@@ -103,7 +104,11 @@ def download_url(urls: list[str], path: str, md5: str | None = None, timeout: fl
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".download-")
         try:
             with os.fdopen(fd, "wb") as out, urlopen(url, timeout) as response:
-                shutil.copyfileobj(response, out)
+                size = int(response.headers.get("Content-Length") or 0) or None
+                with progress(total=size, desc=os.path.basename(path), unit="B") as bar:
+                    while chunk := response.read(1 << 16):
+                        out.write(chunk)
+                        bar.update(len(chunk))
             if md5 is not None and (got := md5sum(tmp)) != md5:
                 errors.append(f"{url}: checksum mismatch (MD5 {got}, expected {md5})")
                 continue

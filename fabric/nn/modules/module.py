@@ -35,6 +35,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ..._display import module_html as _module_html
 from ..._tensor import Tensor, _parse_to
 from ...autograd.function import Function
 from ...autograd.grad_mode import no_grad
@@ -1319,3 +1320,7 @@ class Module:
             else:
                 main += "\n  " + "\n  ".join(lines) + "\n"
         return main + ")"
+
+    def _repr_html_(self) -> str:
+        """Notebook display: the module tree, folded below the top level, with parameter counts."""
+        return _module_html(self)
