@@ -92,6 +92,21 @@ def test_float16_falls_back_to_the_reference(hb):
     assert hb.kernels.launched == set()
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_safe_softmax_in_place(hb, dt):
+    """Attention's softmax: in place, rows of all -inf give zeros, NaN rows stay NaN."""
+    s = np.random.default_rng(2).standard_normal((2, 3, 5, 7)).astype(dt) * 4
+    s[0, 1, 2] = -np.inf
+    s[1, 0, :, 3] = -np.inf
+    s[1, 2, 4, 0] = np.nan
+    want = agreement.ref.safe_softmax_(s.copy())
+    got = s.copy()
+    assert hb.safe_softmax_(got) is got
+    agreement.check(got, want, agreement.tol(dt))
+    assert (got[0, 1, 2] == 0).all() and np.isnan(got[1, 2, 4]).all()
+    assert hb.kernels.launched == {"safe_softmax_inplace"}
+
+
 def test_non_contiguous_inputs(hb):
     x = np.random.default_rng(1).standard_normal((6, 8)).astype(np.float32).T
     agreement.check(hb.log_softmax(x, -1), agreement.ref.log_softmax(x, -1), 2e-6)

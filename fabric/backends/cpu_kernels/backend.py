@@ -78,6 +78,12 @@ class NumbaBackend(NumpyBackend):
             return super().softmax(x, axis)
         return self._rowwise(kernels().softmax_fwd, axis, x)
 
+    def safe_softmax_(self, s):
+        if not (_ok(s) and s.ndim >= 1 and s.flags.c_contiguous and s.flags.writeable):
+            return super().safe_softmax_(s)
+        kernels().safe_softmax_inplace(s.reshape(-1, s.shape[-1]))
+        return s
+
     def log_softmax(self, x, axis=-1):
         if not (_ok(x) and _axis_ok(axis, x.ndim)):
             return super().log_softmax(x, axis)

@@ -55,6 +55,24 @@ def softmax_fwd(x, out):
 
 
 @_pjit
+def safe_softmax_inplace(s):
+    """Softmax of each row of ``s`` in place; a row of all -inf gives zeros."""
+    for i in prange(s.shape[0]):
+        m = _row_max(s, i)
+        if m == -np.inf:
+            m = 0.0
+        t = 0.0
+        for j in range(s.shape[1]):
+            e = math.exp(s[i, j] - m)
+            s[i, j] = e
+            t += e
+        if t == 0.0:
+            t = 1.0
+        for j in range(s.shape[1]):
+            s[i, j] = s[i, j] / t
+
+
+@_pjit
 def log_softmax_fwd(x, out):
     for i in prange(x.shape[0]):
         m = _row_max(x, i)
