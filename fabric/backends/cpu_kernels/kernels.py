@@ -207,21 +207,25 @@ def layer_norm_bwd(gy, x, w, mean, rstd, gx):
             gx[i, j] = g * r - (x[i, j] - mu) * r * c1 - c2
 
 
-@_pjit
+@_jit
 def norm_bwd_params(gy, x, mean, rstd, gw, gb):
     """Column sums ``gw = sum_i gy * (x - mean) * rstd`` and ``gb = sum_i gy`` (``gb`` of length 0:
-    not wanted; ``mean`` of length 0: RMS norm, no centring)."""
+    not wanted; ``mean`` of length 0: RMS norm, no centring).  Row by row into float64
+    accumulators (contiguous reads; serial by design: rows in parallel would race on the sums)."""
     n, c = x.shape
-    for j in prange(c):
-        sw = 0.0
-        sb = 0.0
-        for i in range(n):
-            mu = mean[i] if mean.shape[0] else 0.0
-            sw += gy[i, j] * ((x[i, j] - mu) * rstd[i])
-            sb += gy[i, j]
-        gw[j] = sw
+    sw = np.zeros(c)
+    sb = np.zeros(c)
+    for i in range(n):
+        mu = float(mean[i]) if mean.shape[0] else 0.0
+        r = float(rstd[i])
+        for j in range(c):
+            g = float(gy[i, j])
+            sw[j] += g * ((x[i, j] - mu) * r)
+            sb[j] += g
+    for j in range(c):
+        gw[j] = sw[j]
         if gb.shape[0]:
-            gb[j] = sb
+            gb[j] = sb[j]
 
 
 @_pjit
