@@ -10,7 +10,9 @@ Example::
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+# The PyTorch release whose API fabric follows, with fabric's own version (the fabric-dl distribution's) as
+# the local label: scripts that compare torch.__version__ with "2.0" under the alias take PyTorch 2's branches.
+__version__ = "2.13.0+fabric.0.1.0"
 
 import builtins as _builtins
 import warnings as _warnings
@@ -25,6 +27,12 @@ from ._dtype import (  # noqa: F401
     uint8, bool, get_default_dtype, set_default_dtype, promote_types, can_cast, finfo, iinfo,
 )
 from ._device import device  # noqa: F401
+from ._layout import (  # noqa: F401
+    layout, memory_format, strided, sparse_coo, sparse_csr, sparse_csc, sparse_bsr, sparse_bsc, jagged,
+    contiguous_format, channels_last, channels_last_3d, preserve_format,
+)
+from math import e, inf, nan, pi  # noqa: F401  (torch.pi ... are Python floats too)
+newaxis = None
 from ._tensor import Tensor, Size  # noqa: F401
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled  # noqa: F401
 from .autograd.grad_mode import is_inference_mode_enabled  # noqa: F401
@@ -37,7 +45,7 @@ from .random import manual_seed, seed, initial_seed, get_rng_state, set_rng_stat
 from ._formatting import set_printoptions  # noqa: F401
 import fabric.linalg as linalg  # noqa: E402,F401  (`from . import linalg` would get fabric.ops.linalg)
 from .serialization import save, load  # noqa: F401
-from ._torch_alias import install_torch_alias  # noqa: F401
+from ._torch_alias import install_torch_alias, uninstall_torch_alias  # noqa: F401
 from ._extras import *  # noqa: F401,F403,E402
 from ._threads import set_num_threads, get_num_threads, set_num_interop_threads, get_num_interop_threads  # noqa: F401,E501
 from . import nn, optim  # noqa: F401,E402
@@ -48,6 +56,7 @@ from . import special, testing  # noqa: E402,F401
 from . import amp, cpu  # noqa: E402,F401
 from . import func  # noqa: E402,F401
 from . import jit, compiler  # noqa: E402,F401
+from . import accelerator, version  # noqa: E402,F401
 from . import profiler  # noqa: E402,F401
 from ._teaching import explain, trace_ops  # noqa: E402,F401
 from .amp import GradScaler  # noqa: E402,F401
@@ -101,7 +110,7 @@ def __getattr__(name):
 
     if name in _extras._FUNCTIONAL:
         return getattr(_extras, name)
-    if name in ("fx", "export", "onnx"):  # graph capture: imported on first use
+    if name in ("fx", "export", "onnx", "compiler"):  # graph capture: imported on first use
         import importlib
         return importlib.import_module(f"fabric.{name}")
     raise AttributeError(f"module 'fabric' has no attribute '{name}'")

@@ -16,11 +16,12 @@ import math
 import numpy as np
 
 from . import _dtype as D
+from . import _layout
 from ._device import as_device
 from ._errors import out_of_memory
 from ._tensor import Tensor, _to_array
 from .backends import backend_for
-from .ops._util import checked_scalar, overflows, scalar_value, shape_args
+from .ops._util import checked_scalar, factory_size, overflows, scalar_value, shape_args
 
 __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "from_dlpack", "zeros", "ones", "full", "empty",
            "zeros_like", "ones_like", "full_like", "empty_like", "arange", "range", "linspace", "logspace", "eye",
@@ -225,20 +226,23 @@ def _filled(shape, value, dtype, device, requires_grad, name=None):
     return t
 
 
-def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
-    """A tensor of zeros (default dtype float32)."""
-    return _out(out, _filled(shape_args(size, "size"), 0, _np_dtype(dtype), device, requires_grad, "zeros"))
+def zeros(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+          pin_memory=False) -> Tensor:
+    """A tensor of zeros (default dtype float32): ``zeros(2, 3)``, ``zeros((2, 3))`` or ``zeros(size=(2, 3))``."""
+    return _out(out, _filled(factory_size("zeros", sizes, size), 0, _np_dtype(dtype), device, requires_grad,
+                             "zeros"))
 
 
-def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
-    """A tensor of ones."""
-    return _out(out, _filled(shape_args(size, "size"), 1, _np_dtype(dtype), device, requires_grad))
+def ones(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+         pin_memory=False) -> Tensor:
+    """A tensor of ones (the size as for :func:`zeros`)."""
+    return _out(out, _filled(factory_size("ones", sizes, size), 1, _np_dtype(dtype), device, requires_grad))
 
 
-def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
-          memory_format=None) -> Tensor:
-    """An uninitialised tensor."""
-    return _out(out, _filled(shape_args(size, "size"), None, _np_dtype(dtype), device, requires_grad))
+def empty(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+          pin_memory=False, memory_format=None) -> Tensor:
+    """An uninitialised tensor (the size as for :func:`zeros`)."""
+    return _out(out, _filled(factory_size("empty", sizes, size), None, _np_dtype(dtype), device, requires_grad))
 
 
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
@@ -291,27 +295,38 @@ def _like(input, dtype, device):
     return input._data.shape, dt, dev
 
 
+def _filled_like(input, value, dt, dev, requires_grad, memory_format) -> Tensor:
+    """``_filled`` laid out as ``memory_format`` (default: the input's own order, as PyTorch)."""
+    shape = input._data.shape
+    order = _layout.like_order(input._data, memory_format)
+    if order is None:
+        return _filled(shape, value, dt, dev, requires_grad)
+    t = _filled(tuple(shape[d] for d in order), value, dt, dev, requires_grad)
+    t._data = t._data.transpose(_layout.inverse_order(order))
+    return t
+
+
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
-    shape, dt, dev = _like(input, dtype, device)
-    return _filled(shape, 0, dt, dev, requires_grad)
+    _, dt, dev = _like(input, dtype, device)
+    return _filled_like(input, 0, dt, dev, requires_grad, memory_format)
 
 
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
-    shape, dt, dev = _like(input, dtype, device)
-    return _filled(shape, 1, dt, dev, requires_grad)
+    _, dt, dev = _like(input, dtype, device)
+    return _filled_like(input, 1, dt, dev, requires_grad, memory_format)
 
 
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
-    shape, dt, dev = _like(input, dtype, device)
-    return _filled(shape, None, dt, dev, requires_grad)
+    _, dt, dev = _like(input, dtype, device)
+    return _filled_like(input, None, dt, dev, requires_grad, memory_format)
 
 
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None) -> Tensor:
-    shape, dt, dev = _like(input, dtype, device)
+    _, dt, dev = _like(input, dtype, device)
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
-    return _filled(shape, fill_value, dt, dev, requires_grad)
+    return _filled_like(input, fill_value, dt, dev, requires_grad, memory_format)
 
 
 def _num(v):

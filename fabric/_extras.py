@@ -21,6 +21,7 @@ import numpy as np
 
 from . import _dtype as D
 from ._tensor import Tensor
+from .backends import _flags
 
 _FUNCTIONAL = ("adaptive_avg_pool1d adaptive_max_pool1d alpha_dropout avg_pool1d batch_norm bilinear "
                "binary_cross_entropy_with_logits celu celu_ conv1d conv2d conv3d conv_transpose1d conv_transpose2d "
@@ -165,40 +166,32 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     return ((left + right) * diff(x, dim=dim if x.ndim == y.ndim else -1) * 0.5).cumsum(dim)
 
 
-_deterministic = False
-_matmul_precision = "highest"
-
-
 def use_deterministic_algorithms(mode, *, warn_only=False) -> None:
-    """Accepted: fabric's CPU ops are deterministic; the GPU's atomics-based
-    embedding/max-pool backward kernels are the exception (see docs/cuda.md)."""
-    global _deterministic
-    _deterministic = bool(mode)
+    """Ask for deterministic kernels (also ``backends.cudnn.deterministic``):
+    fabric's CPU ops are deterministic; the GPU's atomics-based embedding/
+    max-pool backward kernels are the exception (see docs/cuda.md)."""
+    _flags.use_deterministic_algorithms(mode, warn_only=warn_only)
 
 
 def are_deterministic_algorithms_enabled() -> bool:
-    return _deterministic
+    return _flags.are_deterministic_algorithms_enabled()
 
 
 def set_float32_matmul_precision(precision: str) -> None:
-    """Accepted for compatibility ('highest', 'high', 'medium'); fabric always
-    computes float32 matmuls in float32."""
-    global _matmul_precision
-    if precision not in ("highest", "high", "medium"):
-        raise RuntimeError(f"Invalid precision: {precision}")
-    _matmul_precision = precision
+    """'highest' computes float32 matmuls in float32; 'high' and 'medium'
+    allow TF32 on the GPU (the same switch as ``backends.cuda.matmul.allow_tf32``)."""
+    _flags.set_float32_matmul_precision(precision)
 
 
 def get_float32_matmul_precision() -> str:
-    return _matmul_precision
+    return _flags.get_float32_matmul_precision()
 
 
 def compile(model=None, **kwargs):
-    """``torch.compile`` stand-in: fabric runs eagerly, so the model (or
-    function) is returned unchanged."""
-    if model is None:
-        return lambda m: m
-    return model
+    """``torch.compile``: see :func:`fabric._dynamo.compile` (imported on first use, with ``fabric.fx``)."""
+    from ._dynamo import compile as impl
+
+    return impl(model, **kwargs)
 
 
 def get_default_device():

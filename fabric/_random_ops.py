@@ -22,7 +22,7 @@ from ._errors import out_of_memory
 from ._tensor import Tensor
 from .autograd.grad_mode import no_grad
 from .backends import backend_of
-from .ops._util import shape_args
+from .ops._util import factory_size, shape_args
 from .random import generator_for
 
 __all__ = ["rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal", "bernoulli",
@@ -40,10 +40,10 @@ def _place(arr, device, requires_grad):
     return _finish(arr, device, requires_grad)
 
 
-def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+def rand(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
          pin_memory=False):
-    """Uniform samples on [0, 1)."""
-    shape = shape_args(size, "size")
+    """Uniform samples on [0, 1): ``rand(2, 3)``, ``rand((2, 3))`` or ``rand(size=(2, 3))``."""
+    shape = factory_size("rand", sizes, size)
     dt = _np_dtype(dtype)
     if dt.kind != "f":
         raise RuntimeError(f'"check_uniform_bounds" not implemented for \'{_tn(dt)}\'')
@@ -51,10 +51,10 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, 
                             device, requires_grad))
 
 
-def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+def randn(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
           pin_memory=False):
-    """Standard normal samples."""
-    shape = shape_args(size, "size")
+    """Standard normal samples (the size as for :func:`rand`)."""
+    shape = factory_size("randn", sizes, size)
     dt = _np_dtype(dtype)
     if dt.kind != "f":
         raise RuntimeError(f'"normal_kernel_cpu" not implemented for \'{_tn(dt)}\'')

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _dtype as D
+from . import _layout
 from ._device import as_device
 from ._device import cpu as _CPU
 from ._device import device as _device_cls
@@ -189,10 +190,20 @@ class Tensor:
 
     is_cpu = property(lambda self: self._data.__class__ is _ndarray)
     is_sparse = False
+    is_sparse_csr = False
     is_quantized = False
     is_meta = False
+    is_mkldnn = False
+    is_nested = False
+    is_mps = False
+    is_xpu = False
+    is_ipu = False
+    is_hpu = False
+    is_maia = False
+    is_mtia = False
+    is_vulkan = False
     is_complex = lambda self: False
-    layout = "strided"
+    layout = _layout.strided
 
     @property
     def ndim(self) -> int:
@@ -228,7 +239,9 @@ class Tensor:
     def stride(self, dim=None):
         """Strides in elements, like PyTorch (NumPy's are in bytes)."""
         d = self._data
-        if d.size <= 1 or 0 in d.shape:
+        if d.ndim in (4, 5) and (cl := _layout.channels_last_strides(d)) is not None:
+            st = cl  # a channels-last copy: NumPy made PyTorch's strides, size-1 dims too
+        elif d.size <= 1 or 0 in d.shape:
             st = _contiguous_strides(d.shape)
         else:
             item = d.itemsize
@@ -262,12 +275,32 @@ class Tensor:
         return d.data.ptr
 
     def is_contiguous(self, memory_format=None) -> bool:
-        return bool(self._data.flags.c_contiguous)
+        """Whether the elements lie in memory in ``memory_format``'s order
+        (default: row-major) without gaps, as PyTorch decides it."""
+        if memory_format is None or memory_format is _layout.contiguous_format:
+            return bool(self._data.flags.c_contiguous)
+        if memory_format is _layout.preserve_format:
+            raise RuntimeError("is_contiguous() does not support memory_format=torch.preserve_format")
+        return _layout.is_contiguous_in(self._data.shape, self.stride(), memory_format)
 
     def contiguous(self, memory_format=None) -> Tensor:
-        if self._data.flags.c_contiguous:
+        """``self`` if it is contiguous in ``memory_format`` (default row-major),
+        else a copy laid out so (``channels_last``: NHWC order of an NCHW tensor).
+
+        Example::
+
+            >>> import fabric
+            >>> fabric.zeros(1, 2, 3, 3).contiguous(memory_format=fabric.channels_last).stride()
+            (18, 1, 6, 2)
+        """
+        if memory_format is None or memory_format is _layout.contiguous_format:
+            if self._data.flags.c_contiguous:
+                return self
+            return _ops.clone(self, memory_format=_layout.contiguous_format)
+        fmt = _layout.check_format(memory_format, self._data.ndim)
+        if fmt is _layout.preserve_format or self.is_contiguous(fmt):
             return self
-        return _ops.clone(self)
+        return _ops.clone(self, memory_format=fmt)
 
     # --- autograd attributes -------------------------------------------------
     @property
@@ -547,8 +580,12 @@ class Tensor:
     def to(self, *args, **kwargs) -> Tensor:
         """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``;
         keywords ``non_blocking``, ``copy``. Differentiable."""
+        fmt = kwargs.pop("memory_format", None)
         dev, dt, copy, non_blocking = _parse_to(args, kwargs)
-        return _ops.to_copy(self, dev, dt, copy, non_blocking)
+        out = _ops.to_copy(self, dev, dt, copy, non_blocking)
+        if fmt is not None and fmt is not _layout.preserve_format:
+            out = out.contiguous(fmt)
+        return out
 
     def cpu(self, memory_format=None) -> Tensor:
         return self if self._data.__class__ is _ndarray else self.to("cpu")
@@ -618,27 +655,30 @@ class Tensor:
         return get_cupy_backend().is_pinned(self._data)
 
     def clone(self, memory_format=None) -> Tensor:
-        return _ops.clone(self)
+        return _ops.clone(self, memory_format=memory_format)
 
     def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
         from ._creation import tensor
 
         return tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
 
-    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, **kw):
+    def new_zeros(self, *sizes, size=None, dtype=None, device=None, requires_grad=False, **kw):
         from ._creation import zeros
 
-        return zeros(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+        return zeros(*sizes, size=size, dtype=dtype or self.dtype, device=device or self.device,
+                     requires_grad=requires_grad)
 
-    def new_ones(self, *size, dtype=None, device=None, requires_grad=False, **kw):
+    def new_ones(self, *sizes, size=None, dtype=None, device=None, requires_grad=False, **kw):
         from ._creation import ones
 
-        return ones(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+        return ones(*sizes, size=size, dtype=dtype or self.dtype, device=device or self.device,
+                     requires_grad=requires_grad)
 
-    def new_empty(self, *size, dtype=None, device=None, requires_grad=False, **kw):
+    def new_empty(self, *sizes, size=None, dtype=None, device=None, requires_grad=False, **kw):
         from ._creation import empty
 
-        return empty(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+        return empty(*sizes, size=size, dtype=dtype or self.dtype, device=device or self.device,
+                     requires_grad=requires_grad)
 
     def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False, **kw):
         from ._creation import full

@@ -71,7 +71,7 @@ def test_functional_aliases_and_switches():
     fabric.set_float32_matmul_precision("high")
     assert fabric.get_float32_matmul_precision() == "high"
     model = fabric.nn.Linear(2, 2)
-    assert fabric.compile(model) is model
+    assert fabric.compile(model)._orig_mod is model and fabric.compile(model, disable=True) is model
     assert fabric.get_default_device() == fabric.device("cpu")
     assert fabric.is_same_size(fabric.ones(2), fabric.zeros(2)) and not fabric.is_complex(fabric.ones(1))
     with pytest.raises(AttributeError):

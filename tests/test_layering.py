@@ -12,12 +12,11 @@ PKG = os.path.join(ROOT, "fabric")
 # lowest first; a module belongs to the first layer with a matching prefix, else to "api"
 LAYERS = [
     ("base", ("fabric._dtype", "fabric._special_functions", "fabric._threads", "fabric._rng",
-              "fabric._shared_memory", "fabric._errors")),
+              "fabric._shared_memory", "fabric._errors", "fabric._display", "fabric._layout")),
     ("backends", ("fabric.backends", "fabric._device")),
     ("autograd core", ("fabric.autograd.function", "fabric.autograd.engine", "fabric.autograd.grad_mode",
                        "fabric.autograd.anomaly_mode", "fabric.autograd.graph", "fabric.autograd.observe")),
-    ("tensor and ops", ("fabric._tensor", "fabric.ops", "fabric._creation", "fabric._formatting",
-                        "fabric._display")),
+    ("tensor and ops", ("fabric._tensor", "fabric.ops", "fabric._creation", "fabric._formatting")),
 ]
 
 ALLOWED = {

@@ -722,11 +722,13 @@ def test_method_forms_and_out():
 
 
 def test_scalar_tensor_like():
+    from fabric.ops.pointwise import scalar_tensor_like  # an internal helper (not a torch name)
+
     ref = fabric.tensor([1.0], dtype=fabric.float16)
-    assert fabric.scalar_tensor_like(2, ref).dtype == fabric.int64
-    assert fabric.scalar_tensor_like(2.5, ref).dtype == fabric.float32
-    assert fabric.scalar_tensor_like(True, ref).dtype == fabric.bool
-    assert fabric.scalar_tensor_like(2, ref).ndim == 0
+    assert scalar_tensor_like(2, ref).dtype == fabric.int64
+    assert scalar_tensor_like(2.5, ref).dtype == fabric.float32
+    assert scalar_tensor_like(True, ref).dtype == fabric.bool
+    assert scalar_tensor_like(2, ref).ndim == 0
 
 
 def test_integer_inputs_give_default_float_dtype():

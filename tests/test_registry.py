@@ -62,3 +62,18 @@ def test_angle_matches_torch():
         np.testing.assert_array_equal(fabric.angle(fabric.from_numpy(a.astype(dt))).numpy(),
                                       torch.angle(torch.from_numpy(a.astype(dt))).numpy())
     assert fabric.angle(fabric.tensor([-3, 0, 4])).tolist() == torch.angle(torch.tensor([-3, 0, 4])).tolist()
+
+
+def test_internal_helpers_are_not_public():
+    for name in ("binary", "copy_into_out", "scalar_tensor_like", "builtins_bool"):
+        assert not hasattr(fabric, name), name
+        assert name not in fabric.ops.__all__, name
+
+
+def test_declared_autocast_is_what_the_entry_applies():
+    # the float functions cast from their declaration; the binary entry does not cast (yet), so says none
+    assert _registry.REGISTRY["atan2"].autocast is None
+    x = fabric.ones(2, dtype=fabric.float16)
+    from fabric.ops import _autocast
+
+    assert _autocast.cast("log1p", x) is None  # autocast off: nothing to do

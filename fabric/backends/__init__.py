@@ -1,10 +1,14 @@
-"""Backend dispatch: one object per device type, found only through
+"""Backend dispatch (and ``torch.backends``' switches): one object per device type, found only through
 :func:`backend_of` (from an array) and :func:`backend_for` (from a device).
 
 Ops are written once against ``backend.xp`` (``numpy`` or ``cupy``); the few
 primitives where the two libraries differ, and the fused hot paths, are
 methods of :class:`Backend`.  The CuPy backend is imported lazily, so
 ``import fabric`` never needs CuPy.
+
+The submodules ``cudnn``, ``cuda`` (with ``cuda.matmul``), ``mps``,
+``mkldnn``, ``cpu`` and ``opt_einsum`` are PyTorch's ``torch.backends.*``
+flag modules (``fabric.backends.cuda`` also holds the GPU kernels).
 
 Example::
 
@@ -19,11 +23,12 @@ import importlib
 
 import numpy as np
 
+from . import _flags
 from .base import Backend
 from .numpy_backend import NumpyBackend
 
-__all__ = ["Backend", "backend_of", "backend_for", "cpu_backend", "get_cupy_backend"]
-
+__all__ = ["Backend", "backend_of", "backend_for", "cpu_backend", "get_cupy_backend", "cpu", "cuda", "cudnn",
+           "mkldnn", "mps", "opt_einsum"]
 
 
 def _make_cpu_backend() -> Backend:
@@ -52,6 +57,7 @@ def _get_cupy_backend():
         # attribute ``cupy_backend`` (this accessor's public name) to it
         module = importlib.import_module(".cupy_backend", __name__)
         _cupy_instance = module.CupyBackend()
+        _flags.apply_to_new_cupy_backend()
     return _cupy_instance
 
 
@@ -74,3 +80,6 @@ def backend_for(device) -> Backend:
     if device.type == "cuda":
         return _get_cupy_backend()
     raise RuntimeError(f"no backend for device type {device.type!r}")
+
+
+from . import cpu, cuda, cudnn, mkldnn, mps, opt_einsum  # noqa: E402  (torch.backends' flag modules)

@@ -1,9 +1,12 @@
-"""``fabric.compiler``: the ``torch.compiler`` names that code checks or decorates with.
+"""``fabric.compiler``: ``torch.compiler``'s controls of :func:`fabric.compile`.
 
-fabric has no graph compiler behind ``torch.compile`` today, so code is
-never being compiled: ``is_compiling()`` is False, ``disable`` returns the
-function unchanged, ``allow_in_graph`` / ``assume_constant_result`` /
-``substitute_in_graph`` are identities and ``reset`` has nothing to clear.
+``is_compiling()`` is True only while ``fabric.compile`` captures a call;
+``disable`` keeps a function out of capture (a graph break when met inside a
+compiled call; on a compiled function or module it makes it run eagerly);
+``reset`` forgets every captured graph.  ``allow_in_graph`` /
+``assume_constant_result`` / ``substitute_in_graph`` are identities: every
+fabric op is recorded in the graph anyway.  ``fabric.compile`` (with
+``fabric.fx``) is imported only when one of these needs it.
 
 Example::
 
@@ -18,18 +21,27 @@ Example::
 """
 from __future__ import annotations
 
-__all__ = ["is_compiling", "is_dynamo_compiling", "is_exporting", "disable", "allow_in_graph",
+import sys
+
+__all__ = ["compile", "is_compiling", "is_dynamo_compiling", "is_exporting", "disable", "allow_in_graph",
            "assume_constant_result", "substitute_in_graph", "reset", "list_backends", "cudagraph_mark_step_begin"]
 
 
+def compile(*args, **kwargs):
+    """``fabric.compile`` (``torch.compiler.compile``)."""
+    from .._dynamo import compile as impl
+    return impl(*args, **kwargs)
+
+
 def is_compiling() -> bool:
-    """False: fabric code is never run under a graph compiler."""
-    return False
+    """True while ``fabric.compile`` is capturing a call (False inside a ``disable``d function)."""
+    mod = sys.modules.get("fabric._dynamo._capture")
+    return bool(mod is not None and mod.is_compiling())
 
 
 def is_dynamo_compiling() -> bool:
-    """False: there is no dynamo in fabric."""
-    return False
+    """The same as :func:`is_compiling` (fabric's capture plays dynamo's part)."""
+    return is_compiling()
 
 
 def is_exporting() -> bool:
@@ -42,34 +54,37 @@ def is_exporting() -> bool:
 
 
 def disable(fn=None, recursive: bool = True, *, reason=None):
-    """Keep ``fn`` out of compilation: a no-op in fabric. Usable bare or with arguments."""
-    if fn is None:
-        return lambda f: f
-    return fn
+    """Run ``fn`` eagerly, never captured. Usable bare or with arguments."""
+    from .._dynamo import disable as impl
+    return impl(fn, recursive, reason=reason)
 
 
 def allow_in_graph(fn):
-    """Identity (nothing is compiled)."""
+    """Identity: every fabric op is already recorded in the graph."""
     return fn
 
 
 def assume_constant_result(fn):
-    """Identity (nothing is compiled)."""
+    """Identity: a Python value ``fn`` returns during capture is a constant of the graph anyway."""
     return fn
 
 
 def substitute_in_graph(original_fn, *, can_constant_fold_through=False, skip_signature_check=False):
-    """Identity decorator (nothing is compiled, so no substitution is needed)."""
+    """Identity decorator (capture records fabric ops, so no substitution is needed)."""
     return lambda fn: fn
 
 
 def reset() -> None:
-    """Nothing to clear: fabric keeps no compilation cache."""
+    """Forget every graph captured by ``fabric.compile``."""
+    mod = sys.modules.get("fabric._dynamo")
+    if mod is not None:
+        mod.reset()
 
 
 def list_backends(exclude_tags=("debug", "experimental")) -> list:
-    """No compile backends are available in fabric."""
-    return []
+    """The ``backend=`` names of ``fabric.compile``."""
+    from .._dynamo import list_backends as impl
+    return impl(exclude_tags)
 
 
 def cudagraph_mark_step_begin() -> None:

@@ -6,7 +6,7 @@ aliases, and its autocast policy.  From the declarations come the modules'
 ``__all__`` entries (:func:`public_names`), the Tensor methods and in-place
 methods (:func:`tensor_methods`, installed by ``ops/_methods.py``) and the
 autocast cast the op's shared entry applies (:func:`autocast_name`, read by
-``amp._policy.cast``).  The declaration also has the (empty) slots that later
+``ops._autocast.cast``).  The declaration also has the (empty) slots that later
 work fills per op: a batching rule for ``vmap``, a forward-mode (JVP) rule, an
 ONNX lowering and a fusion class.
 
@@ -58,11 +58,12 @@ def _policy_ops() -> frozenset[str]:
 
 def declare(function: Callable[..., Any], *, name: str | None = None, method: bool = True,
             inplace: Callable[..., Any] | None = None, aliases: tuple[str, ...] = (),
-            fusion: str | None = None) -> OpDecl:
+            fusion: str | None = None, autocast: bool = True) -> OpDecl:
     """Register ``function`` as the op ``name`` (default: its ``__name__``) and return the declaration.
 
     ``method``: PyTorch has it as ``Tensor.<name>``; ``inplace``: the function of ``name_`` (always a
-    Tensor method when given).  The autocast policy is the one amp's tables give ``name``.
+    Tensor method when given).  The autocast policy is the one the tables of ``ops/_autocast.py``
+    give ``name``; ``autocast=False`` records none, for an op whose entry does not apply it yet.
     """
     name = name or function.__name__
     module = function.__module__
@@ -71,7 +72,7 @@ def declare(function: Callable[..., Any], *, name: str | None = None, method: bo
         raise RuntimeError(f"op {key!r} is declared twice ({REGISTRY[key].module} and {module})")
     decl = OpDecl(name, function, module, method=name if method else None,
                   inplace=(name + "_") if inplace is not None else None, inplace_function=inplace,
-                  aliases=tuple(aliases), autocast=name if name in _policy_ops() else None, fusion=fusion)
+                  aliases=tuple(aliases), autocast=name if autocast and name in _policy_ops() else None, fusion=fusion)
     REGISTRY[key] = decl
     return decl
 

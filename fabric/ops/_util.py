@@ -207,6 +207,17 @@ def shape_args(args, name="shape"):
     return tuple(out)
 
 
+def factory_size(fname, args, size):
+    """The shape of a factory called as ``f(2, 3)``, ``f((2, 3))`` or ``f(size=(2, 3))``."""
+    if size is None:
+        return shape_args(args, "size")
+    if args:
+        raise TypeError(f"{fname}() got multiple values for argument 'size'")
+    if isinstance(size, (builtins.int, np.integer)):
+        raise TypeError(f"{fname}(): argument 'size' must be tuple of ints, not {type(size).__name__}")
+    return shape_args((size,), "size")
+
+
 def infer_size(shape, numel):
     """Resolve one -1 in a target shape; error if the sizes do not match."""
     neg = [i for i, s in enumerate(shape) if s == -1]

@@ -26,7 +26,7 @@ from ._util import binary_operands, checked_scalar, float_array, float_operands,
 _ndarray = np.ndarray
 _make = Tensor._make
 
-__all__ = ["binary", "add", "sub", "rsub", "mul", "div", "rdiv", "true_divide", "neg", "negative", "pow", "exp", "log",
+__all__ = ["add", "sub", "rsub", "mul", "div", "rdiv", "true_divide", "neg", "negative", "pow", "exp", "log",
            "matmul", "multiply", "subtract", "divide"]
 
 

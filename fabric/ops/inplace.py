@@ -21,7 +21,7 @@ from ..autograd.function import Function, _apply
 from ..backends import backend_of
 from ._util import binary_operands, checked_scalar, scalar_value, xp_of
 
-__all__ = ["add_", "sub_", "mul_", "div_", "zero_", "fill_", "copy_", "copy_into_out"]
+__all__ = ["add_", "sub_", "mul_", "div_", "zero_", "fill_", "copy_"]  # copy_into_out: internal (out= helper)
 
 
 def _inplace_operands(self, other, name):

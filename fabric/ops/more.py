@@ -37,9 +37,7 @@ from __future__ import annotations
 
 import builtins
 import math
-import mmap
 import numbers
-import os
 
 import numpy as np
 
@@ -259,27 +257,21 @@ def _output_nr(self) -> int:
     return self._output_nr
 
 
-def _in_shared_mapping(a) -> bool:
-    while a is not None:
-        if isinstance(a, mmap.mmap):
-            return True
-        a = a.obj if isinstance(a, memoryview) else getattr(a, "base", None)
-    return False
-
-
 def is_shared(self) -> bool:
     """Whether the data lives in shared memory (after :func:`share_memory_`,
     in a DataLoader worker's batch, or any CUDA tensor)."""
     d = self._data
     if d.__class__ is not _ndarray:
         return True
-    return _in_shared_mapping(d)
+    return _shared_memory.in_shared_mapping(d)
 
 
 def share_memory_(self):
-    """Move a CPU tensor's data into anonymous shared memory (visible to
-    forked processes); a no-op for CUDA tensors and shared data.  Views made
-    before the call keep the old memory; calling it on a view raises.
+    """Move a CPU tensor's data into anonymous shared memory, which other
+    processes can map (forked children, and any process the tensor is sent
+    to through ``fabric.multiprocessing``); a no-op for CUDA tensors and
+    shared data.  Views made before the call keep the old memory; calling it
+    on a view raises.
 
     Example::
 
@@ -288,20 +280,14 @@ def share_memory_(self):
         True
     """
     d = self._data
-    if d.__class__ is not _ndarray or _in_shared_mapping(d):
+    if d.__class__ is not _ndarray or _shared_memory.in_shared_mapping(d):
         return self
     if self._base is not None:
         raise RuntimeError("share_memory_(): fabric cannot move a view into shared memory; call it on the base "
                            "tensor before taking views")
     if not _shared_memory.available:
         return self
-    size = builtins.max(d.nbytes, 1)
-    fd = _shared_memory.new_shared_fd(size)
-    try:
-        mm = mmap.mmap(fd, size)
-    finally:
-        os.close(fd)
-    arr = np.ndarray(d.shape, d.dtype, buffer=mm)
+    arr = _shared_memory.empty(d.shape, d.dtype)
     arr[...] = d
     self._data = arr
     return self

@@ -67,7 +67,7 @@ __all__ = [  # and, at the end of the module, the ops declared in the registry
     "log_", "logical_and", "logical_and_", "logical_not", "logical_not_", "logical_or", "logical_or_", "logical_xor",
     "logical_xor_", "logit", "logit_", "lt", "lt_", "nan_to_num", "nan_to_num_", "ne", "ne_", "neg_", "negative_",
     "not_equal", "not_equal_", "polygamma", "polygamma_", "positive", "pow_", "relu", "relu_", "round", "round_",
-    "scalar_tensor_like", "signbit", "square", "square_", "true_divide_", "where",
+    "signbit", "square", "square_", "true_divide_", "where",
 ]
 
 _ndarray = np.ndarray
@@ -1241,7 +1241,8 @@ def _binary_fn(F, name, prepare, doc, saves_self=True, scalar_other=None, scalar
     op.__doc__ = doc
     op_.__doc__ = f"In-place :func:`{name}`."
     op, op_ = _broadcasting(op), _broadcasting(op_)
-    declare(op, inplace=op_ if inplace else None, aliases=aliases, fusion="elementwise")
+    # autocast=False: the binary entry does not cast yet (atan2 is on CUDA's "promote" list; docs/amp.md)
+    declare(op, inplace=op_ if inplace else None, aliases=aliases, fusion="elementwise", autocast=False)
     return op, op_
 
 

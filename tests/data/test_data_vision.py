@@ -214,8 +214,11 @@ def test_random_crop_and_flip_on_numpy_images():
         assert np.array_equal(out.detach().numpy(), ref)
         out.sum().backward()
         assert w.grad is not None and float(w.grad.sum()) == (9.0 if mode == "constant" else 25.0)
-    with pytest.raises(NotImplementedError, match="symmetric padding of a tensor that requires grad"):
-        T.RandomCrop(2, padding=1, padding_mode="symmetric")(fabric.zeros(1, 2, 2, requires_grad=True))
+    w = fabric.arange(1.0, 5.0).reshape(1, 2, 2).requires_grad_(True)  # symmetric padding is recorded too
+    out = T.RandomCrop(4, padding=1, padding_mode="symmetric")(w)
+    assert np.array_equal(out.detach().numpy(), np.pad(w.detach().numpy(), ((0, 0), (1, 1), (1, 1)), "symmetric"))
+    out.sum().backward()
+    assert w.grad.tolist() == [[[4.0, 4.0], [4.0, 4.0]]]
 
 
 def test_compose_and_lambda():

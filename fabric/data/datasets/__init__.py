@@ -1,16 +1,21 @@
-"""Ready-made datasets: :class:`MNIST` and :class:`FashionMNIST` (IDX files,
-torchvision's layout, optional checked download) and :class:`Digits`
-(scikit-learn's 8x8 digits, offline).
+"""Thin re-export of :mod:`fabric.vision.datasets` (one implementation): the
+ready-made datasets moved there with the rest of torchvision's API.
 
 Example::
 
     >>> from fabric.data import datasets
-    >>> sorted(datasets.__all__)
-    ['Digits', 'FashionMNIST', 'MNIST']
+    >>> datasets.MNIST is __import__("fabric.vision.datasets", fromlist=["MNIST"]).MNIST
+    True
 """
 from __future__ import annotations
 
-from .digits import Digits
-from .mnist import MNIST, FashionMNIST
+import sys
+
+from ...vision.datasets import MNIST, Digits, FashionMNIST, digits, mnist
+from ...vision.datasets import utils as _utils
+
+sys.modules[__name__ + "._utils"] = _utils
+sys.modules[__name__ + ".mnist"] = mnist
+sys.modules[__name__ + ".digits"] = digits
 
 __all__ = ["MNIST", "FashionMNIST", "Digits"]

@@ -642,13 +642,16 @@ class Module:
             fabric.float64
         """
         kwargs = dict(kwargs)
-        kwargs.pop("memory_format", None)
+        fmt = kwargs.pop("memory_format", None)
         device, dtype, _, non_blocking = _parse_to(args, kwargs)
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
                             f"dtype={dtype}")
 
         def convert(t):
+            if fmt is not None and t.dim() in (4, 5):  # as PyTorch: only 4-D/5-D weights take the format
+                return t.to(device, dtype if t.is_floating_point() else None, non_blocking=non_blocking,
+                            memory_format=fmt)
             return t.to(device, dtype if t.is_floating_point() else None, non_blocking=non_blocking)
 
         return self._apply(convert)
@@ -877,7 +880,8 @@ class Module:
     # --- pickling / attributes ------------------------------------------------------
     def __getstate__(self):
         state = self.__dict__.copy()
-        state.pop("_compiled_call_impl", None)
+        if state.pop("_compiled_call_impl", None) is not None:
+            state.pop("forward", None)  # Module.compile's in-place forward is not pickled (as PyTorch)
         return state
 
     def __setstate__(self, state):
@@ -1297,8 +1301,21 @@ class Module:
                 g.zero_()
 
     def compile(self, *args, **kwargs) -> None:
-        """PyTorch compiles ``forward``; fabric has no compiler, so the module
-        keeps running eagerly (results are the same)."""
+        """Compile this module's ``forward`` in place with :func:`fabric.compile`
+        (the same arguments); later calls run the captured graph and give the
+        same numbers.  Hooks run around the compiled forward.
+
+        Example::
+
+            >>> m = fabric.nn.Linear(2, 2)
+            >>> m.compile()
+            >>> m(fabric.ones(1, 2)).shape
+            fabric.Size([1, 2])
+        """
+        from ..._dynamo import compile as _compile
+
+        self._compiled_call_impl = _compile(type(self).forward.__get__(self), *args, **kwargs)
+        self.__dict__["forward"] = self._compiled_call_impl
 
     # --- repr -------------------------------------------------------------------------
     def _get_name(self):

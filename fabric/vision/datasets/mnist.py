@@ -8,13 +8,14 @@ turns either into a 1x28x28 float tensor in [0, 1]) and the target an int.
 
 Example::
 
-    >>> from fabric.data.datasets import MNIST
+    >>> from fabric.vision.datasets import MNIST
     >>> MNIST.resources[0][0]
     'train-images-idx3-ubyte.gz'
 """
 from __future__ import annotations
 
 import os
+import string
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -22,10 +23,10 @@ from typing import Any
 import numpy as np
 
 from ..._creation import from_numpy
-from ..dataset import Dataset
-from ._utils import check_integrity, download_url, read_idx
+from ...data.dataset import Dataset
+from .utils import check_integrity, download_url, extract_zip_members, read_idx
 
-__all__ = ["MNIST", "FashionMNIST"]
+__all__ = ["MNIST", "FashionMNIST", "KMNIST", "EMNIST"]
 
 
 class MNIST(Dataset):
@@ -184,3 +185,77 @@ class FashionMNIST(MNIST):
     ]
     classes = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
                "Ankle boot"]
+
+
+class KMNIST(MNIST):
+    """`Kuzushiji-MNIST <https://github.com/rois-codh/kmnist>`_: cursive
+    Japanese characters in MNIST's format (folder ``root/KMNIST/raw``)."""
+
+    mirrors = ["http://codh.rois.ac.jp/kmnist/dataset/kmnist/"]
+    resources = [
+        ("train-images-idx3-ubyte.gz", "bdb82020997e1d708af4cf47b453dcf7"),
+        ("train-labels-idx1-ubyte.gz", "e144d726b3acfaa3e44228e80efcd344"),
+        ("t10k-images-idx3-ubyte.gz", "5c965bf0a639b31b8f53240b1b52f4d7"),
+        ("t10k-labels-idx1-ubyte.gz", "7320c461ea6c1c855c0b718fb2a4b134"),
+    ]
+    classes = ["o", "ki", "su", "tsu", "na", "ha", "ma", "ya", "re", "wo"]
+
+
+_EMNIST_MERGED = set("cijklmopsuvwxyz")
+_EMNIST_ALL = set(string.digits + string.ascii_letters)
+
+
+class EMNIST(MNIST):
+    """`EMNIST <https://www.nist.gov/itl/products-and-services/emnist-dataset>`_:
+    letters and digits in MNIST's format, in six ``split``\\ s (byclass,
+    bymerge, balanced, letters, digits, mnist). Files
+    ``root/EMNIST/raw/emnist-<split>-<train|test>-{images-idx3,labels-idx1}-ubyte[.gz]``
+    as torchvision lays them out; ``download=True`` fetches NIST's zip (MD5
+    checked) and extracts the files of every split.
+    """
+
+    url = "https://biometrics.nist.gov/cs_links/EMNIST/gzip.zip"
+    md5 = "58c8d27c78d21e728a6bc7b3cc06412e"
+    splits = ("byclass", "bymerge", "balanced", "letters", "digits", "mnist")
+    classes_split_dict = {
+        "byclass": sorted(_EMNIST_ALL),
+        "bymerge": sorted(_EMNIST_ALL - _EMNIST_MERGED),
+        "balanced": sorted(_EMNIST_ALL - _EMNIST_MERGED),
+        "letters": ["N/A"] + list(string.ascii_lowercase),
+        "digits": list(string.digits),
+        "mnist": list(string.digits),
+    }
+
+    def __init__(self, root: str | os.PathLike, split: str, **kwargs: Any) -> None:
+        if split not in self.splits:
+            valid = ", ".join(repr(s) for s in self.splits)
+            raise ValueError(f"Unknown value '{split}' for argument split. Valid values are {{{valid}}}.")
+        self.split = split
+        self.classes = self.classes_split_dict[split]
+        super().__init__(root, **kwargs)
+
+    @property
+    def _file_prefix(self) -> str:
+        return f"emnist-{self.split}-{'train' if self.train else 'test'}"
+
+    @property
+    def _image_file(self) -> str:
+        return f"{self._file_prefix}-images-idx3-ubyte"
+
+    @property
+    def _label_file(self) -> str:
+        return f"{self._file_prefix}-labels-idx1-ubyte"
+
+    def _check_exists(self) -> bool:
+        return self._find(self._image_file) is not None and self._find(self._label_file) is not None
+
+    def download(self) -> None:
+        """Fetch NIST's zip (MD5 checked) and extract the IDX files into ``raw_folder``."""
+        if self._check_exists():
+            return
+        os.makedirs(self.raw_folder, exist_ok=True)
+        archive = os.path.join(self.raw_folder, "gzip.zip")
+        if not check_integrity(archive, self.md5):
+            download_url([self.url], archive, self.md5)
+        extract_zip_members(archive, self.raw_folder, lambda name: name.startswith("gzip/emnist-")
+                            and name.endswith("-ubyte.gz"))

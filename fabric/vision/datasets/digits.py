@@ -14,7 +14,7 @@ order.
 
 Example::
 
-    >>> from fabric.data.datasets import Digits
+    >>> from fabric.vision.datasets import Digits
     >>> train, test = Digits(train=True), Digits(train=False)   # doctest: +SKIP
     >>> len(train), len(test)                                    # doctest: +SKIP
     (1438, 359)
@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 
 from ..._creation import from_numpy
+from ...data.dataset import Dataset
 from ...random import Generator
-from ..dataset import Dataset
 
 __all__ = ["Digits"]
 

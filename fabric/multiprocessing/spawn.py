@@ -1,12 +1,12 @@
-"""``fabric.multiprocessing``: Python's :mod:`multiprocessing` plus PyTorch's
-``spawn``/``start_processes`` (one process per rank, errors raised in the parent).
+"""``fabric.multiprocessing.spawn`` (PyTorch's ``torch.multiprocessing.spawn``):
+``spawn``/``start_processes`` run one process per rank and raise errors in the parent.
 
 ``spawn(fn, args, nprocs)`` runs ``fn(i, *args)`` in ``nprocs`` new
 processes.  When one raises, the parent terminates the others and raises
 :class:`ProcessRaisedException` carrying the child's traceback; a child that
 dies from a signal or ``sys.exit(n)`` gives :class:`ProcessExitedException`.
-Tensors are sent to children by pickling (there is no shared-memory tensor
-sharing as in ``torch.multiprocessing``).
+Tensors in ``args`` travel as handles to shared memory (see
+:mod:`fabric.multiprocessing.reductions`).
 
 Example::
 
@@ -23,9 +23,8 @@ import signal
 import sys
 import tempfile
 import traceback
-from multiprocessing import *
 
-__all__ = list(getattr(multiprocessing, "__all__", [])) + [
+__all__ = [
     "spawn", "start_processes", "ProcessContext", "SpawnContext", "ProcessException", "ProcessRaisedException",
     "ProcessExitedException"]
 

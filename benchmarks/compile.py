@@ -1,0 +1,127 @@
+"""fabric.compile vs eager (and torch.compile vs torch eager) on training steps, CPU.
+
+Models come from benchmarks/train.py (lenet, gpt, mlp; identical code for both
+libraries).  Variants, each in its own subprocess:
+
+  fabric         eager fabric
+  fabric.compile fabric.compile(model) (captured fx graph, passes, lean executor)
+  torch          eager PyTorch (when installed)
+  torch.compile  torch.compile(model) (inductor; reported as an error if it cannot build here)
+
+Two measures: steps/s (wall clock: run it on an idle machine), and with
+``--profile`` the Python function calls per step counted by cProfile — a
+load-independent measure of interpreter overhead (fabric variants only).
+
+Run: python benchmarks/compile.py [--steps N] [--models lenet,gpt] [--profile]
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import os
+import pstats
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+VARIANTS = ("fabric", "fabric.compile", "torch", "torch.compile")
+
+
+def run_one(variant, name, steps, warmup, profile):
+    from train import build
+    libname = variant.split(".")[0]
+    lib = __import__(libname)
+    if libname == "torch":
+        lib.set_num_threads(int(os.environ.get("BENCH_THREADS", "2")))
+    lib.manual_seed(0)
+    model, opt, _ = build(lib, name)
+    x, y = _inputs(lib, name)
+    step_model = lib.compile(model) if variant.endswith(".compile") else model
+
+    def loss_fn():
+        if name == "gpt":
+            return step_model(x, y)[1]
+        return lib.nn.functional.cross_entropy(step_model(x), y)
+
+    def step():
+        opt.zero_grad()
+        loss = loss_fn()
+        loss.backward()
+        opt.step()
+        return loss
+
+    t0 = time.perf_counter()
+    first = float(step())
+    compile_s = time.perf_counter() - t0
+    for _ in range(warmup):
+        step()
+    out = {"first_loss": first, "first_step_s": compile_s}
+    if profile:
+        pr = cProfile.Profile()
+        pr.enable()
+        for _ in range(steps):
+            step()
+        pr.disable()
+        out["calls_per_step"] = pstats.Stats(pr).total_calls / steps
+    else:
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        out["steps_per_s"] = steps / (time.perf_counter() - t0)
+    print(json.dumps(out))
+
+
+def _inputs(lib, name):
+    lib.manual_seed(1)
+    if name == "gpt":
+        return lib.randint(0, 65, (32, 64)), lib.randint(0, 65, (32, 64))
+    if name == "lenet":
+        return lib.randn(64, 1, 32, 32), lib.randint(0, 10, (64,))
+    return lib.randn(128, 784), lib.randint(0, 10, (128,))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--models", default="lenet,gpt")
+    p.add_argument("--profile", action="store_true", help="count Python calls per step instead of timing")
+    p.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.child:
+        run_one(args.child[0], args.child[1], args.steps, args.warmup, args.profile)
+        return
+    try:
+        import torch  # noqa: F401
+        variants = VARIANTS
+    except ImportError:
+        variants = VARIANTS[:2]
+    if args.profile:
+        variants = VARIANTS[:2]
+    measure = "calls_per_step" if args.profile else "steps_per_s"
+    print(f"{'model':8s}" + "".join(f"{v:>18s}" for v in variants) + "   compile/eager (fabric)"
+          + ("   compile/eager (torch)" if "torch" in variants else ""))
+    for name in args.models.split(","):
+        vals = {}
+        for v in variants:
+            cmd = [sys.executable, __file__, "--child", v, name, "--steps", str(args.steps),
+                   "--warmup", str(args.warmup)] + (["--profile"] if args.profile else [])
+            out = subprocess.run(cmd, capture_output=True, text=True)
+            if out.returncode != 0:
+                print(f"{v} {name}: " + out.stderr.strip().splitlines()[-1][:300], file=sys.stderr)
+                continue
+            vals[v] = json.loads(out.stdout.strip().splitlines()[-1])[measure]
+        row = f"{name:8s}" + "".join(f"{vals[v]:18.1f}" if v in vals else f"{'error':>18s}" for v in variants)
+        for a, b in (("fabric.compile", "fabric"), ("torch.compile", "torch")):
+            if a in vals and b in vals:
+                ratio = vals[b] / vals[a] if args.profile else vals[a] / vals[b]
+                row += f"   {ratio:20.2f}x"
+        print(row)
+
+
+if __name__ == "__main__":
+    main()
