@@ -60,18 +60,15 @@ def run_one(libname, name, steps, warmup):
 
 
 def _available(libs):
+    # looked up, not imported: a child's ru_maxrss starts from its parent's RSS at fork time
+    # (Linux keeps the high-water mark across exec), so the parent stays small
+    import importlib.util
+
     out = []
     for lib in libs:
         module, kernels = LIBS[lib]
-        if module == "torch":
-            try:
-                import torch  # noqa: F401
-            except ImportError:
-                continue
-        if kernels == "1":
-            import importlib.util
-            if importlib.util.find_spec("numba") is None:
-                continue
+        if importlib.util.find_spec(module) is None or (kernels == "1" and importlib.util.find_spec("numba") is None):
+            continue
         out.append(lib)
     return out
 
