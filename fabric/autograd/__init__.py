@@ -10,7 +10,7 @@ Example::
 """
 from __future__ import annotations
 
-from . import functional, graph
+from . import forward_ad, functional, graph
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .function import Function, FunctionCtx, InplaceFunction, Node, once_differentiable
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
@@ -19,7 +19,7 @@ from .variable import Variable
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "Node", "once_differentiable", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "gradcheck", "gradgradcheck", "detect_anomaly",
-           "set_detect_anomaly", "functional", "graph", "InplaceFunction", "Variable"]
+           "set_detect_anomaly", "functional", "graph", "forward_ad", "InplaceFunction", "Variable"]
 
 
 def _as_tuple(x):
@@ -27,7 +27,7 @@ def _as_tuple(x):
         return None
     from .._tensor import Tensor
 
-    if isinstance(x, Tensor):
+    if isinstance(x, (Tensor, graph.GradientEdge)):
         return (x,)
     return tuple(x)
 
@@ -91,7 +91,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     from .engine import run_backward
 
     if is_grads_batched:
-        raise NotImplementedError("fabric.autograd.grad(is_grads_batched=True) is not supported")
+        return _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                             materialize_grads)
     outputs = _as_tuple(outputs)
     inputs = _as_tuple(inputs)
     grad_outputs = _as_tuple(grad_outputs)
@@ -102,6 +103,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if retain_graph is None:
         retain_graph = create_graph
     for _i, t in enumerate(inputs):
+        if isinstance(t, graph.GradientEdge):
+            continue
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     keep = [i for i, t in enumerate(outputs) if t._requires_grad]
@@ -113,8 +116,43 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if materialize_grads:
         from .._tensor import Tensor
 
-        res = [r if r is not None else Tensor._make(_zeros_like(t._data), False) for r, t in zip(res, inputs)]
+        res = [r if r is not None or isinstance(t, graph.GradientEdge) else Tensor._make(_zeros_like(t._data), False)
+               for r, t in zip(res, inputs)]
     return tuple(res)
+
+
+def _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads):
+    """``grad(is_grads_batched=True)``: the first dimension of every grad_output
+    is a batch; one backward pass per batch entry (PyTorch vectorizes this
+    with vmap; the results are the same), stacked."""
+    from .._tensor import Tensor
+    from ..ops.join import stack
+
+    outputs = _as_tuple(outputs)
+    grad_outputs = _as_tuple(grad_outputs)
+    if grad_outputs is None or not all(isinstance(g, Tensor) for g in grad_outputs):
+        raise RuntimeError("If `is_grads_batched=True`, grad_outputs must be a Tensor or a sequence of Tensors")
+    if len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"grad_outputs has {len(grad_outputs)} entries but outputs has {len(outputs)}")
+    for i, (g, o) in enumerate(zip(grad_outputs, outputs)):
+        if g.dim() == 0 or tuple(g.shape[1:]) != tuple(o.shape):
+            raise RuntimeError(
+                "If `is_grads_batched=True`, we interpret the first dimension of each grad_output as the batch "
+                "dimension. The sizes of the remaining dimensions are expected to match the shape of "
+                f"corresponding output, but a mismatch was detected: grad_output[{i}] has a shape of {g.shape} "
+                f"and output[{i}] has a shape of {o.shape}. If you only want some tensors in `grad_output` to be "
+                "considered batched, consider using vmap.")
+    sizes = {g.shape[0] for g in grad_outputs}
+    if len(sizes) != 1:
+        raise RuntimeError(f"vmap: Expected all tensors to have the same size in the mapped dimension, got sizes "
+                           f"{[g.shape[0] for g in grad_outputs]} for the mapped dimension")
+    n = sizes.pop()
+    keep = retain_graph if retain_graph is not None else create_graph
+    per = [grad(outputs, inputs, [g[b] for g in grad_outputs], retain_graph=True if b < n - 1 else keep,
+                create_graph=create_graph, allow_unused=allow_unused, materialize_grads=materialize_grads)
+           for b in range(n)]
+    n_in = len(_as_tuple(inputs))
+    return tuple(None if per[0][k] is None else stack([p[k] for p in per]) for k in range(n_in))
 
 
 def _zeros_like(a):

@@ -7,6 +7,7 @@ first, as in PyTorch.  Iterative throughout: no recursion limit.
 from __future__ import annotations
 
 import heapq
+import itertools
 import warnings
 from typing import Any
 
@@ -16,6 +17,23 @@ from .grad_mode import state as _state
 from .observe import hook as _hook
 
 Tensor: Any = None  # set by fabric._tensor
+
+
+class _GraphTask:
+    """The backward pass now running (for ``autograd.graph.register_multi_grad_hook``):
+    ``current`` is ``(id, nodes reached, nodes needed or None, whether it is a plain
+    backward() without inputs=)`` or None (reentrant checkpoint needs the last)."""
+
+    current: Any = None
+    ids = itertools.count()
+
+
+def will_execute(node) -> bool:
+    """Whether the running backward pass will run ``node``."""
+    task = _GraphTask.current
+    if task is None:
+        return False
+    return node in task[1] and (task[2] is None or node in task[2])
 
 
 def _set_tensor_class(cls):
@@ -64,7 +82,9 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     if inputs is not None:
         capture_at = {}
         for i, t in enumerate(inputs):
-            if t.grad_fn is not None:
+            if t.__class__ is not Tensor and isinstance(t, tuple):  # an autograd.graph.GradientEdge
+                key = (t[0], t[1])
+            elif t.grad_fn is not None:
                 key = _edge(t)
             elif t._requires_grad:
                 key = (t._grad_accumulator_node(), 0)
@@ -90,6 +110,8 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
 
     prev_mode = _state.enabled
     _state.enabled = create_graph
+    prev_task = _GraphTask.current
+    _GraphTask.current = (next(_GraphTask.ids), seen, needed, not capture and inputs is None)
     pop, push = heapq.heappop, heapq.heappush
     buffers_get = buffers.get
     try:
@@ -147,10 +169,11 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                     deps[nxt] = left
     finally:
         _state.enabled = prev_mode
+        _GraphTask.current = prev_task
 
     if not capture and inputs is not None:
         for t, r in zip(inputs, results):  # non-leaf inputs of backward(inputs=...) keep their grad
-            if t.grad_fn is not None and r is not None:
+            if isinstance(t, Tensor) and t.grad_fn is not None and r is not None:
                 _accumulate(t, r, create_graph)
     if capture:
         for r in results:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import threading
 import traceback
 import weakref
 from typing import Any
@@ -48,7 +49,17 @@ _ndarray = np.ndarray
 _new_object = object.__new__
 _FREED = object()
 # Kinds of saved values.
-_SAVED_INPUT, _SAVED_OUTPUT, _SAVED_CONST, _SAVED_RAW = 0, 1, 2, 3
+_SAVED_INPUT, _SAVED_OUTPUT, _SAVED_CONST, _SAVED_RAW, _SAVED_HOOKED = 0, 1, 2, 3, 4
+# ``autograd.graph.saved_tensors_hooks``: each thread's (pack, unpack) pairs, innermost last, and a
+# process-wide list with one entry per active context in any thread (the cheap check the op paths make).
+saved_hooks: list = []
+
+
+class _SavedHooks(threading.local):
+    stack: tuple = ()
+
+
+saved_hooks_local = _SavedHooks()
 
 Tensor: Any = None  # set by fabric._tensor (import cycle: Tensor calls ops, ops record nodes)
 
@@ -147,6 +158,12 @@ class Node:
         kind, obj, vc, version = s
         if kind == _SAVED_RAW:
             return obj
+        if kind == _SAVED_HOOKED:  # vc holds the unpack hook
+            t = vc(obj)
+            if not isinstance(t, Tensor):
+                raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but got result of "
+                                f"type {type(t).__name__}")
+            return t
         if kind == _SAVED_INPUT:
             vc = obj._vc
         if vc is not None and vc[0] != version:
@@ -501,6 +518,8 @@ def _apply_recording(cls, args, arrays) -> Any:
         outs = (result,)
     if node._to_save is not None:
         node._saved = _pack_arrays(node._to_save, args, arrays, out_arrays, outs, raw)
+        if saved_hooks:
+            _hook_saved(node)
         node._to_save = None
     return result
 
@@ -598,6 +617,8 @@ def _record1(cls, a, arrays, exact=False) -> Any:
         result._grad = result._vc = result._base = result._meta = None
     if node._to_save is not None:
         node._saved = _pack_arrays(node._to_save, (a,) + tuple(arrays[1:]), arrays, (out,), (result,), (raw,))
+        if saved_hooks:
+            _hook_saved(node)
         node._to_save = None
     return result
 
@@ -637,6 +658,8 @@ def _finish_tuple(cls, node, args, arrays, out):
     node._output_meta = [(o.shape, o.dtype) for o in out_arrays]
     if node._to_save is not None:
         node._saved = _pack_arrays(node._to_save, args, arrays, out_arrays, outs, out)
+        if saved_hooks:
+            _hook_saved(node)
         node._to_save = None
     return outs
 
@@ -734,10 +757,28 @@ def _record_elementwise(cls, a, b, x, y, exact=False) -> Any:
             node._saved = tuple(packed)
         else:
             node._saved = _pack_arrays(ts, (a, b), (x, y), (out,), (result,), (raw,))
+        if saved_hooks:
+            _hook_saved(node)
     return result
 
 
 _PLAIN = (float, int, bool, str, type(None))
+
+
+def _hook_saved(node):
+    """Pass what ``node`` saved through the innermost saved-tensor pack hook
+    (``autograd.graph.saved_tensors_hooks``); unpacking calls the unpack hook."""
+    stack = saved_hooks_local.stack
+    if not stack:  # the active contexts belong to other threads
+        return
+    pack, unpack = stack[-1]
+    hooked = []
+    for s in node._saved:
+        if s is None or s[0] == _SAVED_RAW:
+            hooked.append(s)
+        else:
+            hooked.append((_SAVED_HOOKED, pack(node._unpack(s)), unpack, 0))
+    node._saved = tuple(hooked)
 
 
 def _pack_arrays(values, args, arrays, out_arrays, outs, raw):
@@ -1013,6 +1054,8 @@ def _apply_user(cls, args, kwargs) -> Any:
                 vc = v._vc
                 saved.append((_SAVED_INPUT, v, None, 0 if vc is None else vc[0]))
         node._saved = tuple(saved)
+        if saved_hooks:
+            _hook_saved(node)
         node._to_save = None
     return new_outs[0] if single else tuple(new_outs)
 

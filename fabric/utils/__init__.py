@@ -19,7 +19,7 @@ __all__ = ["data"]  # benchmark, tensorboard and summary load on first use (belo
 
 
 def __getattr__(name):
-    if name in ("benchmark", "tensorboard"):
+    if name in ("benchmark", "tensorboard", "checkpoint"):
         return importlib.import_module(f".{name}", __name__)
     if name == "summary":
         from ._summary import summary

@@ -1,4 +1,4 @@
-"""``torch.func`` subset: :func:`functional_call`.
+"""``functional_call``: run a module with substituted parameters and buffers.
 
 Example::
 
@@ -33,7 +33,7 @@ def functional_call(module, parameter_and_buffer_dicts, args: Any = None, kwargs
         >>> fabric.func.functional_call(m, ({"weight": w}, {"bias": fabric.zeros(1)}), fabric.ones(1, 1)).item()
         3.0
     """
-    from .nn.utils.stateless import _functional_call
+    from ..nn.utils.stateless import _functional_call
     if isinstance(parameter_and_buffer_dicts, dict):
         parameters_and_buffers = parameter_and_buffer_dicts
     elif isinstance(parameter_and_buffer_dicts, Sequence):
