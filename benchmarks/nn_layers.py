@@ -2,6 +2,10 @@
 
 Run: python benchmarks/nn_layers.py [--repeat 20] [--threads N]
 
+fabric runs twice where numba is installed: on the NumPy reference path and with the
+numba CPU kernels (the ``cpu`` extra), their first call (compile, or load from the
+on-disk cache) reported apart.
+
 Each row builds the same layer in fabric and (when installed) PyTorch, runs
 ``y = layer(x); y.backward(g)`` with the input requiring grad, and reports
 the median and the best of ``--repeat`` timed runs (after warm-up), in
@@ -14,6 +18,8 @@ header together with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib.util
 import os
 import platform
 import statistics
@@ -40,7 +46,29 @@ def _cases():
         ("TransformerEncoderLayer d 128, seq 64, batch 32",
          lambda nn: nn.TransformerEncoderLayer(128, 4, dim_feedforward=512, dropout=0.0, batch_first=True),
          (32, 64, 128)),
+        ("LayerNorm 128, (32, 64, 128)", lambda nn: nn.LayerNorm(128), (32, 64, 128)),
+        ("GELU, (32, 64, 512)", lambda nn: nn.GELU(), (32, 64, 512)),
+        ("Softmax dim -1, (32, 4, 64, 64)", lambda nn: nn.Softmax(-1), (32, 4, 64, 64)),
+        ("MaxPool2d 2, (32, 32, 32, 32)", lambda nn: nn.MaxPool2d(2), (32, 32, 32, 32)),
     ]
+
+
+@contextlib.contextmanager
+def _cpu_backend(kernels: bool):
+    """fabric's CPU backend for the block: the NumPy reference or the numba kernels."""
+    import fabric.backends as fb
+    from fabric.backends.numpy_backend import NumpyBackend
+
+    saved = fb.cpu_backend
+    if kernels:
+        from fabric.backends.cpu_kernels.backend import NumbaBackend
+        fb.cpu_backend = NumbaBackend()
+    else:
+        fb.cpu_backend = NumpyBackend()
+    try:
+        yield
+    finally:
+        fb.cpu_backend = saved
 
 
 def _time_layer(lib, make, shape, repeat, warmup=3):
@@ -53,14 +81,17 @@ def _time_layer(lib, make, shape, repeat, warmup=3):
         y = out[0] if isinstance(out, tuple) else out
         y.backward(lib.ones_like(y))
 
-    for _ in range(warmup):
+    t0 = time.perf_counter()
+    step()
+    first = (time.perf_counter() - t0) * 1e3
+    for _ in range(warmup - 1):
         step()
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
         step()
         times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3, min(times) * 1e3
+    return statistics.median(times) * 1e3, min(times) * 1e3, first
 
 
 def main():
@@ -76,8 +107,11 @@ def main():
           f"torch {torch.__version__ + f' ({torch.get_num_threads()} threads)' if torch else 'not installed'}, "
           f"{os.cpu_count()} CPUs")
     print(env)
-    print(f"forward+backward, ms: median (best) of {args.repeat}")
-    print(f"{'layer':48s} {'fabric':>16s} {'torch':>16s} {'fabric/torch':>13s}")
+    has_numba = importlib.util.find_spec("numba") is not None
+    print(f"forward+backward, ms: median (best) of {args.repeat}; fabric+numba: the cpu extra's kernels "
+          f"({'first call, compile or cache load, in the last column' if has_numba else 'numba not installed'})")
+    print(f"{'layer':48s} {'fabric':>16s} {'fabric+numba':>16s} {'torch':>16s} {'fabric/torch':>13s}"
+          f" {'numba/torch':>12s} {'1st call ms':>12s}")
     for name, make, shape in _cases():
         if args.only and args.only not in name:
             continue
@@ -85,11 +119,21 @@ def main():
         if not hasattr(fabric.nn, cls):
             print(f"{name:48s} skipped: fabric.nn.{cls} is not available yet")
             continue
-        f_med, f_best = _time_layer(fabric, make, shape, args.repeat)
+        with _cpu_backend(False):
+            f_med, f_best, _ = _time_layer(fabric, make, shape, args.repeat)
         row = f"{name:48s} {f_med:8.2f} ({f_best:5.2f})"
+        n_med = None
+        if has_numba:
+            with _cpu_backend(True):
+                n_med, n_best, n_first = _time_layer(fabric, make, shape, args.repeat)
+            row += f" {n_med:8.2f} ({n_best:5.2f})"
+        else:
+            row += f" {'-':>16s}"
         if torch is not None:
-            t_med, t_best = _time_layer(torch, make, shape, args.repeat)
+            t_med, t_best, _ = _time_layer(torch, make, shape, args.repeat)
             row += f" {t_med:8.2f} ({t_best:5.2f}) {f_med / t_med:12.2f}x"
+            if n_med is not None:
+                row += f" {n_med / t_med:11.2f}x {n_first:12.1f}"
         print(row)
 
 

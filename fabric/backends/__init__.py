@@ -30,7 +30,21 @@ from .numpy_backend import NumpyBackend
 __all__ = ["Backend", "backend_of", "backend_for", "cpu_backend", "get_cupy_backend", "cpu", "cuda", "cudnn",
            "mkldnn", "mps", "opt_einsum"]
 
-cpu_backend = NumpyBackend()
+
+def _make_cpu_backend() -> Backend:
+    """NumPy, plus the numba kernels where the ``cpu`` extra is installed and
+    ``FABRIC_CPU_KERNELS`` is not ``0`` (numba itself is imported on the first kernel call);
+    glibc keeps freed memory for reuse (:mod:`._malloc`, ``FABRIC_CPU_ALLOCATOR=system`` opts out)."""
+    from . import _malloc, cpu_kernels
+
+    _malloc.configure()
+    if cpu_kernels.enabled():
+        from .cpu_kernels.backend import NumbaBackend
+        return NumbaBackend()
+    return NumpyBackend()
+
+
+cpu_backend = _make_cpu_backend()
 _cupy_instance = None
 
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from . import fused
 
 
@@ -16,6 +18,9 @@ class Backend:
 
     name: str = ""
     xp: Any = None
+    #: whether the fused ops run compiled kernels (CuPy RawKernels, numba), so callers
+    #: prefer them over NumPy-specific compositions that beat the NumPy references
+    kernels_enabled: bool = False
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
@@ -50,6 +55,19 @@ class Backend:
     # CuPy backend overrides them with RawKernels (see fused.py for contracts).
     def softmax(self, x, axis=-1):
         return fused.softmax(self.xp, x, axis)
+
+    def safe_softmax_(self, s):
+        """Softmax over the last axis of ``s`` in place; rows of all ``-inf`` give zeros
+        (attention rows that every key is masked out of).  Returns ``s``."""
+        xp = self.xp
+        m = s.max(-1, keepdims=True)
+        m[m == -np.inf] = 0
+        xp.subtract(s, m, out=s)
+        xp.exp(s, out=s)
+        total = s.sum(-1, keepdims=True)
+        total[total == 0] = 1
+        s /= total
+        return s
 
     def softmax_backward(self, y, gy, axis=-1):
         return fused.softmax_backward(self.xp, y, gy, axis)

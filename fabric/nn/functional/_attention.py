@@ -33,6 +33,7 @@ from ... import _creation
 from ..._tensor import Tensor
 from ...autograd.function import Function, _apply
 from ...autograd.grad_mode import state as _grad_state
+from ...backends import backend_of
 from ...ops import _autocast as _amp
 from ...ops._util import xp_of
 from ._dropout import _bernoulli
@@ -80,15 +81,9 @@ def _broadcast_error(a, b, skip):
 
 
 def _safe_softmax_(xp, s):
-    """Softmax over the last axis in place; rows of all ``-inf`` give zeros."""
-    m = s.max(-1, keepdims=True)
-    m[m == -np.inf] = 0
-    xp.subtract(s, m, out=s)
-    xp.exp(s, out=s)
-    total = s.sum(-1, keepdims=True)
-    total[total == 0] = 1
-    s /= total
-    return s
+    """Softmax over the last axis in place; rows of all ``-inf`` give zeros (the backend's
+    ``safe_softmax_``: one compiled pass per row with the numba CPU kernels)."""
+    return backend_of(s).safe_softmax_(s)
 
 
 class _SDPA(Function):

@@ -342,9 +342,10 @@ def _fused_max_pool(x, geom):
 
 
 def _use_fused(x, geom) -> bool:
-    # NumPy runs the offset loop (faster than the fused reference); other
-    # backends the fused kernel where its contract covers the case
-    return (x.__class__ is not np.ndarray and geom.nd <= 2 and x.dtype.kind == "f"
+    # NumPy runs the offset loop (faster than the fused reference); the numba
+    # CPU kernels and other backends the fused kernel where its contract covers the case
+    return ((x.__class__ is not np.ndarray or backend_of(x).kernels_enabled)
+            and geom.nd <= 2 and x.dtype.kind == "f"
             and all(p <= k // 2 for p, k in zip(geom.pad, geom.kernel)))
 
 

@@ -1,0 +1,128 @@
+"""The numba CPU kernels (the ``cpu`` extra) against their NumPy reference twins.
+
+The kernel-agreement tests of tests/cuda/test_kernels_cpu.py (the CUDA kernels on the CPU
+harness against the same references) run here once more with ``hb`` the numba backend, so
+both kernel sets face one sample set; ``ran`` checks that the kernel ran rather than the
+``super()`` fallback.  Skipped cleanly without numba.  The whole suite also runs against the
+kernels whenever numba is installed (the CPU backend default), and against the NumPy path
+with ``FABRIC_CPU_KERNELS=0``.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda"))
+
+import test_kernels_cpu as agreement
+
+from fabric.backends.cpu_kernels import backend as numba_backend
+
+
+class RecordingKernels:
+    """The kernel module, recording which kernels ran (the ``launched`` set ``ran`` reads)."""
+
+    def __init__(self, module):
+        self._module = module
+        self.launched: set[str] = set()
+
+    def __getattr__(self, name):
+        self.launched.add(name)
+        return getattr(self._module, name)
+
+
+@pytest.fixture
+def hb(monkeypatch):
+    rec = RecordingKernels(numba_backend.kernels())
+    monkeypatch.setattr(numba_backend, "kernels", lambda: rec)
+    be = numba_backend.NumbaBackend()
+    be.kernels = rec
+    return be
+
+
+# kernel names of the CUDA set that the numba set spells differently
+_ALIASES = {"gelu_fwd": "act_fwd", "silu_fwd": "act_fwd", "gelu_bwd": "act_bwd", "silu_bwd": "act_bwd",
+            "layer_norm_bwd_params": "norm_bwd_params", "rms_norm_bwd_params": "norm_bwd_params",
+            "im2col_bwd": "col2im_2d", "sgd_step": "sgd_update", "adam_step": "adam_update"}
+
+
+@pytest.fixture(autouse=True)
+def _numba_ran(monkeypatch, request):
+    """``ran``: the kernels ran (float16 inputs: the reference ran instead, by design)."""
+    callspec = getattr(request.node, "callspec", None)
+    half = callspec is not None and callspec.params.get("dt") is np.float16
+
+    def ran(be, *names):
+        if half:
+            assert be.kernels.launched == set()
+            return
+        want = {_ALIASES.get(n, n) for n in names} - {"im2col_fwd"}   # im2col stays a strided view + copy
+        assert want <= be.kernels.launched, f"fell back instead of running {want - be.kernels.launched}"
+
+    monkeypatch.setattr(agreement, "ran", ran)
+
+
+test_softmax_family = agreement.test_softmax_family
+test_softmax_masked_rows = agreement.test_softmax_masked_rows
+test_cross_entropy = agreement.test_cross_entropy
+test_cross_entropy_bad_target_is_nan_not_oob = agreement.test_cross_entropy_bad_target_is_nan_not_oob
+test_cross_entropy_large_logits = agreement.test_cross_entropy_large_logits
+test_log_softmax_large_logits = agreement.test_log_softmax_large_logits
+test_activation_tails_and_infinities = agreement.test_activation_tails_and_infinities
+test_layer_norm = agreement.test_layer_norm
+test_rms_norm = agreement.test_rms_norm
+test_activations = agreement.test_activations
+test_dropout_same_mask_as_reference = agreement.test_dropout_same_mask_as_reference
+test_embedding_backward = agreement.test_embedding_backward
+test_im2col_col2im = agreement.test_im2col_col2im
+test_max_pool2d = agreement.test_max_pool2d
+test_sgd_step = agreement.test_sgd_step
+test_adam_step = agreement.test_adam_step
+
+
+def test_float16_falls_back_to_the_reference(hb):
+    x = np.random.default_rng(0).standard_normal((3, 4, 5)).astype(np.float16)
+    np.testing.assert_array_equal(hb.softmax(x, 1), agreement.ref.softmax(x, 1))
+    assert hb.kernels.launched == set()
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_safe_softmax_in_place(hb, dt):
+    """Attention's softmax: in place, rows of all -inf give zeros, NaN rows stay NaN."""
+    s = np.random.default_rng(2).standard_normal((2, 3, 5, 7)).astype(dt) * 4
+    s[0, 1, 2] = -np.inf
+    s[1, 0, :, 3] = -np.inf
+    s[1, 2, 4, 0] = np.nan
+    want = agreement.ref.safe_softmax_(s.copy())
+    got = s.copy()
+    assert hb.safe_softmax_(got) is got
+    agreement.check(got, want, agreement.tol(dt))
+    assert (got[0, 1, 2] == 0).all() and np.isnan(got[1, 2, 4]).all()
+    assert hb.kernels.launched == {"safe_softmax_inplace"}
+
+
+def test_non_contiguous_inputs(hb):
+    x = np.random.default_rng(1).standard_normal((6, 8)).astype(np.float32).T
+    agreement.check(hb.log_softmax(x, -1), agreement.ref.log_softmax(x, -1), 2e-6)
+    y, m, r = hb.layer_norm(x[::2], None, None, 1e-5)
+    agreement.check((y, m, r), agreement.ref.layer_norm(x[::2], None, None, 1e-5), 1e-5)
+
+
+def test_backend_choice_and_lazy_numba_import():
+    """numba is the default CPU backend's only when installed and not disabled, and is not
+    imported by ``import fabric`` (only by the first kernel call)."""
+    code = ("import sys, fabric; from fabric.backends import cpu_backend as b; "
+            "print(type(b).__name__, 'numba' in sys.modules)")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    on = subprocess.run([sys.executable, "-c", code], env=dict(env, FABRIC_CPU_KERNELS="1"),
+                        capture_output=True, text=True, check=True).stdout.split()
+    off = subprocess.run([sys.executable, "-c", code], env=dict(env, FABRIC_CPU_KERNELS="0"),
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert on == ["NumbaBackend", "False"]
+    assert off == ["NumpyBackend", "False"]
