@@ -92,6 +92,19 @@ def make_wrapper(orig):
     return wrapped
 
 
+class _MathView:
+    """``math`` as traced code sees it: its functions wrapped (fx's autowrap of the math module)."""
+
+    def __init__(self, patcher):
+        self._patcher = patcher
+
+    def __getattr__(self, name):
+        value = getattr(math, name)
+        if id(value) in _wrappable and _wrappable[id(value)] is value:
+            return self._patcher.wrapper_for(value)
+        return value
+
+
 class Patcher:
     """Temporarily replaces attributes / dict entries; restores them all on exit (in reverse order)."""
 
@@ -137,7 +150,6 @@ class Patcher:
             except ImportError:
                 continue
             self.patch_globals(vars(mod))
-        self.patch_globals(vars(math))
 
     def patch_globals(self, g: dict) -> None:
         """Wrap the bindings of ``g`` that name a wrappable function (once per dict)."""
@@ -148,7 +160,11 @@ class Patcher:
         for name, obj in list(g.items()):
             if name.startswith("__"):
                 continue
-            if (id(obj) in _wrappable and _wrappable[id(obj)] is obj) or _is_leaf_function(obj):
+            if obj is math:
+                # ``math.sqrt(proxy)`` in traced code: its ``math`` reads wrappers, while the math module itself
+                # stays untouched for the rest of the process (code compiled meanwhile, e.g. numba, reads it)
+                self.patch_dict(g, name, _MathView(self))
+            elif (id(obj) in _wrappable and _wrappable[id(obj)] is obj) or _is_leaf_function(obj):
                 self.patch_dict(g, name, self.wrapper_for(obj))
 
     def patch_class(self, cls) -> None:

@@ -291,3 +291,20 @@ def test_resnet_block_graph_matches_torch_fx():
     x = np.random.default_rng(0).standard_normal((2, 4, 5, 5)).astype(np.float32)
     np.testing.assert_allclose(_np(fg(fabric.tensor(x))), tg(torch.tensor(x)).detach().numpy(), rtol=1e-5,
                                atol=1e-6)
+
+
+def test_math_module_itself_is_not_patched_while_tracing():
+    """Autowrap reaches math through the traced code's globals only: code elsewhere in the process (e.g. a
+    numba kernel compiled on its first call inside a trace) must still see math's builtins."""
+    import sys
+    import types
+
+    seen = []
+
+    def f(x):
+        seen.append(isinstance(sys.modules["math"].exp, types.BuiltinFunctionType))
+        return x * math.sqrt(x.size(0))
+
+    gm = fx.symbolic_trace(f)
+    assert seen == [True]
+    np.testing.assert_allclose(_np(gm(fabric.ones(4))), [2.0] * 4)

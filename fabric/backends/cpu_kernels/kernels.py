@@ -9,7 +9,7 @@ run rows in parallel (``prange``).  They are compiled on first use and cached on
 """
 from __future__ import annotations
 
-import math
+from math import erfc, exp, log, sqrt, tanh
 
 import numba
 import numpy as np
@@ -47,7 +47,7 @@ def softmax_fwd(x, out):
         m = _row_max(x, i)
         s = 0.0
         for j in range(x.shape[1]):
-            e = math.exp(x[i, j] - m)
+            e = exp(x[i, j] - m)
             out[i, j] = e
             s += e
         for j in range(x.shape[1]):
@@ -63,7 +63,7 @@ def safe_softmax_inplace(s):
             m = 0.0
         t = 0.0
         for j in range(s.shape[1]):
-            e = math.exp(s[i, j] - m)
+            e = exp(s[i, j] - m)
             s[i, j] = e
             t += e
         if t == 0.0:
@@ -78,8 +78,8 @@ def log_softmax_fwd(x, out):
         m = _row_max(x, i)
         s = 0.0
         for j in range(x.shape[1]):
-            s += math.exp(x[i, j] - m)
-        ls = math.log(s)
+            s += exp(x[i, j] - m)
+        ls = log(s)
         for j in range(x.shape[1]):
             out[i, j] = (x[i, j] - m) - ls
 
@@ -101,7 +101,7 @@ def log_softmax_bwd(y, gy, out):
         for j in range(y.shape[1]):
             s += gy[i, j]
         for j in range(y.shape[1]):
-            out[i, j] = gy[i, j] - math.exp(y[i, j]) * s
+            out[i, j] = gy[i, j] - exp(y[i, j]) * s
 
 
 # --- cross entropy --------------------------------------------------------------------------
@@ -118,10 +118,10 @@ def cross_entropy_fwd(x, target, w, ignore_index, eps, loss, lse):
         zs = 0.0
         for j in range(c):
             z = x[i, j] - m
-            s += math.exp(z)
+            s += exp(z)
             if eps != 0.0:
                 zs += w[j] * z
-        ls = math.log(s)
+        ls = log(s)
         lse[i] = ls
         t = target[i]
         if t == ignore_index:
@@ -154,7 +154,7 @@ def cross_entropy_bwd(x, lse, target, w, ignore_index, eps, g_loss, out):
         m = _row_max(x, i)
         ls = float(lse[i])
         for j in range(c):
-            v = a * math.exp((x[i, j] - m) - ls)
+            v = a * exp((x[i, j] - m) - ls)
             if eps != 0.0:
                 v -= g * (eps / c) * w[j]
             out[i, j] = v
@@ -176,7 +176,7 @@ def layer_norm_fwd(x, w, b, eps, out, mean, rstd):
         for j in range(c):
             d = x[i, j] - mu
             v += d * d
-        r = 1.0 / math.sqrt(v / c + eps)
+        r = 1.0 / sqrt(v / c + eps)
         mean[i] = mu
         rstd[i] = r
         for j in range(c):
@@ -235,7 +235,7 @@ def rms_norm_fwd(x, w, eps, out, rstd):
         s = 0.0
         for j in range(c):
             s += x[i, j] * x[i, j]
-        r = 1.0 / math.sqrt(s / c + eps)
+        r = 1.0 / sqrt(s / c + eps)
         rstd[i] = r
         for j in range(c):
             y = x[i, j] * r
@@ -263,27 +263,27 @@ def rms_norm_bwd(gy, x, w, rstd, gx):
 @_jit
 def _gelu(x, tanh_approx):
     if tanh_approx:
-        return 0.5 * x * (1.0 + math.tanh(_SQRT_2_OVER_PI * x * (1.0 + _GELU_C * x * x)))
-    return 0.5 * x * math.erfc(-x * _SQRT_HALF)
+        return 0.5 * x * (1.0 + tanh(_SQRT_2_OVER_PI * x * (1.0 + _GELU_C * x * x)))
+    return 0.5 * x * erfc(-x * _SQRT_HALF)
 
 
 @_jit
 def _gelu_grad(x, tanh_approx):
     x2 = x * x
     if tanh_approx:
-        t = math.tanh(_SQRT_2_OVER_PI * x * (1.0 + _GELU_C * x2))
+        t = tanh(_SQRT_2_OVER_PI * x * (1.0 + _GELU_C * x2))
         return 0.5 * x * (1.0 - t * t) * (_SQRT_2_OVER_PI * (1.0 + 3.0 * _GELU_C * x2)) + 0.5 * (1.0 + t)
-    return 0.5 * math.erfc(-x * _SQRT_HALF) + x * _INV_SQRT_2PI * math.exp(-0.5 * x2)
+    return 0.5 * erfc(-x * _SQRT_HALF) + x * _INV_SQRT_2PI * exp(-0.5 * x2)
 
 
 @_jit
 def _silu(x):
-    return x / (1.0 + math.exp(-x))
+    return x / (1.0 + exp(-x))
 
 
 @_jit
 def _silu_grad(x):
-    e = math.exp(-x)
+    e = exp(-x)
     s = 1.0 / (1.0 + e)
     t = e * s
     if not t <= 1.0:       # inf * 0 at x = -inf: 1 - s is 1 there
@@ -495,7 +495,7 @@ def adam_update(p, g, m, v, vmax, lr, beta1, beta2, eps, weight_decay, amsgrad, 
         if amsgrad:
             if v[i] > vmax[i] or v[i] != v[i]:
                 vmax[i] = v[i]
-            den = math.sqrt(vmax[i])
+            den = sqrt(vmax[i])
         else:
-            den = math.sqrt(v[i])
+            den = sqrt(v[i])
         p[i] = p[i] - step_size * (m[i] / (den / bc2_sqrt + eps))
