@@ -128,7 +128,7 @@ def _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph, all
     from .._tensor import Tensor
     from ..ops.join import stack
 
-    outputs = _as_tuple(outputs)
+    outputs = _as_tuple(outputs) or ()
     grad_outputs = _as_tuple(grad_outputs)
     if grad_outputs is None or not all(isinstance(g, Tensor) for g in grad_outputs):
         raise RuntimeError("If `is_grads_batched=True`, grad_outputs must be a Tensor or a sequence of Tensors")
