@@ -388,13 +388,20 @@ def _errors(lib):
 def test_validation_errors_match_torch():
     import torch
 
-    for i, (f, tt) in enumerate(zip(_errors(fabric), _errors(torch))):
-        with pytest.raises(Exception) as te:
-            tt()
-        with pytest.raises(Exception) as fe:
-            f()
-        assert fe.type is te.type, (i, fe.value, te.value)
-        assert str(fe.value).replace("fabric.", "torch.") == str(te.value), i
+    # validation is on by default in both; torch.compile (dynamo) switches torch's off process-wide when it
+    # first runs, as other tests in the same process may have done
+    saved = torch.distributions.Distribution._validate_args
+    torch.distributions.Distribution.set_default_validate_args(True)
+    try:
+        for i, (f, tt) in enumerate(zip(_errors(fabric), _errors(torch))):
+            with pytest.raises(Exception) as te:
+                tt()
+            with pytest.raises(Exception) as fe:
+                f()
+            assert fe.type is te.type, (i, fe.value, te.value)
+            assert str(fe.value).replace("fabric.", "torch.") == str(te.value), i
+    finally:
+        torch.distributions.Distribution.set_default_validate_args(saved)
 
 
 def test_validate_args_switches():
