@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .utils import check_integrity, download_url, extract_tar, load_pickled_arrays
-from .vision import VisionDataset
+from .vision import VisionDataset, apply_transforms
 
 __all__ = ["CIFAR10", "CIFAR100"]
 
@@ -84,10 +84,7 @@ class CIFAR10(VisionDataset):
 
     def __getitem__(self, index: int) -> tuple[Any, Any]:
         img, target = np.ascontiguousarray(self.data[index]), self.targets[index]
-        if self.transform is not None:
-            img = self.transform(img)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
+        img, target = apply_transforms(self.transform, self.target_transform, img, target)
         return img, target
 
     def __len__(self) -> int:

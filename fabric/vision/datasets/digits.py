@@ -30,6 +30,7 @@ import numpy as np
 from ..._creation import from_numpy
 from ...data.dataset import Dataset
 from ...random import Generator
+from .vision import apply_transforms
 
 __all__ = ["Digits"]
 
@@ -103,10 +104,7 @@ class Digits(Dataset):
 
     def __getitem__(self, index: int) -> tuple[Any, Any]:
         img, target = self._images[index].copy(), self._targets_list[index]
-        if self.transform is not None:
-            img = self.transform(img)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
+        img, target = apply_transforms(self.transform, self.target_transform, img, target)
         return img, target
 
     def __len__(self) -> int:

@@ -18,7 +18,7 @@ import numpy as np
 
 import fabric
 
-from .vision import VisionDataset
+from .vision import VisionDataset, apply_transforms
 
 
 class FakeData(VisionDataset):
@@ -48,10 +48,7 @@ class FakeData(VisionDataset):
         arr = (img.numpy() * np.float32(255)).astype(np.int64).astype(np.uint8)
         if arr.ndim == 3:
             arr = arr[0] if arr.shape[0] == 1 else np.ascontiguousarray(arr.transpose(1, 2, 0))
-        if self.transform is not None:
-            arr = self.transform(arr)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
+        arr, target = apply_transforms(self.transform, self.target_transform, arr, target)
         return arr, target.item()
 
     def __len__(self) -> int:

@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from .vision import VisionDataset
+from .vision import VisionDataset, apply_transforms
 
 __all__ = ["DatasetFolder", "ImageFolder", "IMG_EXTENSIONS", "find_classes", "make_dataset", "default_loader",
            "pil_loader", "has_file_allowed_extension"]
@@ -122,10 +122,7 @@ class DatasetFolder(VisionDataset):
     def __getitem__(self, index: int) -> tuple[Any, Any]:
         path, target = self.samples[index]
         sample = self.loader(path)
-        if self.transform is not None:
-            sample = self.transform(sample)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
+        sample, target = apply_transforms(self.transform, self.target_transform, sample, target)
         return sample, target
 
     def __len__(self) -> int:

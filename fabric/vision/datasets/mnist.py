@@ -25,6 +25,7 @@ import numpy as np
 from ..._creation import from_numpy
 from ...data.dataset import Dataset
 from .utils import check_integrity, download_url, extract_zip_members, read_idx
+from .vision import apply_transforms
 
 __all__ = ["MNIST", "FashionMNIST", "KMNIST", "EMNIST"]
 
@@ -151,10 +152,7 @@ class MNIST(Dataset):
 
     def __getitem__(self, index: int) -> tuple[Any, Any]:
         img, target = self._images[index].copy(), self._targets_list[index]
-        if self.transform is not None:
-            img = self.transform(img)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
+        img, target = apply_transforms(self.transform, self.target_transform, img, target)
         return img, target
 
     def __len__(self) -> int:

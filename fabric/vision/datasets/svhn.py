@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .utils import check_integrity, download_url
-from .vision import VisionDataset
+from .vision import VisionDataset, apply_transforms
 
 __all__ = ["SVHN"]
 
@@ -59,10 +59,7 @@ class SVHN(VisionDataset):
 
     def __getitem__(self, index: int) -> tuple[Any, Any]:
         img, target = np.ascontiguousarray(np.transpose(self.data[index], (1, 2, 0))), int(self.labels[index])
-        if self.transform is not None:
-            img = self.transform(img)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
+        img, target = apply_transforms(self.transform, self.target_transform, img, target)
         return img, target
 
     def __len__(self) -> int:

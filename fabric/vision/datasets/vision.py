@@ -16,6 +16,17 @@ from typing import Any
 from ...data.dataset import Dataset
 
 
+def apply_transforms(transform: Callable | None, target_transform: Callable | None, sample: Any,
+                     target: Any) -> tuple[Any, Any]:
+    """``(transform(sample), target_transform(target))``, each only where set: the tail of every dataset's
+    ``__getitem__`` (called with the dataset's current attributes, so a transform assigned later applies)."""
+    if transform is not None:
+        sample = transform(sample)
+    if target_transform is not None:
+        target = target_transform(target)
+    return sample, target
+
+
 class StandardTransform:
     """Apply ``transform`` to the input and ``target_transform`` to the target."""
 
@@ -24,11 +35,7 @@ class StandardTransform:
         self.target_transform = target_transform
 
     def __call__(self, input: Any, target: Any) -> tuple[Any, Any]:
-        if self.transform is not None:
-            input = self.transform(input)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
-        return input, target
+        return apply_transforms(self.transform, self.target_transform, input, target)
 
     def __repr__(self) -> str:
         body = [self.__class__.__name__]
