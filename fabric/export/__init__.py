@@ -209,10 +209,6 @@ def _indent(s: str) -> str:
     return "\n".join("    " + line for line in s.splitlines())
 
 
-class _ExportTracer(Tracer):
-    pass
-
-
 class _ExampleProp(ShapeProp):
     """ShapeProp that also keeps the example value of Python numbers (sizes) in ``meta["example_value"]``."""
 
@@ -284,7 +280,7 @@ def export(mod: Module, args: tuple, kwargs: dict | None = None, *, dynamic_shap
             inputs.append(p.default)
     names = [p for p in sig.parameters][1:]
     specs = _normalize_dynamic_shapes(names, inputs, dynamic_shapes)
-    tracer = _ExportTracer()
+    tracer = Tracer()
     graph = tracer.trace(mod, concrete_args=concrete or None)
     gm = GraphModule(tracer.root, graph, type(mod).__name__)
     _ExampleProp(gm).propagate(*inputs)
