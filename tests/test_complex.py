@@ -301,3 +301,20 @@ def test_complex_linear_trains_like_torch(name, kw):
         fopt.step()
     np.testing.assert_allclose(fl.weight.detach().numpy(), tl.weight.detach().numpy(), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(fl.bias.detach().numpy(), tl.bias.detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.torch
+def test_conv2d_on_complex_matches_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    cplx = lambda *s: rng.standard_normal(s) + 1j * rng.standard_normal(s)  # noqa: E731
+    arrays, g = (cplx(1, 2, 5, 5), cplx(3, 2, 3, 3), cplx(3)), cplx(1, 3, 3, 3)
+    grads = []
+    for T in (torch, fabric):
+        xs = [T.tensor(a, requires_grad=True) for a in arrays]
+        y = T.nn.functional.conv2d(*xs, stride=2, padding=1)
+        grads.append([y.detach().numpy()] + [t.numpy() for t in T.autograd.grad(y, xs, T.tensor(g))])
+    for ours, theirs in zip(grads[1], grads[0]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
+    with pytest.raises(NotImplementedError, match="\"LayerNormKernelImpl\" not implemented for 'ComplexFloat'"):
+        fabric.nn.functional.layer_norm(fabric.ones(2, 3, dtype=fabric.cfloat), (3,))
