@@ -307,7 +307,7 @@ def test_complex_linear_trains_like_torch(name, kw):
 def test_conv2d_on_complex_matches_torch():
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(0)
-    cplx = lambda *s: rng.standard_normal(s) + 1j * rng.standard_normal(s)  # noqa: E731
+    cplx = lambda *s: rng.standard_normal(s) + 1j * rng.standard_normal(s)
     arrays, g = (cplx(1, 2, 5, 5), cplx(3, 2, 3, 3), cplx(3)), cplx(1, 3, 3, 3)
     grads = []
     for T in (torch, fabric):
