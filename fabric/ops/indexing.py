@@ -20,6 +20,8 @@ Example::
 from __future__ import annotations
 
 import builtins
+import math
+import numbers
 import warnings
 
 import numpy as np
@@ -29,6 +31,7 @@ from .._tensor import Tensor, _wrap_dim
 from ..autograd.function import Function, _apply
 from ..backends import backend_of
 from ._util import checked_scalar, scalar_value, xp_of
+from .shape import clone
 
 __all__ = [
     "argwhere",
@@ -1522,3 +1525,286 @@ def nonzero(input, *, out=None, as_tuple=False):
 def argwhere(input):
     """``nonzero(input)``: one row of indices per non-zero element."""
     return nonzero(input)
+
+
+__all__ += ["fill_diagonal_", "slice_scatter", "select_scatter", "diagonal_scatter", "index_reduce", "index_reduce_"]
+
+
+# --- fill_diagonal_ ---------------------------------------------------------------------------
+
+def _diagonal_positions(shape, wrap):
+    """Index arrays (host side) of the main diagonal of ``shape``, PyTorch's
+    (and NumPy's ``fill_diagonal``) rules: all dims equal beyond 2-D; a tall
+    matrix restarts every ``cols + 1`` rows when ``wrap``."""
+    if len(shape) < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if len(shape) > 2 and any(s != shape[0] for s in shape):
+        raise RuntimeError("all dimensions of input must be of equal length")
+    if len(shape) == 2:
+        rows, cols = shape
+        if wrap and rows > cols + 1:
+            flat = np.arange(0, rows * cols, cols + 1)
+            return (flat // cols, flat % cols) if cols else (flat[:0], flat[:0])
+        n = min(rows, cols)
+        return (np.arange(n),) * 2
+    return (np.arange(shape[0]),) * len(shape)
+
+
+class FillDiagonal(Function):
+    _array_forward = True
+    _is_inplace = True
+    _node_name = "FillDiagonalBackward0"
+
+    @staticmethod
+    def forward(ctx, x, key, value):
+        ctx.key = key
+        x[key] = value
+        return x
+
+    @staticmethod
+    def backward(ctx, gy):
+        if gy._requires_grad:  # double backward: a differentiable product with a constant mask
+            mask = xp_of(gy._data).ones(gy._data.shape, gy._data.dtype)
+            mask[ctx.key] = 0
+            return gy * _const(mask), None, None
+        g = clone(gy)
+        g._data[ctx.key] = 0  # a fresh tensor outside any graph
+        return g, None, None
+
+
+def fill_diagonal_(self, fill_value, wrap=False):
+    """Fill the main diagonal with ``fill_value`` in place (2-D, or N-D with
+    all dims equal); ``wrap`` restarts the diagonal below a tall matrix.
+
+    Example::
+
+        >>> fabric.zeros(5, 2).fill_diagonal_(1, wrap=True)
+        tensor([[1., 0.],
+                [0., 1.],
+                [0., 0.],
+                [1., 0.],
+                [0., 1.]])
+    """
+    if isinstance(fill_value, Tensor):
+        if fill_value._data.ndim != 0:
+            raise TypeError("fill_diagonal_(): argument 'fill_value' (position 1) must be Number, not Tensor")
+        fill_value = fill_value.item()
+    if not isinstance(fill_value, numbers.Number):
+        raise TypeError(f"fill_diagonal_(): argument 'fill_value' (position 1) must be Number, not "
+                        f"{type(fill_value).__name__}")
+    x = self._data
+    rows_cols = _diagonal_positions(x.shape, wrap)
+    xp = xp_of(x)
+    key = rows_cols if xp is np else tuple(xp.asarray(k) for k in rows_cols)
+    return _apply(FillDiagonal, (self, None, None), (x, key, fill_value))
+
+
+# --- slice_scatter / select_scatter / diagonal_scatter -------------------------------------------
+
+def _size_error(src_shape, slice_shape):
+    return RuntimeError(f"expected src to have a size equal to the slice of self. src size = {list(src_shape)}, "
+                        f"slice size = {list(slice_shape)}")
+
+
+class _EmbedScatter(Function):
+    """``input`` with the region ``where`` (a key or a diagonal spec)
+    replaced by ``src``: backward gives ``input`` the gradient outside the
+    region and ``src`` the region's gradient, both with differentiable ops."""
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, x, src, spec):
+        ctx.spec = spec
+        out = x.copy()
+        _region_assign(out, spec, src)
+        return out
+
+    @staticmethod
+    def backward(ctx, gy):
+        spec = ctx.spec
+        gx = gsrc = None
+        region = _region_of(gy, spec)
+        if ctx.needs_input_grad[0]:
+            gx = _embed(gy, region * 0, spec)
+        if ctx.needs_input_grad[1]:
+            gsrc = clone(region)
+        return gx, gsrc, None
+
+
+def _region_assign(out, spec, src):
+    kind, arg = spec
+    if kind == "key":
+        out[arg] = src
+    else:
+        offset, d1, d2 = arg
+        xp = xp_of(out)
+        moved = xp.moveaxis(out, (d1, d2), (-2, -1))
+        n1, n2 = moved.shape[-2:]
+        if offset >= 0:
+            n = builtins.max(builtins.min(n1, n2 - offset), 0)
+            r, c = xp.arange(n), xp.arange(n) + offset
+        else:
+            n = builtins.max(builtins.min(n1 + offset, n2), 0)
+            r, c = xp.arange(n) - offset, xp.arange(n)
+        moved[..., r, c] = src
+
+
+def _region_of(t, spec):
+    kind, arg = spec
+    return t[arg] if kind == "key" else t.diagonal(*arg)
+
+
+def _embed(input, src, spec):
+    s = src._data
+    if s.dtype != input._data.dtype:
+        s = s.astype(input._data.dtype)
+    return _apply(_EmbedScatter, (input, src, spec), (input._data, s, spec))
+
+
+def _check_src(input, src, spec, name):
+    if not isinstance(src, Tensor):
+        raise TypeError(f"{name}(): argument 'src' (position 2) must be Tensor, not {type(src).__name__}")
+    slice_shape = _region_of(input.detach(), spec)._data.shape
+    if src._data.shape != slice_shape:
+        raise _size_error(src._data.shape, slice_shape)
+
+
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    """A copy of ``input`` with ``input[..., start:end:step, ...]`` (along
+    ``dim``) replaced by ``src``; differentiable in both.
+
+    Example::
+
+        >>> fabric.zeros(2, 4).slice_scatter(fabric.ones(2, 2), 1, 0, None, 2)
+        tensor([[1., 0., 1., 0.],
+                [1., 0., 1., 0.]])
+    """
+    if step is None:
+        step = 1
+    if step <= 0:
+        raise RuntimeError("slice step must be positive")
+    d = _wrap_dim(dim, input._data.ndim)
+    spec = ("key", (slice(None),) * d + (slice(start, end, step),))
+    _check_src(input, src, spec, "slice_scatter")
+    return _embed(input, src, spec)
+
+
+def select_scatter(input, src, dim, index):
+    """A copy of ``input`` with ``input.select(dim, index)`` replaced by ``src``.
+
+    Example::
+
+        >>> fabric.zeros(2, 2).select_scatter(fabric.ones(2), 0, -1)
+        tensor([[0., 0.],
+                [1., 1.]])
+    """
+    x = input._data
+    d = _wrap_dim(dim, x.ndim)
+    n = x.shape[d] if x.ndim else 1
+    if not -n <= index < n:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(x.shape)} at dimension {d}")
+    spec = ("key", (slice(None),) * d + (builtins.int(index) % n,))
+    _check_src(input, src, spec, "select_scatter")
+    return _embed(input, src, spec)
+
+
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    """A copy of ``input`` with ``input.diagonal(offset, dim1, dim2)``
+    replaced by ``src``.
+
+    Example::
+
+        >>> fabric.zeros(2, 2).diagonal_scatter(fabric.ones(2))
+        tensor([[1., 0.],
+                [0., 1.]])
+    """
+    nd = input._data.ndim
+    d1, d2 = _wrap_dim(dim1, nd), _wrap_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    spec = ("diag", (builtins.int(offset), d1, d2))
+    _check_src(input, src, spec, "diagonal_scatter")
+    return _embed(input, src, spec)
+
+
+# --- index_reduce -----------------------------------------------------------------------------------
+
+class IndexReduce(ScatterReduce):
+    """``index_reduce`` is ``scatter_reduce`` with the index broadcast along
+    ``dim``: the forward and the gradient formulas are scatter_reduce's."""
+    _node_name = "IndexReduceBackward0"
+
+
+class IndexReduceInplace(ScatterReduceInplace):
+    _node_name = "IndexReduceBackward0"
+
+
+_INDEX_REDUCTIONS = ("prod", "mean", "amax", "amin")
+
+
+def _index_reduce(input, dim, index, source, reduce, include_self, inplace):
+    name = "index_reduce_"
+    if reduce not in _INDEX_REDUCTIONS:
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    x = input._data
+    if not isinstance(source, Tensor):
+        raise TypeError(f"index_reduce(): argument 'source' must be Tensor, not {type(source).__name__}")
+    if isinstance(index, Tensor) and index._data.dtype.kind != "i" and index._data.dtype != np.uint8:
+        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index but got: {index.dtype}".replace(
+            "torch.", "").replace("float32", "Float").replace("float64", "Double"))
+    a = _index(index, x, name)
+    d = _wrap_dim(dim, x.ndim)
+    s = source._data
+    if s.__class__ is not x.__class__:
+        raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices!")
+    if a.ndim > 1:
+        raise IndexError(f"{name}(): Index is supposed to be a vector, but got dim: {a.ndim} with type: "
+                         f"{_tname(a.dtype)} and size: {list(a.shape)}")
+    _index_dim_checks(x, d, a, s, name, exc=IndexError)
+    xp = xp_of(x)
+    a = a.reshape(-1).astype(np.int64, copy=False)
+    a = xp.where(a < 0, a + (x.shape[d] if x.ndim else 1), a)
+    if x.ndim:
+        full = xp.ascontiguousarray(xp.broadcast_to(a.reshape((-1,) + (1,) * (x.ndim - d - 1)), s.shape))
+    else:
+        full = a.reshape(())
+    cls = IndexReduceInplace if inplace else IndexReduce
+    return _apply(cls, (input, d, full, source, reduce, include_self), (x, d, full, s, reduce, include_self))
+
+
+def index_reduce(input, dim, index, source, reduce, *, include_self=True):
+    """A copy of ``input`` where ``source``'s slices along ``dim`` are
+    combined into the slices ``index`` names, with ``reduce`` in ``prod``,
+    ``mean``, ``amax``, ``amin`` (``include_self=False`` leaves out the
+    original values of the slices that receive something); differentiable.
+
+    Example::
+
+        >>> x = fabric.full((3, 2), 2.0)
+        >>> x.index_reduce(0, fabric.tensor([0, 2, 0]), fabric.tensor([[1., 2.], [3., 4.], [5., 6.]]), "prod")
+        tensor([[10., 24.],
+                [ 2.,  2.],
+                [ 6.,  8.]])
+    """
+    return _index_reduce(input, dim, index, source, reduce, include_self, False)
+
+
+def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
+    """In-place :func:`index_reduce`."""
+    return _index_reduce(self, dim, index, source, reduce, include_self, True)
+
+
+__all__ += ["unravel_index"]
+
+
+def unravel_index(indices, shape):
+    """Tuple of coordinate tensors for flat ``indices`` into ``shape``."""
+    idx = indices._data if isinstance(indices, Tensor) else np.asarray(indices)
+    if idx.dtype.kind not in "iu":
+        raise TypeError("expected 'indices' to be integer dtype, but got " + str(idx.dtype))
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    total = math.prod(shape)
+    if ((idx < -total) | (idx >= total)).any():
+        raise RuntimeError("'indices' must be in range [-prod(shape), prod(shape) - 1]")
+    coords = np.unravel_index(np.where(idx < 0, idx + total, idx), shape)
+    return tuple(Tensor._make(np.asarray(c, dtype=np.int64), False) for c in coords)

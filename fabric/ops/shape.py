@@ -2056,3 +2056,61 @@ def setitem(input, key, value):
     else:
         view[adv] = v
     input._bump_version()
+
+
+# --- narrow_copy ----------------------------------------------------------------------------------------
+
+__all__ += ["narrow_copy", "resize_", "resize_as_"]
+
+
+def narrow_copy(input, dim, start, length):
+    """A copy (not a view) of ``input.narrow(dim, start, length)``.
+
+    Example::
+
+        >>> fabric.arange(5).narrow_copy(0, 1, 2)
+        tensor([1, 2])
+    """
+    return clone(narrow(input, dim, start, length))
+
+
+# --- resize_ ------------------------------------------------------------------------------------
+
+def resize_(self, *sizes, memory_format=None):
+    """Change the shape in place, keeping the leading elements (in C order);
+    new elements are zeros.  Raises for tensors that require grad and for
+    views (a view cannot change its base's memory).
+
+    Example::
+
+        >>> fabric.arange(6.).resize_(2, 2)
+        tensor([[0., 1.],
+                [2., 3.]])
+    """
+    shape = shape_args(sizes, "size")
+    for s in shape:
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(shape)}")
+    if self._requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    x = self._data
+    if shape == x.shape:
+        return self
+    if self._base is not None:
+        raise RuntimeError("resize_(): fabric cannot resize a view to a new shape (its memory belongs to the base "
+                           "tensor); resize a copy (.clone()) or the base instead")
+    n = math.prod(shape)
+    if n <= x.size and x.flags.c_contiguous:
+        new = x.reshape(-1)[:n].reshape(shape)  # same memory: other views keep seeing it
+    else:
+        new = xp_of(x).zeros(shape, x.dtype)
+        k = builtins.min(n, x.size)
+        new.reshape(-1)[:k] = x.reshape(-1)[:k]
+    self._data = new
+    self._bump_version()
+    return self
+
+
+def resize_as_(input, the_template, *, memory_format=None):
+    """:func:`resize_` to ``the_template``'s shape (the dtype is kept)."""
+    return resize_(input, the_template._data.shape)
