@@ -18,10 +18,14 @@ from .reduce import *  # noqa: F403
 from .shape import *  # noqa: F403
 from .sorting import *  # noqa: F403
 
-# ``from fabric.ops import *`` exports the ops only, not the submodules, and not the Tensor methods that
-# PyTorch has no top-level function for (``METHOD_ONLY``: ``Tensor.cumsum_`` but no ``torch.cumsum_``).
+# The helpers behind Tensor's operators and ``Tensor.to`` (``x[k]``, ``x[k] = v``, ``2 / x``): fabric.ops has
+# them, fabric does not (PyTorch has no torch.getitem).
+_OPERATOR_HELPERS = frozenset({"getitem", "setitem", "rdiv", "to_copy"})
+
+# ``from fabric.ops import *`` exports the ops only, not the submodules, the operator helpers, or the Tensor
+# methods that PyTorch has no top-level function for (``METHOD_ONLY``: ``Tensor.cumsum_``, no ``torch.cumsum_``).
 __all__ = sorted({name for _m in (arith, attributes, reduce, shape, join, inplace, convert, sorting, indexing, linalg,
                                   pointwise)
-                  for name in _m.__all__} - METHOD_ONLY)
+                  for name in _m.__all__} - METHOD_ONLY - _OPERATOR_HELPERS)
 
 install_tensor_methods()
