@@ -31,7 +31,14 @@ def qr_fn(T, a):
     return Q @ R + Q.abs().sum() + R.abs().sum()
 def herm(T, a):
     return a @ a.mH + 3 * T.eye(3, dtype=a.dtype)
-CASES = {"inv": (lambda T,a: T.linalg.inv(a), (A,)), "det": (lambda T,a: T.linalg.det(a), (A,)),
+CASES = {
+    "lu_factor": (lambda T, a: T.linalg.lu_factor(a)[0], (A,)), "lu_factor_real": (lambda T, a: T.linalg.lu_factor(a)[0], (A.real.copy(),)),
+    "lu_L": (lambda T, a: T.linalg.lu(a)[1], (A,)), "lu_U": (lambda T, a: T.linalg.lu(a)[2], (A,)),
+    "lu_solve": (lambda T, a, b: T.linalg.lu_solve(*T.linalg.lu_factor(a), b), (A, B)),
+    "lu_solve_adjoint": (lambda T, a, b: T.linalg.lu_solve(*T.linalg.lu_factor(a), b, adjoint=True), (A, B)),
+    "lu_solve_right": (lambda T, a, b: T.linalg.lu_solve(*T.linalg.lu_factor(a), b.mT.contiguous(), left=False), (A, B)),
+    "lu_solve_right_adjoint": (lambda T, a, b: T.linalg.lu_solve(*T.linalg.lu_factor(a), b.mT.contiguous(), left=False,
+                                                                 adjoint=True), (A, B)),"inv": (lambda T,a: T.linalg.inv(a), (A,)), "det": (lambda T,a: T.linalg.det(a), (A,)),
    "slogdet": (lambda T,a: T.linalg.slogdet(a)[1], (A,)), "solve": (lambda T,a,b: T.linalg.solve(a,b), (A,B)), "solve_right": (lambda T,a,b: T.linalg.solve(a,b.mT.contiguous(), left=False), (A,B)),
    "logdet": (lambda T,a: T.logdet(a), (A,)), "inv_ex": (lambda T,a: T.linalg.inv_ex(a)[0], (A,)), "matrix_power": (lambda T,a: T.linalg.matrix_power(a, 3), (A,)), "matrix_exp": (lambda T,a: T.linalg.matrix_exp(a), (A,)),
    "pinv": (lambda T,a: T.linalg.pinv(a), (W,)), "pinv_h": (lambda T,a: T.linalg.pinv(herm(T, a), hermitian=True), (A,)), "lstsq": (lambda T,a,b: T.linalg.lstsq(a, b).solution, (W, W[:, :2].copy())),
@@ -79,3 +86,19 @@ def test_eig_matches_torch_up_to_lapack():
         np.testing.assert_allclose(V.numpy(), tV.numpy(), rtol=1e-10, atol=1e-12)
         assert fabric.linalg.eigvals(fabric.tensor(a, dtype=fabric.float32 if a.dtype.kind == "f" else None)).dtype.name \
             == str(torch.linalg.eigvals(torch.tensor(a, dtype=torch.float32 if a.dtype.kind == "f" else None)).dtype)[6:]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("shape", [(4, 4), (2, 3, 3), (4, 3), (3, 5)])
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+def test_lu_factor_pivots_and_factors_match_torch(shape, dtype):
+    torch = pytest.importorskip("torch")
+    a = np.random.default_rng(3).standard_normal(shape)
+    if dtype == "complex128":
+        a = a + 1j * np.random.default_rng(4).standard_normal(shape)
+    LU, piv = fabric.linalg.lu_factor(fabric.tensor(a))
+    tLU, tpiv = torch.linalg.lu_factor(torch.tensor(a))
+    assert piv.tolist() == tpiv.tolist() and piv.dtype is fabric.int32
+    np.testing.assert_allclose(LU.numpy(), tLU.numpy(), rtol=1e-10, atol=1e-12)
+    for ours, theirs in zip(fabric.linalg.lu(fabric.tensor(a)), torch.linalg.lu(torch.tensor(a))):
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-10, atol=1e-12)

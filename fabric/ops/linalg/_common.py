@@ -300,11 +300,12 @@ class _ZerosGrad(Function):
 def _getrf_info(a):
     """LAPACK getrf's ``info`` for one matrix: 1-based index of the first
     exactly-zero pivot of LU with partial pivoting, 0 if none."""
-    u = np.array(a, dtype=np.float64, copy=True)
+    u = np.array(a, dtype=np.complex128 if a.dtype.kind == "c" else np.float64, copy=True)
     n = min(u.shape)
     info = 0
     for j in range(n):
-        p = j + int(np.argmax(np.abs(u[j:, j])))
+        col = u[j:, j]
+        p = j + int(np.argmax(np.abs(col.real) + np.abs(col.imag)))  # LAPACK's |re| + |im|
         if u[p, j] == 0:
             if info == 0:
                 info = j + 1

@@ -40,9 +40,9 @@ from .decompositions import _lapack_svd
 from .solvers import linalg_inv, linalg_solve
 
 __all__ = ["linalg_diagonal", "linalg_householder_product", "linalg_ldl_factor", "linalg_ldl_factor_ex",
-           "linalg_ldl_solve", "linalg_lstsq", "linalg_lu", "linalg_lu_factor", "linalg_lu_factor_ex",
-           "linalg_lu_solve", "linalg_matrix_exp", "linalg_matrix_power", "linalg_matrix_rank", "linalg_pinv",
-           "linalg_tensorinv", "linalg_tensorsolve", "linalg_vander", "matrix_exp", "matrix_power", "pinverse",
+           "linalg_ldl_solve", "linalg_lstsq", "linalg_matrix_exp", "linalg_matrix_power", "linalg_matrix_rank",
+           "linalg_pinv", "linalg_tensorinv", "linalg_tensorsolve", "linalg_vander", "matrix_exp", "matrix_power",
+           "pinverse",
            "vander"]
 
 # =====================================================================================
@@ -502,17 +502,13 @@ def linalg_diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 def _unsupported(name):
     def f(*args, **kwargs):
-        raise NotImplementedError(f"fabric.linalg.{name} is not implemented (NumPy/CuPy expose no LU/LDL/Householder "
-                                  "factorization routines); use linalg.solve / inv / cholesky / qr instead.")
+        raise NotImplementedError(f"fabric.linalg.{name} is not implemented (NumPy/CuPy expose no LDL/Householder "
+                                  "factorization routines); use linalg.solve / inv / cholesky / qr / lu instead.")
     f.__name__ = name
     f.__doc__ = "Not implemented in fabric: raises NotImplementedError."
     return f
 
 
-linalg_lu = _unsupported("lu")
-linalg_lu_factor = _unsupported("lu_factor")
-linalg_lu_factor_ex = _unsupported("lu_factor_ex")
-linalg_lu_solve = _unsupported("lu_solve")
 linalg_ldl_factor = _unsupported("ldl_factor")
 linalg_ldl_factor_ex = _unsupported("ldl_factor_ex")
 linalg_ldl_solve = _unsupported("ldl_solve")
