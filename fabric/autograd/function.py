@@ -444,6 +444,10 @@ def _apply(cls, args, arrays) -> Any:
         out = cls.forward(_NullCtx(), *arrays)
     except MemoryError as e:
         raise out_of_memory(e) from None
+    except Exception:
+        if args and (pointwise := getattr(args[0], "_pointwise", None)) is not None:
+            return pointwise(cls, args, arrays)  # a sparse operand: the op runs on its values (fabric/sparse)
+        raise
     if cls._is_inplace:
         t = args[0]
         t._bump_version()
@@ -643,7 +647,12 @@ def _apply_elementwise(cls, a, x) -> Any:
         return _record_elementwise(cls, a, None, x, None)
     if _hook.observer is not None:  # observed ops go through _apply
         return _apply(cls, (a,), (x,))
-    out = cls.forward(NO_SAVE_CTX, x)
+    try:
+        out = cls.forward(NO_SAVE_CTX, x)
+    except Exception:
+        if (pointwise := getattr(a, "_pointwise", None)) is not None:
+            return pointwise(cls, (a,), (x,))  # a sparse operand: the op runs on its values (fabric/sparse)
+        raise
     return Tensor._make(out if out.__class__ is _ndarray else _normalize(out), False)
 
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
+from . import _pointwise as _pw
 from ._coo import SparseTensor, mm
 from ._layout import layout, sparse_coo, strided
 
@@ -144,11 +145,20 @@ def to_dense(self, dtype=None, *, masked_grad=None) -> Tensor:
 
 
 def sum(input, dim=None, dtype=None):
-    """Sum of a sparse tensor: a dense 0-d tensor for ``dim=None``."""
+    """Sum of a sparse tensor: a dense 0-d tensor for ``dim=None`` (or when
+    every sparse dim is summed), else a coalesced sparse tensor.
+
+    Example::
+
+        >>> import fabric
+        >>> s = fabric.tensor([[0., 1.], [2., 0.]]).to_sparse()
+        >>> fabric.sparse.sum(s, 0).to_dense(), fabric.sparse.sum(s).item()
+        (tensor([2., 1.]), 3.0)
+    """
     if not input.is_sparse:
-        return input.sum() if dim is None else input.sum(dim)
-    out = input.to_dense().sum() if dim is None else input.to_dense().sum(dim)
-    return out if dtype is None else out.to(dtype)
+        out = input.sum() if dim is None else input.sum(dim)
+        return out if dtype is None else out.to(dtype)
+    return _pw.sparse_sum(input, dim, False, dtype)
 
 
 def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0):

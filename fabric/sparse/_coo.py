@@ -27,6 +27,7 @@ from .. import _dtype as D
 from .._tensor import Size, Tensor
 from ..autograd.function import Function, _apply
 from ..backends import backend_of
+from . import _pointwise as _pw
 from ._layout import sparse_coo
 
 
@@ -39,6 +40,11 @@ class _NoDenseData:
     def __init__(self, shape, dtype):
         self.shape = shape
         self.dtype = dtype
+
+    def astype(self, dtype, copy=True):
+        """The float copy an op asks of an integer input: a placeholder of that dtype
+        (the op then fails on it and runs on the values, see ``_pointwise.py``)."""
+        return _NoDenseData(self.shape, np.dtype(dtype))
 
     def __getattr__(self, name):
         raise NotImplementedError(f"this operation is not supported on sparse COO tensors (array attribute "
@@ -283,9 +289,14 @@ class SparseTensor(Tensor):
     def cuda(self, device=None, non_blocking=False, memory_format=None):
         return self.to("cuda" if device is None else device)
 
-    # --- arithmetic -----------------------------------------------------------------
+    # --- arithmetic (fabric/sparse/_pointwise.py) ---------------------------------------
+    _unary_ops = _pw.COO_UNARY
+
     def _with_values(self, values) -> SparseTensor:
         return SparseTensor._build(self._idx, values, self._shape, self._coalesced)
+
+    def _pointwise(self, cls, args, arrays):
+        return _pw.unary(self, cls, args, arrays)
 
     def __neg__(self):
         return self._with_values(-self._vals)
@@ -294,14 +305,8 @@ class SparseTensor(Tensor):
         return -self
 
     def __mul__(self, other):
-        if isinstance(other, Tensor) and other.is_sparse:
-            return _sparse_mul(self, other)
-        if isinstance(other, Tensor) and other.dim() > 0:
-            if other.shape != self.shape:
-                raise RuntimeError("mul(sparse, dense) requires a 0-d dense operand or equal shapes")
-            c = self.coalesce()
-            picked = other[tuple(Tensor._make(i) for i in c._idx._data)]
-            return c._with_values(c._vals * picked)
+        if isinstance(other, Tensor):
+            return _pw.mul_sparse(self, other) if other.is_sparse else _pw.mul_dense(self, other)
         return self._with_values(self._vals * other)
 
     __rmul__ = __mul__
@@ -313,30 +318,71 @@ class SparseTensor(Tensor):
                                f"{list(other.shape)} for divisor)")
         return self._with_values(self._vals / other)
 
-    div = __truediv__
+    def div(self, other, *, rounding_mode=None):
+        if rounding_mode is None:
+            return self / other
+        c = self.coalesce()
+        return c._with_values(c._vals.div(other, rounding_mode=rounding_mode))
 
-    def __add__(self, other):
+    def __floordiv__(self, other):
+        return self.div(other, rounding_mode="floor")
+
+    def __rtruediv__(self, other):
+        raise _pw.not_on_layout("reciprocal", self)
+
+    def __pow__(self, exponent):
+        return _pw.pow_scalar(self, exponent)
+
+    pow = __pow__
+
+    def square(self):
+        return self ** 2
+
+    def add(self, other, *, alpha=1):
         if isinstance(other, Tensor) and other.is_sparse:
             if other.shape != self.shape:
                 raise RuntimeError(f"add: expected 'self' and 'other' to have same size, but self has size "
                                    f"{list(self.shape)} while other has size {list(other.shape)} (FYI: op2-sparse "
                                    f"addition does not currently support broadcasting)")
-            idx = Tensor._make(backend_of(self._idx._data).xp.concatenate([self._idx._data, other._idx._data], 1))
-            from ..ops.join import cat
-            return SparseTensor._build(idx, cat([self._vals, other._vals.to(self._vals.dtype)]), self._shape)
+            return _pw.add_sparse(self, other, alpha)
+        raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) instead.")
+
+    def __add__(self, other):
+        return self.add(other)
+
+    def __radd__(self, other):  # dense + sparse: a dense result
         if isinstance(other, Tensor):
-            return self.to_dense() + other  # PyTorch returns a dense result for sparse + dense
-        raise RuntimeError("add(sparse, scalar) is not supported; add a dense or sparse tensor")
+            return other + self.to_dense()
+        return self.add(other)
 
-    def __radd__(self, other):
-        return self.__add__(other)
+    def sub(self, other, *, alpha=1):
+        return self.add(other, alpha=-alpha)
 
-    add = __add__
+    __sub__ = sub
 
-    def __sub__(self, other):
-        return self + (-other)
+    def __rsub__(self, other):
+        if isinstance(other, Tensor):
+            return other - self.to_dense()
+        return self.add(other)
 
-    sub = __sub__
+    def _bool_map(self, name):
+        c = self.coalesce()
+        return c._with_values(getattr(c._vals, name)())
+
+    def isnan(self):
+        return self._bool_map("isnan")
+
+    def isinf(self):
+        return self._bool_map("isinf")
+
+    def isposinf(self):
+        return self._bool_map("isposinf")
+
+    def isneginf(self):
+        return self._bool_map("isneginf")
+
+    def signbit(self):
+        return self._bool_map("signbit")
 
     # --- products and reductions -----------------------------------------------------
     def __matmul__(self, other):
@@ -350,7 +396,7 @@ class SparseTensor(Tensor):
     _rmm = __rmatmul__  # dense @ sparse, from fabric.mm / fabric.matmul
 
     def sum(self, dim=None, keepdim=False, dtype=None):
-        return self.to_dense().sum() if dim is None else self.to_dense().sum(dim, keepdim)
+        return _pw.sparse_sum(self, dim, keepdim, dtype)
 
     def t(self):
         if self.dim() != 2 or self.sparse_dim() != 2:
@@ -388,10 +434,6 @@ class SparseTensor(Tensor):
 
 def _is_dtype(a):
     return isinstance(a, D.dtype)
-
-
-def _sparse_mul(a, b):
-    return (a.to_dense() * b.to_dense()).to_sparse()
 
 
 def mm(mat1, mat2):

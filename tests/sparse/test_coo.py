@@ -66,7 +66,9 @@ def test_arith():
     np.testing.assert_array_equal((s + s).to_dense().numpy(), 2 * ref)
     np.testing.assert_array_equal((s - s).coalesce().to_dense().numpy(), 0 * ref)
     d = fabric.ones(2, 3)
-    np.testing.assert_array_equal((s + d).numpy(), ref + 1)
+    np.testing.assert_array_equal((d + s).numpy(), ref + 1)
+    with pytest.raises(RuntimeError, match=r"add\(sparse, dense\) is not supported. Use add\(dense, sparse\) instead."):
+        s + d
     np.testing.assert_array_equal((s * (d * 3)).to_dense().numpy(), 3 * ref)
     assert fabric.sparse.sum(s).item() == ref.sum()
     np.testing.assert_array_equal(s.t().to_dense().numpy(), ref.T)
