@@ -224,6 +224,7 @@ class Tensor:
     is_cpu = property(lambda self: self._data.__class__ is _ndarray)
     is_sparse = False
     is_sparse_csr = False
+    _sparse = False  # any sparse layout (COO or CSR: fabric/sparse), for the products' dispatch
     is_quantized = False
     is_meta = False
     is_mkldnn = False

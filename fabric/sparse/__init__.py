@@ -16,12 +16,15 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
+from . import _csr
 from . import _pointwise as _pw
 from ._coo import SparseTensor, mm
-from ._layout import layout, sparse_coo, strided
+from ._csr import SparseCsrTensor, sparse_csr_tensor
+from ._layout import layout, sparse_coo, sparse_csr, strided
 
-__all__ = ["mm", "sum", "addmm", "spmm", "softmax", "log_softmax", "sparse_coo_tensor", "SparseTensor", "layout",
-           "sparse_coo", "strided", "check_sparse_tensor_invariants"]
+__all__ = ["mm", "sum", "addmm", "spmm", "softmax", "log_softmax", "sparse_coo_tensor", "sparse_csr_tensor",
+           "SparseTensor", "SparseCsrTensor", "layout", "sparse_coo", "sparse_csr", "strided",
+           "check_sparse_tensor_invariants"]
 
 
 class check_sparse_tensor_invariants:
@@ -118,8 +121,11 @@ def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=N
         >>> fabric.tensor([0., 5.]).to_sparse().values()
         tensor([5.])
     """
+    if layout is sparse_csr:
+        return _csr.to_sparse_csr(self)
     if layout is not None and layout != sparse_coo:
-        raise NotImplementedError(f"to_sparse(layout={layout!r}): fabric supports only fabric.sparse_coo")
+        raise NotImplementedError(f"to_sparse(layout={layout!r}): fabric supports fabric.sparse_coo and "
+                                  "fabric.sparse_csr")
     sd = self.dim() if sparse_dim is None else int(sparse_dim)
     if not 0 <= sd <= self.dim():
         raise RuntimeError(f"sparse_dim argument must be in [0, {self.dim()}] range, but {sd} is given")
@@ -207,4 +213,7 @@ def log_softmax(input, dim, *, dtype=None):
 Tensor.to_sparse = to_sparse
 Tensor.to_sparse_coo = to_sparse
 Tensor.to_dense = to_dense
+Tensor.to_sparse_csr = _csr.to_sparse_csr
+Tensor.crow_indices = _csr._no_compressed("crow_indices")
+Tensor.col_indices = _csr._no_compressed("col_indices")
 Tensor.layout = strided

@@ -110,7 +110,9 @@ class SparseTensor(Tensor):
     :func:`fabric.sparse_coo_tensor` or ``Tensor.to_sparse()``."""
 
     is_sparse = True
+    _sparse = True
     layout = sparse_coo
+    _layout_name = "Sparse"
     _idx: Tensor     # (sparse_dim, nnz) int64
     _vals: Tensor    # (nnz,) + dense shape; autograd flows through it
     _shape: tuple
@@ -432,12 +434,22 @@ class SparseTensor(Tensor):
     __str__ = __repr__
 
 
+_C_NAME = {D.float32: "Float", D.float64: "Double", D.float16: "Half", D.bfloat16: "BFloat16"}
+
+
 def _is_dtype(a):
     return isinstance(a, D.dtype)
 
 
 def mm(mat1, mat2):
-    """``sparse @ dense`` (dense result) or ``sparse @ sparse`` (sparse result)."""
+    """``sparse @ dense`` (dense result) or ``sparse @ sparse`` (sparse result);
+    a CSR operand is taken in its COO form (which shares its values)."""
+    if mat1.is_sparse_csr:
+        if isinstance(mat2, Tensor) and mat2.dtype != mat1.dtype and not mat2._sparse:
+            raise RuntimeError(f"expected scalar type {_C_NAME[mat1.dtype]} but found {_C_NAME[mat2.dtype]}")
+        mat1 = mat1.to_sparse_coo()
+    if isinstance(mat2, Tensor) and mat2.is_sparse_csr:
+        mat2 = mat2.to_sparse_coo()
     if not mat1.is_sparse:
         if mat2.is_sparse:
             return mat1 @ mat2.to_dense()
