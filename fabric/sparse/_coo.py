@@ -412,26 +412,46 @@ class SparseTensor(Tensor):
 
     # --- printing --------------------------------------------------------------------
     def __repr__(self) -> str:
-        from .._formatting import tensor_repr
-        ind = tensor_repr(self._idx.detach(), "tensor(indices=tensor(")
-        vals = tensor_repr(Tensor._make(self._vals._data), " " * 7 + "values=tensor(").lstrip()
-        ind = re.sub(r",\s*dtype=fabric\.\w+\)$", ")", ind)
-        vals = re.sub(r",\s*dtype=fabric\.\w+\)$", ")", vals)
-        if vals == "values=tensor([])":
-            vals = "values=tensor([], size=(0,))"
-        parts = [f"size={self._shape}", f"nnz={self._nnz()}"]
-        if self.dtype is not D.get_default_dtype():
-            parts.append(f"dtype={self.dtype!r}")
-        if self.device.type != "cpu":
-            parts.append(f"device='{self.device}'")
-        parts.append("layout=fabric.sparse_coo")
-        if self.grad_fn is not None:
-            parts.append(f"grad_fn=<{type(self.grad_fn).__name__}>")
-        elif self.requires_grad:
-            parts.append("requires_grad=True")
-        return ind + ",\n       " + vals + ",\n       " + ", ".join(parts) + ")"
+        body = ("tensor(" + _part(self._idx, "indices") + ",\n       " + _part(self._vals, "values"))
+        return _with_suffixes(body, self, force_newline=True)
 
     __str__ = __repr__
+
+
+def _part(t, name):
+    """``name=tensor(...)`` of an index or values tensor inside a sparse repr (no dtype, ``size=(0,)`` if empty)."""
+    from .._formatting import tensor_repr
+    r = tensor_repr(Tensor._make(t._data), " " * 7 + f"{name}=tensor(").lstrip()
+    r = re.sub(r",\s*dtype=fabric\.\w+\)$", ")", r)
+    return r.replace("=tensor([])", "=tensor([], size=(0,))")
+
+
+def _with_suffixes(body, t, force_newline):
+    """PyTorch's tail of a sparse repr: device, size, nnz, dtype, layout, grad_fn / requires_grad,
+    each after ``", "``, or on a new line when it would pass the line width (the first one always
+    for COO)."""
+    from .. import _formatting
+    suffixes = [f"size={t._shape}", f"nnz={t._nnz()}"]
+    if t.device.type != "cpu":
+        suffixes.insert(0, f"device='{t.device}'")
+    if t.dtype is not D.get_default_dtype():
+        suffixes.append(f"dtype={t.dtype!r}")
+    suffixes.append(f"layout={t.layout!r}")
+    if t.grad_fn is not None:
+        suffixes.append(f"grad_fn=<{type(t.grad_fn).__name__}>")
+    elif t.requires_grad:
+        suffixes.append("requires_grad=True")
+    out = [body]
+    last = len(body) - body.rfind("\n") + 1  # PyTorch's count (one more than the line's length)
+    for suffix in suffixes:
+        if force_newline or last + len(suffix) + 2 > _formatting.LINEWIDTH:
+            out.append(",\n       " + suffix)
+            last = 7 + len(suffix)
+            force_newline = False
+        else:
+            out.append(", " + suffix)
+            last += len(suffix) + 2
+    return "".join(out) + ")"
 
 
 _C_NAME = {D.float32: "Float", D.float64: "Double", D.float16: "Half", D.bfloat16: "BFloat16"}

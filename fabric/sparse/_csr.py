@@ -21,15 +21,13 @@ Example::
 """
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
 from ..backends import backend_of
 from . import _pointwise as _pw
-from ._coo import SparseTensor, _NoDenseData
+from ._coo import SparseTensor, _NoDenseData, _part, _with_suffixes
 from ._layout import sparse_csr
 
 
@@ -255,26 +253,9 @@ class SparseCsrTensor(Tensor):
 
     # --- printing --------------------------------------------------------------------
     def __repr__(self) -> str:
-        from .._formatting import tensor_repr
-
-        def part(t, name):
-            s = tensor_repr(Tensor._make(t._data), " " * 7 + f"{name}=tensor(").lstrip()
-            s = re.sub(r",\s*dtype=fabric\.\w+\)$", ")", s)
-            return s.replace("=tensor([])", "=tensor([], size=(0,))")
-
-        crow = "tensor(" + part(self._crow, "crow_indices")
-        tail = [f"size={self._shape}", f"nnz={self._nnz()}"]
-        if self.dtype is not D.get_default_dtype():
-            tail.append(f"dtype={self.dtype!r}")
-        if self.device.type != "cpu":
-            tail.append(f"device='{self.device}'")
-        last = ["layout=fabric.sparse_csr"]
-        if self.grad_fn is not None:
-            last.append(f"grad_fn=<{type(self.grad_fn).__name__}>")
-        elif self.requires_grad:
-            last.append("requires_grad=True")
-        return (crow + ",\n       " + part(self._col, "col_indices") + ",\n       " + part(self._vals, "values")
-                + ", " + ", ".join(tail) + ",\n       " + ", ".join(last) + ")")
+        body = ("tensor(" + _part(self._crow, "crow_indices") + ",\n       " + _part(self._col, "col_indices")
+                + ",\n       " + _part(self._vals, "values"))
+        return _with_suffixes(body, self, force_newline=False)
 
     __str__ = __repr__
 

@@ -131,8 +131,8 @@ def test_printing():
                        "                       [2, 0, 2]]),\n"
                        "       values=tensor([3., 4., 5.]),\n"
                        "       size=(2, 3), nnz=3, layout=fabric.sparse_coo)")
-    assert repr(s.double().requires_grad_()).endswith(
-        "size=(2, 3), nnz=3, dtype=fabric.float64, layout=fabric.sparse_coo, requires_grad=True)")
+    assert repr(s.double().requires_grad_()).endswith(  # wrapped at the line width, as PyTorch
+        "size=(2, 3), nnz=3, dtype=fabric.float64, layout=fabric.sparse_coo,\n       requires_grad=True)")
     e = fabric.sparse_coo_tensor(fabric.zeros(2, 0, dtype=fabric.long), fabric.zeros(0), (2, 2))
     assert repr(e) == ("tensor(indices=tensor([], size=(2, 0)),\n       values=tensor([], size=(0,)),\n"
                        "       size=(2, 2), nnz=0, layout=fabric.sparse_coo)")
