@@ -445,8 +445,9 @@ def _apply(cls, args, arrays) -> Any:
     except MemoryError as e:
         raise out_of_memory(e) from None
     except Exception:
-        if args and (pointwise := getattr(args[0], "_pointwise", None)) is not None:
-            return pointwise(cls, args, arrays)  # a sparse operand: the op runs on its values (fabric/sparse)
+        for a in args[:2]:  # a sparse operand: the op runs on its values (fabric/sparse)
+            if (pointwise := getattr(a, "_pointwise", None)) is not None:
+                return pointwise(cls, args, arrays)
         raise
     if cls._is_inplace:
         t = args[0]

@@ -364,6 +364,11 @@ def binary(cls, a, b, floats_only=False):
         if err is None:
             raise
         raise err from None
+    except Exception:
+        for t in (a, b):  # a sparse operand (its placeholder array fails the dense path): fabric/sparse
+            if (pointwise := getattr(t, "_pointwise", None)) is not None:
+                return pointwise(cls, (a, b), ())
+        raise
 
 
 def _binary(cls, a, b, floats_only=False):

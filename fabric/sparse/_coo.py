@@ -41,6 +41,10 @@ class _NoDenseData:
         self.shape = shape
         self.dtype = dtype
 
+    @property
+    def ndim(self):
+        return len(self.shape)
+
     def astype(self, dtype, copy=True):
         """The float copy an op asks of an integer input: a placeholder of that dtype
         (the op then fails on it and runs on the values, see ``_pointwise.py``)."""

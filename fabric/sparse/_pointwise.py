@@ -55,9 +55,22 @@ def not_on_layout(name: str, t) -> Exception:
     return RuntimeError(f"unsupported tensor layout: {t._layout_name}")
 
 
+# binary op Functions reached through their function forms (fabric.mul(s, 2) ...): the sparse
+# operand's operator method, reflected when the sparse operand is the second one
+_BINARY = {"mul": ("__mul__", "__rmul__"), "add": ("__add__", "__radd__"), "sub": ("__sub__", "__rsub__"),
+           "div": ("__truediv__", "__rtruediv__"), "powscalar": ("__pow__", None)}
+
+
 def unary(t, cls, args, arrays):
-    """``cls`` (a dense elementwise op) on sparse ``t`` = ``args[0]``: run on the values."""
+    """``cls`` (a dense elementwise op) on sparse ``t`` (one of ``args``): run on the values."""
     name = aten_name(cls)
+    if name in _BINARY and len(args) == 2:
+        method, reflected = _BINARY[name]
+        if args[0] is t:
+            return getattr(t, method)(args[1])
+        if reflected is not None:
+            return getattr(t, reflected)(args[0])
+        raise not_on_layout("pow", t)
     if name not in t._unary_ops:
         raise not_on_layout(name, t)
     src = t if name in _LINEAR or not t.is_sparse else t.coalesce()

@@ -13,8 +13,8 @@ from fabric.sparse import _pointwise
 
 IDX = [[0, 1, 1, 0], [2, 0, 2, 2]]  # (0, 2) twice: uncoalesced
 VAL = [0.3, -0.4, 0.5, 0.1]
-# function forms through the dense entry point (square, and the bool-valued ones, as methods: test below)
-UNARY = sorted(_pointwise.COO_UNARY - {"isnan", "isinf", "isposinf", "isneginf", "signbit", "conj_physical", "square"})
+# function forms through the dense entry point (the bool-valued ones as methods: test below)
+UNARY = sorted(_pointwise.COO_UNARY - {"isnan", "isinf", "isposinf", "isneginf", "signbit", "conj_physical"})
 
 
 def _s(lib, idx=IDX, val=VAL, shape=(2, 3), dtype=None, coalesce=False):
@@ -59,6 +59,19 @@ def test_unary_method_int_input_and_bool_ops():
     assert r.dtype == fabric.float32 and r.values().tolist() == [2.0, 3.0]
     n = fabric.sparse_coo_tensor([[0, 1]], [float("nan"), 1.0], (3,)).isnan()
     assert n.dtype == fabric.bool and n.values().tolist() == [True, False]
+
+
+def test_binary_function_forms():
+    s, t, d = _s(fabric), _s(fabric, [[0, 1], [1, 1]], [1.0, 3.0]), fabric.ones(2, 3, dtype=fabric.float64)
+    ref_s, ref_t = s.to_dense().numpy(), t.to_dense().numpy()
+    for got, want in ((fabric.mul(s, 2), 2 * ref_s), (fabric.mul(d, s), ref_s), (fabric.mul(s, t), ref_s * ref_t),
+                      (fabric.add(s, t), ref_s + ref_t), (fabric.sub(s, t, alpha=2), ref_s - 2 * ref_t),
+                      (fabric.div(s, 4), ref_s / 4), (fabric.pow(s, 3), ref_s ** 3), (fabric.square(s), ref_s ** 2)):
+        assert got.is_sparse
+        np.testing.assert_allclose(got.to_dense().numpy(), want, rtol=1e-14)
+    np.testing.assert_allclose(fabric.add(d, s).numpy(), 1 + ref_s)
+    with pytest.raises(RuntimeError, match=r"add\(sparse, dense\) is not supported"):
+        fabric.add(s, d)
 
 
 def test_unsupported_unary_raises_pytorchs_error():
