@@ -446,8 +446,8 @@ def _apply(cls, args, arrays) -> Any:
         raise out_of_memory(e) from None
     except Exception:
         for a in args[:2]:  # a sparse operand: the op runs on its values (fabric/sparse)
-            if (pointwise := getattr(a, "_pointwise", None)) is not None:
-                return pointwise(cls, args, arrays)
+            if isinstance(a, Tensor) and a._sparse:
+                return a._pointwise(cls, args, arrays)
         raise
     if cls._is_inplace:
         t = args[0]
@@ -651,8 +651,8 @@ def _apply_elementwise(cls, a, x) -> Any:
     try:
         out = cls.forward(NO_SAVE_CTX, x)
     except Exception:
-        if (pointwise := getattr(a, "_pointwise", None)) is not None:
-            return pointwise(cls, (a,), (x,))  # a sparse operand: the op runs on its values (fabric/sparse)
+        if a._sparse:  # a sparse operand: the op runs on its values (fabric/sparse)
+            return a._pointwise(cls, (a,), (x,))
         raise
     return Tensor._make(out if out.__class__ is _ndarray else _normalize(out), False)
 

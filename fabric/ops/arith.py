@@ -366,8 +366,8 @@ def binary(cls, a, b, floats_only=False):
         raise err from None
     except Exception:
         for t in (a, b):  # a sparse operand (its placeholder array fails the dense path): fabric/sparse
-            if (pointwise := getattr(t, "_pointwise", None)) is not None:
-                return pointwise(cls, (a, b), ())
+            if isinstance(t, Tensor) and t._sparse:
+                return t._pointwise(cls, (a, b), ())
         raise
 
 
