@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+
 MIN_ELEMENTS = 1 << 16  # smaller draws keep the NumPy replay (no numba import for them)
 _kernel = None          # the compiled kernel; False once numba turned out to be missing or disabled
 
@@ -35,8 +37,9 @@ def box_muller16_f32():
         if os.environ.get("FABRIC_CPU_KERNELS", "1") != "0":
             try:
                 _kernel = _compile()
-            except ImportError:
-                pass
+                _kernel(np.full((1, 16), 0.5, np.float32), 0.0, 1.0)  # compiles (or loads the cache) now
+            except Exception:  # no numba, or one that cannot build the kernel: the NumPy replay serves
+                _kernel = False
     return _kernel or None
 
 
