@@ -35,11 +35,12 @@ class _NoDenseData:
     """Stands in for ``_data`` so the autograd engine can read a sparse
     gradient's shape and dtype; any other dense-array use fails clearly."""
 
-    __slots__ = ("shape", "dtype")
+    __slots__ = ("shape", "dtype", "layout")
 
-    def __init__(self, shape, dtype):
+    def __init__(self, shape, dtype, layout="COO"):
         self.shape = shape
         self.dtype = dtype
+        self.layout = layout
 
     @property
     def ndim(self):
@@ -48,11 +49,11 @@ class _NoDenseData:
     def astype(self, dtype, copy=True):
         """The float copy an op asks of an integer input: a placeholder of that dtype
         (the op then fails on it and runs on the values, see ``_pointwise.py``)."""
-        return _NoDenseData(self.shape, np.dtype(dtype))
+        return _NoDenseData(self.shape, np.dtype(dtype), self.layout)
 
     def __getattr__(self, name):
-        raise NotImplementedError(f"this operation is not supported on sparse COO tensors (array attribute "
-                                  f"{name!r}); call .to_dense() first")
+        raise NotImplementedError(f"this operation is not supported on sparse {self.layout} tensors (array "
+                                  f"attribute {name!r}); call .to_dense() first")
 
 
 class _ToDense(Function):

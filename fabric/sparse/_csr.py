@@ -61,7 +61,7 @@ class SparseCsrTensor(Tensor):
         t._meta = None
         t._crow, t._col, t._vals = crow, col, values
         t._shape = tuple(int(s) for s in shape)
-        t._data = _NoDenseData(t._shape, values._data.dtype)
+        t._data = _NoDenseData(t._shape, values._data.dtype, "CSR")
         return t
 
     # --- attributes -----------------------------------------------------------------
