@@ -74,9 +74,12 @@ class Size(tuple):
         return Size(tuple.__add__(self, tuple(other)))
 
 
+_tuple_new = tuple.__new__  # Size of trusted ints (an array's shape): no item checks, no Python frame
+
+
 def _size(shape) -> Size:
     """A Size of trusted ints (an array's shape): no item checks."""
-    return tuple.__new__(Size, shape)
+    return _tuple_new(Size, shape)
 
 
 def _size_item(s, i):
@@ -195,12 +198,12 @@ class Tensor:
     # --- basic attributes ----------------------------------------------------
     @property
     def shape(self) -> Size:
-        return _size(self._data.shape)
+        return _tuple_new(Size, self._data.shape)
 
     def size(self, dim=None):
         """The shape, or its length along ``dim``."""
         if dim is None:
-            return _size(self._data.shape)
+            return _tuple_new(Size, self._data.shape)
         return self._data.shape[_wrap_dim(dim, self._data.ndim)]
 
     @property
