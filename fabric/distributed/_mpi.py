@@ -215,7 +215,7 @@ class MpiComm:
         return status.Get_source()
 
     # --- groups -------------------------------------------------------------------------------------
-    def split(self, member: bool, key: int) -> MpiComm | None:
+    def split(self, member: bool, key: int, size: int | None = None) -> MpiComm | None:
         """A communicator of the members (called by every rank of this one)."""
         MPI = mpi()
         sub = self.comm.Split(0 if member else MPI.UNDEFINED, key)
