@@ -19,6 +19,7 @@ Example (run with ``mpiexec -n 2 python script.py``)::
 """
 from __future__ import annotations
 
+import collections
 import os
 import time
 
@@ -110,6 +111,10 @@ class Pending:
                 raise DistBackendError(f"MPI operation failed: {e}") from None
         self._finish()
 
+    def reaped(self) -> bool:
+        """Whether the requests have completed (tests them; the write-backs still wait for ``wait()``)."""
+        return not self.requests or mpi().Request.Testall(self.requests)
+
     def _finish(self):
         self.requests = []
         after, self.after = self.after, []
@@ -131,9 +136,17 @@ class MpiComm:
         self.rank = comm.Get_rank()
         self.size = comm.Get_size()
         self.timeout = timeout     # seconds a wait may take before raising (the group's timeout)
+        # operations in flight: their requests and buffers stay referenced until MPI is done with them,
+        # even when the caller drops the Work (a freed buffer would be reused while MPI still writes it)
+        self.inflight: collections.deque = collections.deque()
 
     def _pending(self, requests, after=()):
-        return Pending(requests, after, self.timeout)
+        q = self.inflight
+        while q and q[0].reaped():
+            q.popleft()
+        pending = Pending(requests, after, self.timeout)
+        q.append(pending)
+        return pending
 
     # --- reductions -----------------------------------------------------------------------------------
     def all_reduce(self, buf: np.ndarray, op: str) -> Pending:

@@ -128,3 +128,12 @@ def test_silent_peer_times_out(tmp_path):
                       "    import os; os._exit(0)\n")
     out = _mpiexec(2, str(script), timeout=60)
     assert "raised DistBackendError True" in out.stdout, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_join_with_uneven_inputs(n):
+    """DDP.join() and Join with rank r holding 2 + r batches: gradients as PyTorch's semantics give
+    (divide by the initial world size, or by the ranks still training), one model at the end,
+    throw_on_early_termination, a custom Joinable whose Work objects are dropped unwaited."""
+    out = _mpiexec(n, os.path.join(HERE, "join_worker.py"))
+    assert out.returncode == 0 and _oks(out, n), out.stdout + out.stderr

@@ -29,6 +29,7 @@ import numpy as np
 from ... import distributed as dist
 from ..._tensor import Tensor
 from ...autograd.function import AccumulateGrad
+from ...distributed.algorithms.join import Join, Joinable, JoinHook, _JoinConfig
 from ..modules.module import Module
 
 __all__ = ["DistributedDataParallel"]
@@ -94,7 +95,35 @@ def _reachable_leaves(outputs) -> set:
     return leaves
 
 
-class DistributedDataParallel(Module):
+class _DDPJoinHook(JoinHook):
+    """What a rank that has run out of inputs does for DDP while others still train (PyTorch's):
+    match their buffer broadcast, their agreement on gradient sync, the used-parameter all-reduce
+    and one all-reduce of zeros per bucket; at the end, broadcast the model of a last joiner."""
+
+    def __init__(self, ddp, divide_by_initial_world_size: bool):
+        self.ddp = ddp
+        ddp._divide_by_initial_world_size = divide_by_initial_world_size
+
+    def main_hook(self) -> None:
+        ddp = self.ddp
+        if ddp.will_sync_module_buffers() and ddp._world > 1:
+            ddp._sync_buffers(ddp._find_common_rank(ddp._group_rank, False))
+        should_sync = ddp._check_global_requires_backward_grad_sync(is_joined_rank=True)
+        ddp.require_forward_param_sync = should_sync
+        if not should_sync:
+            return
+        if ddp.find_unused_parameters:   # this rank used no parameter
+            dist.all_reduce(Tensor._make(np.zeros(len(ddp._params), dtype=np.int64)), group=ddp.process_group)
+        ddp._match_all_reduce_for_bwd_pass()
+
+    def post_hook(self, is_last_joiner: bool) -> None:
+        ddp = self.ddp
+        src = ddp._find_common_rank(ddp._group_rank, is_last_joiner)
+        state = list(ddp.module.parameters()) + (list(ddp._modules_buffers) if ddp.broadcast_buffers else [])
+        ddp._broadcast_coalesced(list({id(t): t for t in state}.values()), src)
+
+
+class DistributedDataParallel(Module, Joinable):
     """Data parallelism across processes (PyTorch's ``DistributedDataParallel``).
 
     Every process wraps its own replica; ``forward`` runs the module
@@ -115,7 +144,10 @@ class DistributedDataParallel(Module):
                  gradient_as_bucket_view: bool = False, static_graph: bool = False, delay_all_reduce_named_params=None,
                  param_to_hook_all_reduce=None, mixed_precision=None, device_mesh=None,
                  skip_all_reduce_unused_params=False):
-        super().__init__()
+        Module.__init__(self)
+        self._join_config = _JoinConfig.construct_disabled_join_config()
+        self._divide_by_initial_world_size = True
+        self._join_work = None
         if device_mesh is not None or mixed_precision is not None or delay_all_reduce_named_params is not None:
             raise NotImplementedError("DistributedDataParallel: device_mesh, mixed_precision and "
                                       "delay_all_reduce_named_params are not supported by fabric")
@@ -158,6 +190,7 @@ class DistributedDataParallel(Module):
         self._modules_buffers = [b for _, b in module.named_buffers()]
         self._world = dist.get_world_size(self.process_group)
         self._root = dist.get_global_rank(self.process_group, 0)
+        self._group_rank = dist.get_rank(self.process_group)
 
         self._verify_param_shape_across_processes()
         if init_sync:
@@ -183,15 +216,15 @@ class DistributedDataParallel(Module):
                                    f"{len(mine)} params, while rank {dist.get_global_rank(self.process_group, r)} "
                                    f"has inconsistent {len(theirs)} params (or shapes/dtypes differ).")
 
-    def _broadcast_coalesced(self, tensors):
-        """Broadcast ``tensors`` from the root, one flat message per dtype."""
+    def _broadcast_coalesced(self, tensors, group_src: int = 0):
+        """Broadcast ``tensors`` from group rank ``group_src``, one flat message per dtype."""
         by_dtype = {}
         for t in tensors:
             by_dtype.setdefault(t._data.dtype, []).append(t)
         for group in by_dtype.values():
             flat = np.concatenate([dist.distributed_c10d._host(t).reshape(-1) for t in group])
             holder = Tensor._make(flat)
-            dist.broadcast(holder, src=self._root, group=self.process_group)
+            dist.broadcast(holder, group=self.process_group, group_src=group_src)
             off = 0
             for t in group:
                 n = t._data.size
@@ -297,15 +330,79 @@ class DistributedDataParallel(Module):
                 dst[...] = 0
             elif g._data is not getattr(p, "_ddp_grad_view", None):
                 dst[...] = dist.distributed_c10d._host(g).reshape(-1)
+
+        self._inflight.append((self._run_comm_hook(bucket, flat), bucket, flat))
+
+    def _run_comm_hook(self, bucket, flat):
         from ...distributed.algorithms.ddp_comm_hooks import default_hooks
 
         grad_bucket = default_hooks.GradBucket(bucket.index, Tensor._make(flat), bucket.index == len(self._buckets) - 1,
-                                               [p for _, p in bucket.params], offs)
-        if self._comm_hook is None:   # PyTorch's default: divide by the world size, then all-reduce SUM
-            fut = default_hooks.allreduce_hook(self.process_group, grad_bucket)
-        else:
-            fut = self._comm_hook(self._comm_state, grad_bucket)
-        self._inflight.append((fut, bucket, flat))
+                                               [p for _, p in bucket.params], bucket.offsets)
+        if self._comm_hook is not None:
+            return self._comm_hook(self._comm_state, grad_bucket)
+        # PyTorch's default: divide by the world size (under Join without divide_by_initial_world_size:
+        # by the number of ranks still training), then all-reduce SUM
+        tensor = grad_bucket.buffer()
+        tensor.div_(self._div_factor())
+        work = dist.all_reduce(tensor, group=self.process_group, async_op=True)
+        return work.get_future().then(lambda fut: fut.value()[0])
+
+    def _div_factor(self):
+        active = self._wait_join_work()
+        return self._world if active is None or self._divide_by_initial_world_size else active
+
+    def _wait_join_work(self):
+        """The number of ranks still training, from this iteration's Join notification (None outside Join)."""
+        if self._join_work is not None:
+            work, self._join_work = self._join_work, None
+            work.wait()
+            self._active_ranks = int(work.result()[0].item())
+            return self._active_ranks
+        return getattr(self, "_active_ranks", None) if self._join_config.enable else None
+
+    # --- uneven inputs (Join) --------------------------------------------------------------------------
+    def join(self, divide_by_initial_world_size: bool = True, enable: bool = True,
+             throw_on_early_termination: bool = False) -> Join:
+        """A :class:`~fabric.distributed.algorithms.Join` context for this model alone: ranks with
+        fewer batches shadow the others' collectives until all are done.  Joined ranks contribute
+        zero gradients, divided by the initial world size (default) or, with
+        ``divide_by_initial_world_size=False``, the gradient is the mean over the ranks still
+        training.  At the end the model of a last joiner is broadcast to every rank."""
+        return Join([self], enable, throw_on_early_termination,
+                    divide_by_initial_world_size=divide_by_initial_world_size)
+
+    def join_hook(self, **kwargs) -> JoinHook:
+        return _DDPJoinHook(self, divide_by_initial_world_size=kwargs.get("divide_by_initial_world_size", True))
+
+    @property
+    def join_device(self):
+        return self._params[0].device
+
+    @property
+    def join_process_group(self):
+        return self.process_group
+
+    def _find_common_rank(self, group_rank: int, candidate: bool) -> int:
+        """The largest group rank among the candidates (PyTorch's choice of an authoritative rank)."""
+        holder = Tensor._make(np.array([group_rank if candidate else -1], dtype=np.int64))
+        dist.all_reduce(holder, op=dist.ReduceOp.MAX, group=self.process_group)
+        rank = int(holder.item())
+        if rank == -1:
+            raise ValueError("BUG! Expected rank_cond to be true for at least one process. This indicates a bug "
+                             "in PyTorch, please report an issue.")
+        return rank
+
+    def _check_global_requires_backward_grad_sync(self, is_joined_rank: bool) -> bool:
+        flag = Tensor._make(np.array([0 if is_joined_rank or not self.require_backward_grad_sync else 1],
+                                     dtype=np.int64))
+        dist.all_reduce(flag, group=self.process_group)
+        return bool(flag.item())
+
+    def _match_all_reduce_for_bwd_pass(self) -> None:
+        """One all-reduce of zeros per bucket, in the buckets' order, through the communication hook."""
+        futures = [self._run_comm_hook(b, np.zeros(b.numel, dtype=b.dtype)) for b in self._buckets]
+        for fut in futures:
+            fut.wait()
 
     def _finish_buckets(self):
         inflight, self._inflight = self._inflight, []
@@ -347,9 +444,9 @@ class DistributedDataParallel(Module):
         return backend_of(p._data).xp.asarray(host)
 
     # --- forward ---------------------------------------------------------------------------------------
-    def _sync_buffers(self):
+    def _sync_buffers(self, group_src: int = 0):
         if self._modules_buffers:
-            self._broadcast_coalesced(self._modules_buffers)
+            self._broadcast_coalesced(self._modules_buffers, group_src)
 
     def forward(self, *inputs, **kwargs):
         from ...autograd.grad_mode import is_grad_enabled
@@ -358,8 +455,13 @@ class DistributedDataParallel(Module):
         if grad_sync and self._require_finalize:
             missing = [i for i, r in enumerate(self._ready) if not r]
             raise RuntimeError(_UNFINISHED_MSG.format(rank=dist.get_rank(), idx=missing))
+        self._wait_join_work()      # a previous iteration's notification that no backward consumed
+        self._join_work = Join.notify_join_context(self)
         if self.require_forward_param_sync and self.broadcast_buffers and self._modules_buffers and self._world > 1:
-            self._sync_buffers()
+            # under Join rank 0 may have joined with stale buffers: the largest rank still training sends
+            self._sync_buffers(self._find_common_rank(self._group_rank, True) if self._join_config.enable else 0)
+        if self._join_config.enable:   # tells the joined ranks whether this backward synchronises
+            self._check_global_requires_backward_grad_sync(is_joined_rank=False)
         output = self.module(*inputs, **kwargs)
         if grad_sync:
             self.require_forward_param_sync = True
