@@ -137,3 +137,10 @@ def test_join_with_uneven_inputs(n):
     throw_on_early_termination, a custom Joinable whose Work objects are dropped unwaited."""
     out = _mpiexec(n, os.path.join(HERE, "join_worker.py"))
     assert out.returncode == 0 and _oks(out, n), out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_zero_redundancy_optimizer(n):
+    """PyTorch's partition, the unsharded Adam trajectory bit for bit, consolidate/state_dict/load."""
+    out = _mpiexec(n, os.path.join(HERE, "zero_worker.py"))
+    assert out.returncode == 0 and _oks(out, n), out.stdout + out.stderr
