@@ -5,6 +5,8 @@ initial world size (default) or by the number of ranks still training
 (``divide_by_initial_world_size=False``); every rank ends with the same model.  Prints
 ``OK <rank>``.
 """
+import os
+
 import numpy as np
 
 import fabric
@@ -154,7 +156,7 @@ def main():
         Join([])
     except ValueError as e:
         check("at least one joinable" in str(e), str(e))
-    print(f"OK {r}", flush=True)
+    os.write(1, f"OK {r}\n".encode())   # one write: ranks share the pipe
 
 
 if __name__ == "__main__":
