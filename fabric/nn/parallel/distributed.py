@@ -182,6 +182,9 @@ class DistributedDataParallel(Module, Joinable):
         self._comm_hook = None
         self._comm_state = None
         self._inflight = []      # (future, bucket, flat): bucket all-reduces started during this backward
+        # [bytes all-reduced, bytes whose all-reduce had completed when backward ended]: a measure of the
+        # overlap that does not depend on the machine's load (benchmarks/distributed.py reports it)
+        self._comm_stats = [0, 0]
         self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 1024 * 1024)
         # as PyTorch: a small first bucket (its all-reduce starts early) unless the user set the cap
         self._first_bucket_bytes = _DEFAULT_FIRST_BUCKET_BYTES if bucket_cap_mb is None else self.bucket_bytes_cap
@@ -406,7 +409,11 @@ class DistributedDataParallel(Module, Joinable):
 
     def _finish_buckets(self):
         inflight, self._inflight = self._inflight, []
+        stats = self._comm_stats
         for fut, bucket, flat in inflight:
+            stats[0] += flat.nbytes
+            if fut.done():        # completed while backward was still running: hidden under it
+                stats[1] += flat.nbytes
             result = fut.wait()
             result = result[0] if isinstance(result, (list, tuple)) else result
             data = dist.distributed_c10d._host(result).reshape(-1)
