@@ -176,6 +176,61 @@ def collectives(fabric, dist, r, n):
         check(np.all(host(t) == n), "still in step after a refused call")
 
 
+def ddp(fabric, dist, r, n):
+    """DistributedDataParallel on the NCCL engine: buckets in device memory, all-reduced on the
+    communication stream during backward; the result equals one process on the global batch.
+    A parameter unused on every rank keeps grad None (find_unused_parameters); join() with uneven
+    inputs (rank r has 2 + r batches) runs its shadow collectives on device tensors and ends with one
+    model (its gradients are checked against PyTorch's semantics under MPI, join_worker.py)."""
+    from fabric import nn
+    from fabric.nn.parallel import DistributedDataParallel as DDP
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.fc2, self.unused = nn.Linear(4, 8), nn.Linear(8, 2), nn.Linear(2, 2)
+
+        def forward(self, x):
+            return self.fc2(fabric.tanh(self.fc1(x)))
+
+    def make():
+        fabric.manual_seed(0)
+        return Net().to(dtype=fabric.float64, device="cuda")
+
+    g = np.random.default_rng(7)
+    xs = [fabric.tensor(g.standard_normal((4 * n, 4)), device="cuda") for _ in range(3)]
+    ys = [fabric.tensor(g.standard_normal((4 * n, 2)), device="cuda") for _ in range(3)]
+    def sgd(module):    # (the fused optimizer kernels cannot run on the fake CuPy)
+        with fabric.no_grad():
+            for p in module.parameters():
+                if p.grad is not None:
+                    p -= 0.1 * p.grad
+                    p.grad = None
+
+    ref = make()
+    model = DDP(make(), find_unused_parameters=True, bucket_cap_mb=0.0001)   # several buckets
+    check(len(model._buckets) > 1 and model._xp is not np, "several buckets, in device memory")
+    for x, y in zip(xs, ys):
+        ((ref(x) - y) ** 2).mean().backward()
+        sgd(ref)
+        ((model(x[4 * r:4 * (r + 1)]) - y[4 * r:4 * (r + 1)]) ** 2).mean().backward()
+        check(model.module.unused.weight.grad is None, "grad of a parameter unused everywhere stays None")
+        sgd(model)
+    for p, q in zip(model.module.parameters(), ref.parameters()):
+        check(np.allclose(p.detach().cpu().numpy(), q.detach().cpu().numpy(), rtol=1e-12, atol=1e-12),
+              "DDP on NCCL equals the global batch")
+
+    model = DDP(make(), find_unused_parameters=True)
+    with model.join():
+        for i in range(2 + r):
+            ((model(xs[i % 3][4 * r:4 * (r + 1)]) - ys[i % 3][4 * r:4 * (r + 1)]) ** 2).mean().backward()
+            sgd(model)
+    everyone = [None] * n
+    dist.all_gather_object(everyone, [p.detach().cpu().numpy() for p in model.module.parameters()])
+    check(all(all(np.array_equal(a, b) for a, b in zip(everyone[0], other)) for other in everyone),
+          "one model on every rank after join")
+
+
 def main():
     scenario, rank, world, store_path = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     os.environ["RANK"] = str(rank)
@@ -196,8 +251,8 @@ def main():
     dist.init_process_group("nccl", init_method=f"file://{store_path}", rank=rank, world_size=world,
                             timeout=timeout)
     check(dist.get_backend() == "nccl" and dist.group.WORLD.name() == "nccl", "backend")
-    if scenario == "collectives":
-        collectives(fabric, dist, rank, world)
+    if scenario in ("collectives", "ddp"):
+        (collectives if scenario == "collectives" else ddp)(fabric, dist, rank, world)
         dist.destroy_process_group()
     elif scenario == "mismatch":
         t = fabric.ones(3 + rank, device="cuda")

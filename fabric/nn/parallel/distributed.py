@@ -113,7 +113,7 @@ class _DDPJoinHook(JoinHook):
         if not should_sync:
             return
         if ddp.find_unused_parameters:   # this rank used no parameter
-            dist.all_reduce(Tensor._make(np.zeros(len(ddp._params), dtype=np.int64)), group=ddp.process_group)
+            dist.all_reduce(ddp._small([0] * len(ddp._params)), group=ddp.process_group)
         ddp._match_all_reduce_for_bwd_pass()
 
     def post_hook(self, is_last_joiner: bool) -> None:
@@ -190,6 +190,13 @@ class DistributedDataParallel(Module, Joinable):
         self._first_bucket_bytes = _DEFAULT_FIRST_BUCKET_BYTES if bucket_cap_mb is None else self.bucket_bytes_cap
         self._params = params
         self._params_index = {id(p): i for i, p in enumerate(params)}
+        # the array module of the buckets: the parameters' device where the engine works there (NCCL),
+        # host memory otherwise (MPI and the TCP transport copy CuPy gradients through it)
+        self._xp = np
+        if dist.distributed_c10d._on_device() and not isinstance(params[0]._data, np.ndarray):
+            from ...backends import backend_of
+
+            self._xp = backend_of(params[0]._data).xp
         self._modules_buffers = [b for _, b in module.named_buffers()]
         self._world = dist.get_world_size(self.process_group)
         self._root = dist.get_global_rank(self.process_group, 0)
@@ -225,7 +232,7 @@ class DistributedDataParallel(Module, Joinable):
         for t in tensors:
             by_dtype.setdefault(t._data.dtype, []).append(t)
         for group in by_dtype.values():
-            flat = np.concatenate([dist.distributed_c10d._host(t).reshape(-1) for t in group])
+            flat = self._xp.concatenate([dist.distributed_c10d._host(t).reshape(-1) for t in group])
             holder = Tensor._make(flat)
             dist.broadcast(holder, group=self.process_group, group_src=group_src)
             off = 0
@@ -279,12 +286,12 @@ class DistributedDataParallel(Module, Joinable):
             self._marked_unused = True
             self._require_finalize = True
             if self.find_unused_parameters:
-                used = np.ones(len(self._params), dtype=np.int64)
+                used = [1] * len(self._params)
                 for p in self._unused:
                     used[self._params_index[id(p)]] = 0
-                holder = Tensor._make(used)
+                holder = self._small(used)
                 dist.all_reduce(holder, group=self.process_group)
-                self._globally_used = used > 0
+                self._globally_used = np.array(holder.tolist()) > 0
                 for p in self._unused:
                     self._mark_ready(p)
         self._mark_ready(param)
@@ -324,7 +331,7 @@ class DistributedDataParallel(Module, Joinable):
         """Flatten the bucket's gradients and start its all-reduce (non-blocking where the engine allows: the
         MPI engine overlaps it with the rest of backward); :meth:`_finish_buckets` waits and copies back."""
         flat = bucket.buffer if self.gradient_as_bucket_view and bucket.buffer is not None else \
-            np.empty(bucket.numel, dtype=bucket.dtype)
+            self._xp.empty(bucket.numel, dtype=bucket.dtype)
         offs = bucket.offsets
         for slot, (_, p) in enumerate(bucket.params):
             g = p._grad
@@ -387,7 +394,7 @@ class DistributedDataParallel(Module, Joinable):
 
     def _find_common_rank(self, group_rank: int, candidate: bool) -> int:
         """The largest group rank among the candidates (PyTorch's choice of an authoritative rank)."""
-        holder = Tensor._make(np.array([group_rank if candidate else -1], dtype=np.int64))
+        holder = self._small([group_rank if candidate else -1])
         dist.all_reduce(holder, op=dist.ReduceOp.MAX, group=self.process_group)
         rank = int(holder.item())
         if rank == -1:
@@ -396,14 +403,13 @@ class DistributedDataParallel(Module, Joinable):
         return rank
 
     def _check_global_requires_backward_grad_sync(self, is_joined_rank: bool) -> bool:
-        flag = Tensor._make(np.array([0 if is_joined_rank or not self.require_backward_grad_sync else 1],
-                                     dtype=np.int64))
+        flag = self._small([0 if is_joined_rank or not self.require_backward_grad_sync else 1])
         dist.all_reduce(flag, group=self.process_group)
         return bool(flag.item())
 
     def _match_all_reduce_for_bwd_pass(self) -> None:
         """One all-reduce of zeros per bucket, in the buckets' order, through the communication hook."""
-        futures = [self._run_comm_hook(b, np.zeros(b.numel, dtype=b.dtype)) for b in self._buckets]
+        futures = [self._run_comm_hook(b, self._xp.zeros(b.numel, dtype=b.dtype)) for b in self._buckets]
         for fut in futures:
             fut.wait()
 
@@ -433,7 +439,7 @@ class DistributedDataParallel(Module, Joinable):
                     p._ddp_grad_view = view
                 else:
                     p._grad = Tensor._make(self._like_param(p, view.copy()))
-            elif self.gradient_as_bucket_view and isinstance(p._grad._data, np.ndarray):
+            elif self.gradient_as_bucket_view and isinstance(p._grad._data, type(view)):
                 if p._grad._data is not view:
                     p._grad = Tensor._make(view)
                     p._ddp_grad_view = view
@@ -444,11 +450,15 @@ class DistributedDataParallel(Module, Joinable):
 
     @staticmethod
     def _like_param(p, host):
-        if isinstance(p._data, np.ndarray):
+        if isinstance(p._data, type(host)):
             return host
         from ...backends import backend_of
 
         return backend_of(p._data).xp.asarray(host)
+
+    def _small(self, values) -> Tensor:
+        """An int64 tensor of ``values`` where the engine communicates (the device on NCCL)."""
+        return Tensor._make(self._xp.asarray(np.array(values, dtype=np.int64)))
 
     # --- forward ---------------------------------------------------------------------------------------
     def _sync_buffers(self, group_src: int = 0):
