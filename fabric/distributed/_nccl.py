@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import collections
 import importlib
+import os
 import pickle
 import time
+import warnings
 
 import numpy as np
 
@@ -54,7 +56,9 @@ _TORCH_DTYPE_NAMES = {"int16": "Short", "uint16": "UInt16", "complex64": "Comple
 def nccl():
     """``cupy.cuda.nccl``, or a RuntimeError that says what to install."""
     try:
-        mod = importlib.import_module("cupy.cuda.nccl")
+        with warnings.catch_warnings():   # a CuPy without libnccl warns on import: the error below says it
+            warnings.simplefilter("ignore")
+            mod = importlib.import_module("cupy.cuda.nccl")
     except ImportError as e:
         raise RuntimeError("the NCCL backend needs CuPy with NCCL: pip install 'fabric-dl[cuda12]' (cupy-cuda12x "
                            f"and nvidia-nccl-cu12) ({e})") from None
@@ -120,13 +124,16 @@ class Pending:
         return True
 
     def wait(self) -> None:
-        """Make the caller's current stream wait for the operation (the host does not block), then run
-        the write-backs, which are ordered after it on that stream."""
+        """Make the caller's current stream wait for the operation (the host does not block, unless
+        ``TORCH_NCCL_BLOCKING_WAIT=1``, as in PyTorch), then run the write-backs, which are ordered after
+        it on that stream."""
         if not self.waited:
             self.engine.check_error()
             with _cupy().cuda.Device(self.engine.device):
                 _cupy().cuda.get_current_stream().wait_event(self.event)
             self.waited = True
+            if os.environ.get("TORCH_NCCL_BLOCKING_WAIT", "0") == "1":
+                self.host_wait()
         after, self.after = self.after, []
         for fn in after:
             fn()

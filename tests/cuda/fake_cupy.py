@@ -42,7 +42,18 @@ first show on a GPU):
   stream, then runs at once).  A pinned host buffer is read or written when
   the copy runs, not when it was queued;
 * pinned memory comes from a pool that hands a freed block to the next
-  allocation of its size, as CuPy's pinned pool does.
+  allocation of its size, as CuPy's pinned pool does;
+* work that depends on other processes (a collective of the NCCL test double,
+  tests/distributed/fake_nccl.py) is a :class:`Blocking` item: it stays at
+  the head of its stream, holding back what is queued after it, until it can
+  run; a host wait on it retries for ``Blocking.host_wait_s`` seconds, then
+  raises instead of hanging;
+* opt-in checks (:class:`Config`, turned on by the NCCL double): queries of
+  ``Stream.done``/``Event.done`` run what they can (a GPU progresses on its
+  own), waiting on a never-recorded event raises, and a buffer that queued
+  work on another stream will still read or write (:func:`guard_inflight`:
+  a collective, an asynchronous host-to-device copy) raises when touched by
+  the host or a stream that did not wait for that work.
 
 What it cannot tell: anything about real kernels, timing, the true
 concurrency of streams (queued work runs in the order the rules above give),

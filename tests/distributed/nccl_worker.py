@@ -5,7 +5,8 @@ fake NCCL beside this file, one fake device per rank; otherwise on the real CuPy
 device ``RANK % device_count``.  Prints ``OK <rank>`` when every check passed.
 
 Scenarios: ``collectives`` (every operation, checked against values computed here),
-``mismatch`` (ranks disagree on a count), ``timeout`` (rank 1 never joins).
+``mismatch`` (ranks disagree on a count), ``timeout`` (rank 1 never joins a barrier, nor an
+all_reduce waited on with ``TORCH_NCCL_BLOCKING_WAIT=1``), ``ddp``.
 """
 import datetime
 import os
@@ -247,7 +248,7 @@ def main():
     import fabric.distributed as dist
 
     fabric.cuda.set_device(rank % fabric.cuda.device_count())
-    timeout = datetime.timedelta(seconds=3 if scenario == "timeout" else 60)
+    timeout = datetime.timedelta(seconds=2 if scenario == "timeout" else 60)
     dist.init_process_group("nccl", init_method=f"file://{store_path}", rank=rank, world_size=world,
                             timeout=timeout)
     check(dist.get_backend() == "nccl" and dist.group.WORLD.name() == "nccl", "backend")
@@ -265,18 +266,25 @@ def main():
             os._exit(0)
         raise AssertionError("a count mismatch went unnoticed")
     elif scenario == "timeout":
+        sub = dist.new_group([0, 1])     # a second communicator, for the second way of waiting
         if rank == 1:
             import time
 
-            time.sleep(6)
+            time.sleep(6)      # past rank 0's two timeouts, then gone
             os._exit(0)
-        try:
-            dist.barrier()
-        except RuntimeError as e:
-            check(type(e).__name__ == "DistBackendError" and "timeout" in str(e), str(e))
-            print(f"OK {rank}", flush=True)
-            os._exit(0)
-        raise AssertionError("barrier returned without its peer")
+        for what in ("barrier", "blocking wait"):
+            try:
+                if what == "barrier":
+                    dist.barrier()                                  # a host wait
+                else:
+                    os.environ["TORCH_NCCL_BLOCKING_WAIT"] = "1"    # Work.wait() blocks the host
+                    dist.all_reduce(fabric.ones(2, device="cuda"), group=sub)
+            except RuntimeError as e:
+                check(type(e).__name__ == "DistBackendError" and "timeout" in str(e), str(e))
+                continue
+            raise AssertionError(f"{what} returned without its peer")
+        print(f"OK {rank}", flush=True)
+        os._exit(0)
     print(f"OK {rank}", flush=True)
 
 
