@@ -3,6 +3,8 @@
 Engines compared, each in its own set of processes on this machine's loopback:
   mpi     fabric on MPI (mpi4py + the mpich wheel, started by mpiexec)
   tcp     fabric's pure-Python TCP transport (``FABRIC_DISTRIBUTED_ENGINE=gloo``)
+  mpi+thread  (DDP table) MPI with ``FABRIC_MPI_PROGRESS_THREAD=1``: a thread drives MPI's
+          progress while bucket all-reduces are in flight
   torch   PyTorch's gloo backend (the peer; only where torch is installed)
 
 Tables:
@@ -127,7 +129,9 @@ def worker_ddp(lib_name, model_name, out, steps):
 def _launch(engine, n, args, timeout=1800):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     me = [os.path.abspath(__file__)] + args
-    if engine == "mpi":
+    if engine.startswith("mpi"):
+        if engine == "mpi+thread":    # DDP drives MPI's progress from a thread during backward
+            env["FABRIC_MPI_PROGRESS_THREAD"] = "1"
         mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
         cmd = [mpiexec if os.access(mpiexec, os.X_OK) else shutil.which("mpiexec"), "-n", str(n),
                sys.executable, *me]
@@ -193,7 +197,7 @@ def main():
               "backward ended |")
         print("|---|---|---|---|---|---|---|")
         for model in ("mlp", "gpt"):
-            for e in (x for x in engines if x != "torch"):
+            for e in [x for x in engines if x != "torch"] + (["mpi+thread"] if "mpi" in engines else []):
                 runs = {}
                 for ranks in (1, n):
                     vals = []

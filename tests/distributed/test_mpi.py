@@ -70,6 +70,14 @@ def test_ddp_matches_single_process_training(n, hook):
     assert out.returncode == 0 and _oks(out, n), out.stdout + out.stderr
 
 
+def test_ddp_with_the_mpi_progress_thread(monkeypatch):
+    """FABRIC_MPI_PROGRESS_THREAD=1: a thread drives MPI's progress while buckets are in flight; the
+    gradients are unchanged and the thread stops with backward."""
+    monkeypatch.setenv("FABRIC_MPI_PROGRESS_THREAD", "1")
+    out = _mpiexec(2, os.path.join(HERE, "ddp_worker.py"), "default")
+    assert out.returncode == 0 and _oks(out, 2), out.stdout + out.stderr
+
+
 def test_launcher_starts_ranks_under_mpiexec(tmp_path):
     script = tmp_path / "train.py"
     script.write_text("import os, torch, torch.distributed as dist\n"

@@ -22,6 +22,7 @@ Example (a world of one process)::
 """
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 
 import numpy as np
@@ -185,6 +186,7 @@ class DistributedDataParallel(Module, Joinable):
         # [bytes all-reduced, bytes whose all-reduce had completed when backward ended]: a measure of the
         # overlap that does not depend on the machine's load (benchmarks/distributed.py reports it)
         self._comm_stats = [0, 0]
+        self._progress_thread = os.environ.get("FABRIC_MPI_PROGRESS_THREAD", "0") == "1"
         self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 1024 * 1024)
         # as PyTorch: a small first bucket (its all-reduce starts early) unless the user set the cap
         self._first_bucket_bytes = _DEFAULT_FIRST_BUCKET_BYTES if bucket_cap_mb is None else self.bucket_bytes_cap
@@ -342,6 +344,10 @@ class DistributedDataParallel(Module, Joinable):
                 dst[...] = dist.distributed_c10d._host(g).reshape(-1)
 
         self._inflight.append((self._run_comm_hook(bucket, flat), bucket, flat))
+        if len(self._inflight) == 1 and self._progress_thread:
+            engine = getattr(self.process_group, "_engine", None)
+            if engine is not None and hasattr(engine, "progress_while"):
+                engine.progress_while(lambda: bool(self._inflight))
 
     def _run_comm_hook(self, bucket, flat):
         from ...distributed.algorithms.ddp_comm_hooks import default_hooks
