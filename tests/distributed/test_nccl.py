@@ -82,9 +82,11 @@ def test_nccl_without_cuda_says_so():
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")   # a partial CuPy install warns that libnccl is missing
-def test_nccl_without_the_bindings_says_what_to_install():
+def test_nccl_without_the_bindings_says_what_to_install(monkeypatch):
     sys.path.insert(0, os.path.join(os.path.dirname(HERE), "cuda"))
     import fake_cupy
+
+    monkeypatch.delitem(sys.modules, "cupy.cuda.nccl", raising=False)   # a real one imported earlier
 
     with fake_cupy.installed():
         assert fabric.cuda.is_available()
