@@ -91,7 +91,7 @@ def _model(lib, name):
     raise ValueError(f"no DDP case for {name!r}")
 
 
-def worker_ddp(lib_name, model_name, out, steps):
+def worker_ddp(lib_name, model_name, out, steps, bucket_cap_mb=None):
     lib = _lib(lib_name)
     dist = lib.distributed
     dist.init_process_group("gloo")
@@ -99,7 +99,7 @@ def worker_ddp(lib_name, model_name, out, steps):
     model, opt, x, y, loss = _model(lib, model_name)
     per = x.shape[0] // n
     xs, ys = x[r * per:(r + 1) * per], y[r * per:(r + 1) * per]   # this rank's shard of the global batch
-    ddp = lib.nn.parallel.DistributedDataParallel(model)
+    ddp = lib.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=bucket_cap_mb)
 
     def step():
         opt.zero_grad()
@@ -151,6 +151,9 @@ def main():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--engines", default="mpi,tcp,torch")
     p.add_argument("--skip-ddp", action="store_true")
+    p.add_argument("--bucket-cap-mb", type=float, default=None,
+                   help="DDP's bucket_cap_mb (default: PyTorch's 25 MB after a 1 MB first bucket); smaller buckets "
+                        "start during backward and can be hidden under it")
     p.add_argument("--quick", action="store_true", help="2 ranks, messages up to 1 MB, one round of 2 steps")
     p.add_argument("--worker", nargs="*", help=argparse.SUPPRESS)
     a = p.parse_args()
@@ -161,7 +164,7 @@ def main():
         if kind == "allreduce":
             worker_allreduce(rest[0], [int(s) for s in rest[2].split(",")], rest[1])
         else:
-            worker_ddp(rest[0], rest[2], rest[1], int(rest[3]))
+            worker_ddp(rest[0], rest[2], rest[1], int(rest[3]), float(rest[4]) if len(rest) > 4 else None)
         return
     engines = [e for e in a.engines.split(",") if (e != "torch" or _has_torch()) and (e != "mpi" or _has_mpi())]
     sizes, s = [], 1024
@@ -203,7 +206,8 @@ def main():
                     vals = []
                     for _ in range(a.rounds):
                         out = os.path.join(tmp, f"ddp_{e}_{ranks}.json")
-                        _launch(e, ranks, ["--worker", "ddp", "fabric", out, model, str(a.steps)])
+                        cap = [] if a.bucket_cap_mb is None else [str(a.bucket_cap_mb)]
+                        _launch(e, ranks, ["--worker", "ddp", "fabric", out, model, str(a.steps), *cap])
                         with open(out) as f:
                             vals.append(json.load(f))
                     runs[ranks] = {k: statistics.median(v[k] for v in vals) for k in vals[0]}
