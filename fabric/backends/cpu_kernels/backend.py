@@ -22,7 +22,8 @@ from ..numpy_backend import NumpyBackend
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _ACTS = {"none": 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4}
-_k = None
+_F32 = np.dtype(np.float32)
+_k = _k32 = None
 
 
 def kernels():
@@ -32,6 +33,20 @@ def kernels():
         from . import kernels as module
         _k = module
     return _k
+
+
+def kernels32():
+    """The vectorised float32 kernels (:mod:`.kernels32`; imports numba on first use)."""
+    global _k32
+    if _k32 is None:
+        from . import kernels32 as module
+        _k32 = module
+    return _k32
+
+
+def _flat(a):
+    """``a`` as a C-contiguous flat array (a view when already contiguous)."""
+    return np.ascontiguousarray(a).reshape(-1)
 
 
 def _ok(*arrays) -> bool:
@@ -194,24 +209,37 @@ class NumbaBackend(NumpyBackend):
         kernels().act_bwd(xf, np.ascontiguousarray(gy).reshape(-1), code, out)
         return out.reshape(gy.shape)
 
+    def _act32(self, kernel, x, *more):
+        out = np.empty(x.shape, x.dtype)
+        kernel(_flat(x), *[_flat(a) for a in more], out.reshape(-1))
+        return out
+
     def gelu(self, x, approximate="none"):
         if not (_ok(x) and approximate in ("none", "tanh")):
             return super().gelu(x, approximate)
+        if x.dtype == _F32 and approximate == "none":
+            return self._act32(kernels32().gelu_fwd, x)
         return self._act(x, _ACTS["gelu" if approximate == "none" else "gelu_tanh"])
 
     def gelu_backward(self, x, gy, approximate="none"):
         if not (_ok(x, gy) and x.shape == gy.shape and approximate in ("none", "tanh")):
             return super().gelu_backward(x, gy, approximate)
+        if x.dtype == _F32 and approximate == "none":
+            return self._act32(kernels32().gelu_bwd, x, gy)
         return self._act_backward(x, gy, _ACTS["gelu" if approximate == "none" else "gelu_tanh"])
 
     def silu(self, x):
         if not _ok(x):
             return super().silu(x)
+        if x.dtype == _F32:
+            return self._act32(kernels32().silu_fwd, x)
         return self._act(x, _ACTS["silu"])
 
     def silu_backward(self, x, gy):
         if not (_ok(x, gy) and x.shape == gy.shape):
             return super().silu_backward(x, gy)
+        if x.dtype == _F32:
+            return self._act32(kernels32().silu_bwd, x, gy)
         return self._act_backward(x, gy, _ACTS["silu"])
 
     def bias_act(self, x, bias, act):
@@ -312,11 +340,12 @@ class NumbaBackend(NumpyBackend):
             return super().sgd_step(params, grads, momentum_bufs, lr, momentum, dampening, weight_decay,
                                     nesterov, maximize, first_step)
         k = kernels()
+        dt = params[0].dtype.type
         empty = np.empty(0, params[0].dtype)
         for i, p in enumerate(params):
             buf = momentum_bufs[i].reshape(-1) if momentum else empty
-            k.sgd_update(p.reshape(-1), grads[i].reshape(-1), buf, float(lr), float(momentum), float(dampening),
-                         float(weight_decay), bool(nesterov), bool(maximize), bool(first_step))
+            k.sgd_update(p.reshape(-1), grads[i].reshape(-1), buf, dt(lr), dt(momentum), dt(1.0 - dampening),
+                         dt(weight_decay), bool(momentum), bool(nesterov), bool(maximize), bool(first_step))
 
     def adam_step(self, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, lr=1e-3,
                   beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, amsgrad=False,
@@ -326,11 +355,14 @@ class NumbaBackend(NumpyBackend):
             return super().adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, lr, beta1,
                                      beta2, eps, weight_decay, amsgrad, maximize, decoupled_weight_decay)
         k = kernels()
-        step_size = lr / (1.0 - beta1 ** step)
-        bc2_sqrt = math.sqrt(1.0 - beta2 ** step)
+        dt = params[0].dtype.type
+        scalars = (dt(1.0 - beta1), dt(beta2), dt(1.0 - beta2), dt(eps), dt(weight_decay),
+                   dt(1.0 - lr * weight_decay))
+        flags = (bool(amsgrad), bool(maximize), bool(decoupled_weight_decay))
+        step_size = dt(lr / (1.0 - beta1 ** step))
+        bc2_sqrt = dt(math.sqrt(1.0 - beta2 ** step))
         empty = np.empty(0, params[0].dtype)
         for i, p in enumerate(params):
             vmax = max_exp_avg_sqs[i].reshape(-1) if amsgrad else empty
             k.adam_update(p.reshape(-1), grads[i].reshape(-1), exp_avgs[i].reshape(-1), exp_avg_sqs[i].reshape(-1),
-                          vmax, float(lr), float(beta1), float(beta2), float(eps), float(weight_decay), bool(amsgrad),
-                          bool(maximize), bool(decoupled_weight_decay), float(step_size), float(bc2_sqrt))
+                          vmax, *scalars, *flags, step_size, bc2_sqrt)

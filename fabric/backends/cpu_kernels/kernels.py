@@ -15,7 +15,7 @@ import numba
 import numpy as np
 from numba import prange
 
-_jit = numba.njit(cache=True, nogil=True)
+_jit = numba.njit(cache=True, nogil=True, error_model="numpy")
 # Row loops are written with ``prange`` but compiled serially for now: numba's default
 # threading layer here (workqueue) aborts on concurrent launches from two Python threads
 # (DataParallel, data-loader threads), and the fusion, not the core count, is the win on a
@@ -462,40 +462,47 @@ def col2im_2d(cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, out):
 
 
 # --- optimizers (one flat parameter at a time) ----------------------------------------------
-@_pjit
-def sgd_update(p, g, buf, lr, momentum, dampening, weight_decay, nesterov, maximize, first_step):
+# The scalars arrive in the parameters' dtype (the backend casts them), so a float32 update is
+# float32 arithmetic throughout, in the reference's operation order: the same bits as the NumPy
+# twin (which rounds each Python scalar to float32 too), and a loop LLVM vectorises (float64
+# scalars made every element a float64 computation with scalar sqrt and division: slower than
+# NumPy's ~13 float32 SIMD passes).  The flags are loop-invariant branches LLVM unswitches.
+@_jit
+def sgd_update(p, g, buf, lr, momentum, one_minus_dampening, weight_decay, has_momentum, nesterov,
+               maximize, first_step):
     """``buf`` of length 0 when ``momentum == 0``."""
-    for i in prange(p.shape[0]):
+    for i in range(p.shape[0]):
         gi = -g[i] if maximize else g[i]
-        if weight_decay != 0.0:
+        if weight_decay != 0:
             gi = gi + weight_decay * p[i]
-        if momentum != 0.0:
+        if has_momentum:
             if first_step:
                 b = gi
             else:
-                b = momentum * buf[i] + (1.0 - dampening) * gi
+                b = buf[i] * momentum + one_minus_dampening * gi
             buf[i] = b
-            gi = gi + momentum * buf[i] if nesterov else buf[i]
+            gi = gi + momentum * b if nesterov else b
         p[i] = p[i] - lr * gi
 
 
-@_pjit
-def adam_update(p, g, m, v, vmax, lr, beta1, beta2, eps, weight_decay, amsgrad, maximize, decoupled,
-                step_size, bc2_sqrt):
-    """``vmax`` of length 0 unless ``amsgrad``."""
-    for i in prange(p.shape[0]):
+@_jit
+def adam_update(p, g, m, v, vmax, one_minus_beta1, beta2, one_minus_beta2, eps, weight_decay, decay,
+                amsgrad, maximize, decoupled, step_size, bc2_sqrt):
+    """``vmax`` of length 0 unless ``amsgrad``; ``decay = 1 - lr * weight_decay`` (AdamW)."""
+    for i in range(p.shape[0]):
         gi = -g[i] if maximize else g[i]
-        if weight_decay != 0.0:
+        pi = p[i]
+        if weight_decay != 0:
             if decoupled:
-                p[i] = p[i] * (1.0 - lr * weight_decay)
+                pi = pi * decay
             else:
-                gi = gi + weight_decay * p[i]
-        m[i] = m[i] + (1.0 - beta1) * (gi - m[i])
-        v[i] = beta2 * v[i] + (1.0 - beta2) * (gi * gi)
+                gi = gi + weight_decay * pi
+        mi = m[i] + (gi - m[i]) * one_minus_beta1
+        vi = v[i] * beta2 + (gi * gi) * one_minus_beta2
+        m[i] = mi
+        v[i] = vi
         if amsgrad:
-            if v[i] > vmax[i] or v[i] != v[i]:
-                vmax[i] = v[i]
-            den = sqrt(vmax[i])
-        else:
-            den = sqrt(v[i])
-        p[i] = p[i] - step_size * (m[i] / (den / bc2_sqrt + eps))
+            if vi > vmax[i] or vi != vi:   # NaN in either propagates, as np.maximum
+                vmax[i] = vi
+            vi = vmax[i]
+        p[i] = pi - (mi / (sqrt(vi) / bc2_sqrt + eps)) * step_size
