@@ -162,3 +162,35 @@ def test_float32_activations_take_the_vectorised_kernels(hb, name, args, kernel)
     got, want = getattr(hb, name)(x, *full), getattr(agreement.ref, name)(x, *full)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     assert hb.kernels.launched == {kernel}
+
+
+def test_float32_row_ops_take_the_vectorised_kernels(monkeypatch):
+    """float32 softmax family, cross entropy and layer norm run :mod:`kernels32` (the
+    float64-arithmetic set only for layer norm's weight/bias column sums)."""
+    rec, rec32 = RecordingKernels(numba_backend.kernels()), RecordingKernels(numba_backend.kernels32())
+    monkeypatch.setattr(numba_backend, "kernels", lambda: rec)
+    monkeypatch.setattr(numba_backend, "kernels32", lambda: rec32)
+    be = numba_backend.NumbaBackend()
+    rng = np.random.default_rng(6)
+    x, gy = (rng.standard_normal((2, 5, 33)).astype(np.float32) for _ in range(2))
+    ref = agreement.ref
+    for name in ("softmax", "log_softmax"):
+        y = getattr(be, name)(x, 1)
+        agreement.check(y, getattr(ref, name)(x, 1), 2e-6)
+        agreement.check(getattr(be, name + "_backward")(y, gy, 1), getattr(ref, name + "_backward")(y, gy, 1), 2e-6)
+    s = x.copy()
+    agreement.check(be.safe_softmax_(s), ref.safe_softmax_(x.copy()), 2e-6)
+    logits, target = x.reshape(10, 33), rng.integers(0, 33, 10)
+    loss, saved = be.cross_entropy(logits, target, None, -100, 0.1)
+    want_loss, want_saved = ref.cross_entropy(logits, target, None, -100, 0.1)
+    agreement.check(loss, want_loss, 2e-5)
+    g = np.full(10, 0.1, np.float32)
+    agreement.check(be.cross_entropy_backward(saved, target, None, -100, 0.1, g),
+                    ref.cross_entropy_backward(want_saved, target, None, -100, 0.1, g), 2e-5)
+    w, b = rng.standard_normal(33).astype(np.float32), rng.standard_normal(33).astype(np.float32)
+    y, mean, rstd = be.layer_norm(x, w, b, 1e-5)
+    agreement.check((y, mean, rstd), ref.layer_norm(x, w, b, 1e-5), 2e-5)
+    agreement.check(be.layer_norm_backward(gy, x, w, mean, rstd), ref.layer_norm_backward(gy, x, w, mean, rstd), 1e-4)
+    assert rec.launched == {"norm_bwd_params"}
+    assert rec32.launched == {"softmax_fwd", "softmax_bwd", "log_softmax_fwd", "log_softmax_bwd", "safe_softmax_inplace",
+                              "cross_entropy_fwd", "cross_entropy_bwd", "layer_norm_fwd", "layer_norm_bwd"}

@@ -44,6 +44,11 @@ def kernels32():
     return _k32
 
 
+def _for(dtype):
+    """The kernel set for ``dtype``: the vectorised float32 one, else the float64-arithmetic one."""
+    return kernels32() if dtype == _F32 else kernels()
+
+
 def _flat(a):
     """``a`` as a C-contiguous flat array (a view when already contiguous)."""
     return np.ascontiguousarray(a).reshape(-1)
@@ -91,28 +96,28 @@ class NumbaBackend(NumpyBackend):
     def softmax(self, x, axis=-1):
         if not (_ok(x) and _axis_ok(axis, x.ndim)):
             return super().softmax(x, axis)
-        return self._rowwise(kernels().softmax_fwd, axis, x)
+        return self._rowwise(_for(x.dtype).softmax_fwd, axis, x)
 
     def safe_softmax_(self, s):
         if not (_ok(s) and s.ndim >= 1 and s.flags.c_contiguous and s.flags.writeable):
             return super().safe_softmax_(s)
-        kernels().safe_softmax_inplace(s.reshape(-1, s.shape[-1]))
+        _for(s.dtype).safe_softmax_inplace(s.reshape(-1, s.shape[-1]))
         return s
 
     def log_softmax(self, x, axis=-1):
         if not (_ok(x) and _axis_ok(axis, x.ndim)):
             return super().log_softmax(x, axis)
-        return self._rowwise(kernels().log_softmax_fwd, axis, x)
+        return self._rowwise(_for(x.dtype).log_softmax_fwd, axis, x)
 
     def softmax_backward(self, y, gy, axis=-1):
         if not (_ok(y, gy) and y.shape == gy.shape and _axis_ok(axis, y.ndim)):
             return super().softmax_backward(y, gy, axis)
-        return self._rowwise(kernels().softmax_bwd, axis, y, gy)
+        return self._rowwise(_for(y.dtype).softmax_bwd, axis, y, gy)
 
     def log_softmax_backward(self, y, gy, axis=-1):
         if not (_ok(y, gy) and y.shape == gy.shape and _axis_ok(axis, y.ndim)):
             return super().log_softmax_backward(y, gy, axis)
-        return self._rowwise(kernels().log_softmax_bwd, axis, y, gy)
+        return self._rowwise(_for(y.dtype).log_softmax_bwd, axis, y, gy)
 
     # --- cross entropy ---------------------------------------------------------------------
     def cross_entropy(self, logits, target, weight=None, ignore_index=-100, label_smoothing=0.0):
@@ -122,7 +127,7 @@ class NumbaBackend(NumpyBackend):
         x = np.ascontiguousarray(logits)
         w = np.ones(c, x.dtype) if weight is None else _vec(weight, c, x.dtype)
         loss, lse = np.empty(n, x.dtype), np.empty(n, x.dtype)
-        kernels().cross_entropy_fwd(x, np.ascontiguousarray(target, np.int64), w, int(ignore_index),
+        _for(x.dtype).cross_entropy_fwd(x, np.ascontiguousarray(target, np.int64), w, int(ignore_index),
                                     float(label_smoothing), loss, lse)
         return loss, (logits, lse)
 
@@ -135,7 +140,7 @@ class NumbaBackend(NumpyBackend):
         w = np.ones(c, x.dtype) if weight is None else _vec(weight, c, x.dtype)
         g = np.ascontiguousarray(np.broadcast_to(g_loss, (n,)), x.dtype)
         out = np.empty_like(x)
-        kernels().cross_entropy_bwd(x, lse, np.ascontiguousarray(target, np.int64), w, int(ignore_index),
+        _for(x.dtype).cross_entropy_bwd(x, lse, np.ascontiguousarray(target, np.int64), w, int(ignore_index),
                                     float(label_smoothing), g, out)
         return out
 
@@ -148,7 +153,7 @@ class NumbaBackend(NumpyBackend):
         c = x2.shape[1]
         out = np.empty_like(x2)
         mean, rstd = np.empty(x2.shape[0], x.dtype), np.empty(x2.shape[0], x.dtype)
-        kernels().layer_norm_fwd(x2, _vec(weight, c, x.dtype), _vec(bias, c, x.dtype), float(eps), out, mean, rstd)
+        _for(x.dtype).layer_norm_fwd(x2, _vec(weight, c, x.dtype), _vec(bias, c, x.dtype), float(eps), out, mean, rstd)
         lead = x.shape[:-1]
         return out.reshape(x.shape), mean.reshape(lead), rstd.reshape(lead)
 
@@ -161,7 +166,7 @@ class NumbaBackend(NumpyBackend):
         c = x2.shape[1]
         m, r = _vec(mean, 0, x.dtype), _vec(rstd, 0, x.dtype)
         gx = np.empty_like(x2)
-        k.layer_norm_bwd(g2, x2, _vec(weight, c, x.dtype), m, r, gx)
+        _for(x.dtype).layer_norm_bwd(g2, x2, _vec(weight, c, x.dtype), m, r, gx)
         gw = gb = None
         if weight is not None or has_bias:
             gw_buf, gb_buf = np.empty(c, x.dtype), np.empty(c if has_bias else 0, x.dtype)

@@ -58,7 +58,7 @@ def exp32(x):
     p = p * (r * r) + r + _ONE
     k = np.int32(n)
     k1 = k >> 1
-    e = p * _bits_to_f32((k1 + 127) << 23) * _bits_to_f32((k - k1 + 127) << 23)
+    e = p * _bits_to_f32((k1 + 127) << 23) * _bits_to_f32((k - k1 + 127) << 23)  # pyright: ignore[reportCallIssue]  (an intrinsic: typingctx is numba's)
     return e if x == x else x
 
 
@@ -122,3 +122,207 @@ def silu_bwd(x, gy, out):
         t = e * s
         t = t if t <= _ONE else _ONE
         out[i] = ((x[i] * t + _ONE) * s) * gy[i]
+
+
+# --- row kernels (2-D C-contiguous (rows, cols)): separate max / exp / sum / scale passes, each
+# a vector loop (one fused exp-and-sum loop measured slower: the float64 sum held the exp back) -
+@_jit
+def _row_max(x, i):
+    """The row's maximum, NaN when the row starts with NaN (any other NaN reaches the output
+    through ``exp(x - m)`` anyway)."""
+    m = x[i, 0]
+    for j in range(x.shape[1]):
+        v = x[i, j]
+        m = v if v > m else m
+    return m
+
+
+@_jit_sum
+def _row_sum(x, i):
+    s = 0.0
+    for j in range(x.shape[1]):
+        s += x[i, j]
+    return s
+
+
+@_jit
+def _exp_shifted(x, i, m, out, k):
+    """``out[k, j] = exp(x[i, j] - m)``."""
+    for j in range(x.shape[1]):
+        out[k, j] = exp32(x[i, j] - m)
+
+
+@_jit
+def softmax_fwd(x, out):
+    for i in range(x.shape[0]):
+        _exp_shifted(x, i, _row_max(x, i), out, i)
+        inv = F32(1.0 / _row_sum(out, i))
+        for j in range(x.shape[1]):
+            out[i, j] = out[i, j] * inv
+
+
+@_jit
+def safe_softmax_inplace(s):
+    """Softmax of each row of ``s`` in place; a row of all -inf gives zeros."""
+    for i in range(s.shape[0]):
+        m = _row_max(s, i)
+        if m == -np.inf:
+            m = _ZERO
+        for j in range(s.shape[1]):     # in place: not _exp_shifted, whose alias check fails here
+            s[i, j] = exp32(s[i, j] - m)
+        t = _row_sum(s, i)
+        inv = F32(1.0 / t) if t != 0.0 else _ONE
+        for j in range(s.shape[1]):
+            s[i, j] = s[i, j] * inv
+
+
+@_jit
+def log_softmax_fwd(x, out):
+    for i in range(x.shape[0]):
+        m = _row_max(x, i)
+        _exp_shifted(x, i, m, out, i)
+        ls = F32(np.log(_row_sum(out, i)))
+        for j in range(x.shape[1]):
+            out[i, j] = (x[i, j] - m) - ls
+
+
+@_jit_sum
+def softmax_bwd(y, gy, out):
+    for i in range(y.shape[0]):
+        d = 0.0
+        for j in range(y.shape[1]):
+            d += gy[i, j] * y[i, j]
+        d32 = F32(d)
+        for j in range(y.shape[1]):
+            out[i, j] = (gy[i, j] - d32) * y[i, j]
+
+
+@_jit
+def log_softmax_bwd(y, gy, out):
+    for i in range(y.shape[0]):
+        s = F32(_row_sum(gy, i))
+        for j in range(y.shape[1]):
+            out[i, j] = gy[i, j] - exp32(y[i, j]) * s
+
+
+# --- cross entropy (the contract of kernels.cross_entropy_fwd/bwd) --------------------------
+@_jit_sum
+def _weighted_row_sum(x, i, m, w):
+    zs = 0.0
+    for j in range(x.shape[1]):
+        zs += w[j] * (x[i, j] - m)
+    return zs
+
+
+@_jit
+def cross_entropy_fwd(x, target, w, ignore_index, eps, loss, lse):
+    n, c = x.shape
+    wsum = 0.0
+    for j in range(c):
+        wsum += w[j]
+    row = np.empty((1, c), np.float32)
+    for i in range(n):
+        m = _row_max(x, i)
+        _exp_shifted(x, i, m, row, 0)
+        ls = np.log(_row_sum(row, 0))
+        lse[i] = ls
+        t = target[i]
+        if t == ignore_index:
+            loss[i] = 0.0
+        elif t < 0 or t >= c:
+            loss[i] = np.nan
+        else:
+            li = (ls - (x[i, t] - m)) * w[t]
+            if eps != 0.0:
+                li = li * (1.0 - eps) + (eps / c) * (wsum * ls - _weighted_row_sum(x, i, m, w))
+            loss[i] = li
+
+
+@_jit
+def cross_entropy_bwd(x, lse, target, w, ignore_index, eps, g_loss, out):
+    n, c = x.shape
+    wsum = 0.0
+    for j in range(c):
+        wsum += w[j]
+    for i in range(n):
+        t = target[i]
+        if t == ignore_index:
+            for j in range(c):
+                out[i, j] = _ZERO
+            continue
+        g = float(g_loss[i])
+        valid = 0 <= t < c
+        wt = w[t] if valid else 1.0
+        a = F32(g * ((1.0 - eps) * wt + eps * wsum / c))
+        m = _row_max(x, i)
+        ls = lse[i]
+        for j in range(c):
+            out[i, j] = a * exp32((x[i, j] - m) - ls)
+        if eps != 0.0:
+            ge = F32(g * (eps / c))
+            for j in range(c):
+                out[i, j] = out[i, j] - ge * w[j]
+        if valid:
+            out[i, t] = out[i, t] - F32(g * (1.0 - eps) * wt)
+
+
+# --- layer norm (statistics in float64, the normalisation in float32) -----------------------
+@_jit_sum
+def _row_var(x, i, mu):
+    v = 0.0
+    for j in range(x.shape[1]):
+        d = x[i, j] - mu
+        v += d * d
+    return v
+
+
+@_jit
+def layer_norm_fwd(x, w, b, eps, out, mean, rstd):
+    """``w``/``b`` of length 0 mean no affine weight / bias."""
+    n, c = x.shape
+    for i in range(n):
+        mu = _row_sum(x, i) / c
+        r = 1.0 / np.sqrt(_row_var(x, i, mu) / c + eps)
+        mean[i] = mu
+        rstd[i] = r
+        mu32, r32 = F32(mu), F32(r)
+        if w.shape[0] and b.shape[0]:
+            for j in range(c):
+                out[i, j] = ((x[i, j] - mu32) * r32) * w[j] + b[j]
+        elif w.shape[0]:
+            for j in range(c):
+                out[i, j] = ((x[i, j] - mu32) * r32) * w[j]
+        elif b.shape[0]:
+            for j in range(c):
+                out[i, j] = ((x[i, j] - mu32) * r32) + b[j]
+        else:
+            for j in range(c):
+                out[i, j] = (x[i, j] - mu32) * r32
+
+
+@_jit_sum
+def layer_norm_bwd(gy, x, w, mean, rstd, gx):
+    n, c = x.shape
+    for i in range(n):
+        mu = F32(mean[i])
+        r = F32(rstd[i])
+        s1 = 0.0
+        s2 = 0.0
+        if w.shape[0]:
+            for j in range(c):
+                g = gy[i, j] * w[j]
+                s1 += g * (x[i, j] - mu)
+                s2 += g
+        else:
+            for j in range(c):
+                g = gy[i, j]
+                s1 += g * (x[i, j] - mu)
+                s2 += g
+        c1 = F32(s1 * r * r / c)
+        c2 = F32(s2 * r / c)
+        if w.shape[0]:
+            for j in range(c):
+                gx[i, j] = (gy[i, j] * w[j]) * r - (x[i, j] - mu) * r * c1 - c2
+        else:
+            for j in range(c):
+                gx[i, j] = gy[i, j] * r - (x[i, j] - mu) * r * c1 - c2
