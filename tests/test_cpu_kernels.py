@@ -194,3 +194,24 @@ def test_float32_row_ops_take_the_vectorised_kernels(monkeypatch):
     assert rec.launched == {"norm_bwd_params"}
     assert rec32.launched == {"softmax_fwd", "softmax_bwd", "log_softmax_fwd", "log_softmax_bwd", "safe_softmax_inplace",
                               "cross_entropy_fwd", "cross_entropy_bwd", "layer_norm_fwd", "layer_norm_bwd"}
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_compiled_bernoulli_is_the_numpy_stream(monkeypatch, dt):
+    """The CPU generator's compiled bernoulli masks (dropout's) are the NumPy draws bit for bit,
+    across twist boundaries and from any state position, and leave the same state behind."""
+    from fabric import _rng
+
+    numba_backend.NumbaBackend()              # registers the kernel
+    kernel = _rng._compiled_bernoulli53
+    assert kernel is not None
+    fast, slow = _rng.MT19937Generator(11), _rng.MT19937Generator(11)
+    for n, p in ((4096, 0.9), (5001, 0.5), (70001, 0.1), (1, 0.5), (100_000, 1.0), (8192, 0.0)):
+        slow.uniform((3,), np.float32)         # shift the position off the block boundary
+        fast.uniform((3,), np.float32)
+        got = fast.bernoulli(p, (n,), dt)
+        monkeypatch.setattr(_rng, "_compiled_bernoulli53", None)
+        want = slow.bernoulli(p, (n,), dt)
+        monkeypatch.setattr(_rng, "_compiled_bernoulli53", kernel)
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+        assert np.array_equal(fast.get_state(), slow.get_state())

@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from ... import _rng
 from .. import fused
 from ..numpy_backend import NumpyBackend
 
@@ -76,10 +77,20 @@ def _vec(a, n, dtype):
     return np.ascontiguousarray(a.reshape(-1), dtype=dtype)
 
 
+def _bernoulli53(key, pos, threshold, out):
+    """The CPU generator's bernoulli masks in compiled code (see ``fabric._rng``)."""
+    return kernels().mt19937_bernoulli53(key, pos, threshold, out)
+
+
 class NumbaBackend(NumpyBackend):
-    """NumPy backend plus compiled fused kernels (see the module docstring)."""
+    """NumPy backend plus compiled fused kernels (see the module docstring).  Creating one
+    hands the CPU generator its compiled bernoulli masks (dropout's: the same mt19937 draws)."""
 
     kernels_enabled = True
+
+    def __init__(self):
+        super().__init__()
+        _rng.register_compiled_bernoulli53(_bernoulli53)
 
     # --- softmax family (any axis: moved last, rows contiguous) ------------------------------
     @staticmethod

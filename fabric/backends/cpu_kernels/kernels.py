@@ -506,3 +506,62 @@ def adam_update(p, g, m, v, vmax, one_minus_beta1, beta2, one_minus_beta2, eps, 
                 vmax[i] = vi
             vi = vmax[i]
         p[i] = pi - (mi / (sqrt(vi) / bc2_sqrt + eps)) * step_size
+
+
+# --- the CPU generator's mt19937 stream: bernoulli masks in compiled code --------------------
+# Bit for bit NumPy's MT19937 (the engine behind fabric's PyTorch-exact CPU generator): the
+# reference twist and tempering, words drawn from ``key[pos:]`` and a twist whenever pos
+# reaches 624.  Both twist loops and the tempering vectorise (the recurrence reads words 1 and
+# 397 ahead, or 227 behind).
+_U32 = np.uint64(0xFFFFFFFF)
+_UPPER, _LOWER, _MATRIX = np.uint64(0x80000000), np.uint64(0x7FFFFFFF), np.uint64(0x9908B0DF)
+_ONE_U, _SHIFT_1 = np.uint64(1), np.uint64(1)
+
+
+@_jit
+def _mt_twist(mt):
+    for i in range(227):
+        y = (np.uint64(mt[i]) & _UPPER) | (np.uint64(mt[i + 1]) & _LOWER)
+        mt[i] = np.uint64(mt[i + 397]) ^ (y >> _SHIFT_1) ^ ((y & _ONE_U) * _MATRIX)
+    for i in range(227, 623):
+        y = (np.uint64(mt[i]) & _UPPER) | (np.uint64(mt[i + 1]) & _LOWER)
+        mt[i] = np.uint64(mt[i - 227]) ^ (y >> _SHIFT_1) ^ ((y & _ONE_U) * _MATRIX)
+    y = (np.uint64(mt[623]) & _UPPER) | (np.uint64(mt[0]) & _LOWER)
+    mt[623] = np.uint64(mt[396]) ^ (y >> _SHIFT_1) ^ ((y & _ONE_U) * _MATRIX)
+
+
+@_jit
+def mt19937_words(key, pos, out):
+    """Fill ``out`` (uint32) with the next tempered words of the state ``(key, pos)``; ``key``
+    is advanced in place and the new ``pos`` returned."""
+    n = out.shape[0]
+    k = 0
+    while k < n:
+        if pos == 624:
+            _mt_twist(key)
+            pos = 0
+        m = min(624 - pos, n - k)
+        for j in range(m):
+            y = np.uint64(key[pos + j])
+            y ^= y >> np.uint64(11)
+            y ^= (y << np.uint64(7)) & np.uint64(0x9D2C5680)
+            y ^= (y << np.uint64(15)) & np.uint64(0xEFC60000)
+            y ^= y >> np.uint64(18)
+            out[k + j] = y & _U32
+        pos += m
+        k += m
+    return pos
+
+
+@_jit
+def mt19937_bernoulli53(key, pos, threshold, out):
+    """``out[i] = 1`` where the i-th 53-bit uniform (two words, the first one's low 21 bits
+    high) is below ``threshold / 2**53``, else 0: ``(uniform53(n) < p).astype(out.dtype)``
+    with ``threshold = p * 2**53`` (exact: a power-of-two scaling).  Returns the new pos."""
+    n = out.shape[0]
+    words = np.empty(2 * n, np.uint32)
+    pos = mt19937_words(key, pos, words)
+    for i in range(n):
+        v = ((np.uint64(words[2 * i]) & np.uint64(0x1FFFFF)) << np.uint64(32)) | np.uint64(words[2 * i + 1])
+        out[i] = 1 if np.float64(v) < threshold else 0
+    return pos
