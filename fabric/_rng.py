@@ -951,8 +951,9 @@ class MT19937Generator:
                 raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
             if n == 0:
                 return np.empty(shape, dt)
-            if _compiled_bernoulli53 is not None and n >= _COMPILED_MIN and dt in (_F32, _F64):
-                return self._bernoulli53_compiled(p, n, dt).reshape(shape)
+            kernel = _compiled_bernoulli53
+            if kernel is not None and n >= _COMPILED_MIN and dt in (_F32, _F64):
+                return self._bernoulli53_compiled(kernel, p, n, dt).reshape(shape)
             return (self._uniform53(n) < p).astype(dt).reshape(shape)
         if p.dtype not in _FLOATS:
             raise NotImplementedError(f"bernoulli_ expects a floating point p, got {p.dtype}")
@@ -967,13 +968,13 @@ class MT19937Generator:
             u = self._uniform24(n)
         return (u.reshape(shape) < pb.astype(u.dtype)).astype(dt)
 
-    def _bernoulli53_compiled(self, p: float, n: int, dt) -> np.ndarray:
+    def _bernoulli53_compiled(self, kernel, p: float, n: int, dt) -> np.ndarray:
         """``(self._uniform53(n) < p).astype(dt)`` by the registered compiled kernel: the same
         draws, the state handed over and back."""
         st = self._bg.state["state"]
         key = st["key"]                     # a fresh copy: the kernel advances it in place
         out = np.empty(n, dt)
-        pos = _compiled_bernoulli53(key, int(st["pos"]), p * 2.0 ** 53, out)
+        pos = kernel(key, int(st["pos"]), p * 2.0 ** 53, out)
         self._bg.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": int(pos)}}
         self._fresh = False
         return out
