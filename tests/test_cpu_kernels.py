@@ -136,7 +136,7 @@ def test_backend_choice_and_lazy_numba_import():
 
 def test_exp32_within_two_ulp_and_specials():
     """The vectorisable float32 exp of the float32 kernels: within 2 ulp of the float64 exp
-    over the normal range, denormal results, +-inf and NaN as ``np.exp``."""
+    over the normal range, +-inf and NaN as ``np.exp``, denormal results flushed to 0."""
     k32 = numba_backend.kernels32()
     x = np.concatenate([np.linspace(-87.3, 88.7, 200001), np.random.default_rng(3).standard_normal(10000)])
     x = x.astype(np.float32)
@@ -144,11 +144,9 @@ def test_exp32_within_two_ulp_and_specials():
     want = np.exp(np.concatenate([x[::50], x[-10000:]]).astype(np.float64))
     ulp = np.spacing(want.astype(np.float32)).astype(np.float64)
     assert (np.abs(got - want) / ulp).max() <= 2
-    special = np.array([-np.inf, np.inf, np.nan, 0.0, -100.0, -103.9, -110.0, 88.75], np.float32)
+    special = np.array([-np.inf, np.inf, np.nan, 0.0, -87.4, -100.0, -110.0, 88.75], np.float32)
     got = np.array([k32.exp32(v) for v in special], np.float32)
-    with np.errstate(over="ignore"):
-        want = np.exp(special)
-    np.testing.assert_allclose(got, want, rtol=2e-7, atol=2e-45)   # denormals: absolute
+    np.testing.assert_array_equal(got, [0.0, np.inf, np.nan, 1.0, 0.0, 0.0, 0.0, np.inf])
 
 
 @pytest.mark.parametrize("name,args,kernel", [("gelu", ("none",), "gelu_fwd"), ("gelu_backward", (None, "none"), "gelu_bwd"),
