@@ -341,6 +341,12 @@ class NumbaBackend(NumpyBackend):
                             dh, dw, oh, ow, out)
         return out.reshape(tuple(input_shape))
 
+    # --- LSTM cell (fabric/nn/modules/rnn.py calls them for float32 NumPy arrays) ---------------
+    def lstm_cell_kernels(self):
+        """``(forward, backward)`` step kernels (:func:`.kernels32.lstm_cell_fwd` / ``_bwd``)."""
+        k = kernels32()
+        return k.lstm_cell_fwd, k.lstm_cell_bwd
+
     # --- optimizers -----------------------------------------------------------------------------
     @staticmethod
     def _flat_ok(*groups) -> bool:
