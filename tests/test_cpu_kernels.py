@@ -198,7 +198,7 @@ def test_float32_row_ops_take_the_vectorised_kernels(monkeypatch):
 def test_compiled_bernoulli_is_the_numpy_stream(monkeypatch, dt):
     """The CPU generator's compiled bernoulli masks (dropout's) are the NumPy draws bit for bit,
     across twist boundaries and from any state position, and leave the same state behind."""
-    from fabric import _rng
+    from fabric._rng import mt19937 as _rng
 
     numba_backend.NumbaBackend()              # registers the kernel
     kernel = _rng._compiled_bernoulli53

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from ... import _rng
+from ..._rng import mt19937 as _mt19937
 from .. import fused
 from ..numpy_backend import NumpyBackend
 
@@ -78,7 +78,7 @@ def _vec(a, n, dtype):
 
 
 def _bernoulli53(key, pos, threshold, out):
-    """The CPU generator's bernoulli masks in compiled code (see ``fabric._rng``)."""
+    """The CPU generator's bernoulli masks in compiled code (see ``fabric._rng.mt19937``)."""
     return kernels().mt19937_bernoulli53(key, pos, threshold, out)
 
 
@@ -90,7 +90,7 @@ class NumbaBackend(NumpyBackend):
 
     def __init__(self):
         super().__init__()
-        _rng.register_compiled_bernoulli53(_bernoulli53)
+        _mt19937.register_compiled_bernoulli53(_bernoulli53)
 
     # --- softmax family (any axis: moved last, rows contiguous) ------------------------------
     @staticmethod
