@@ -51,6 +51,7 @@ from ..autograd.function import (
 )
 from ..autograd.grad_mode import state as _state
 from . import _autocast as _amp
+from ._batching import elementwise
 from ._registry import declare
 from ._registry import public_names as declared_names
 from ._util import _SCALARS, _same_device, binary_operands, checked_scalar, float_operands, scalar_value, xp_of
@@ -424,7 +425,7 @@ def _float_fn(F, name, summary, example_in, example_out, aliases=(), module=__na
     op_.__doc__ = f"In-place :func:`{name}`."
     op.__module__ = op_.__module__ = module
     decl = declare(op, inplace=op_ if method and inplace else None, aliases=aliases, fusion="elementwise",
-                   method=method)
+                   method=method, vmap=elementwise(op))
     return op, op_
 
 
@@ -451,7 +452,7 @@ def _same_dtype_fn(F, name, kinds, summary, example_in, example_out, kernel=None
     op.__doc__ = (f"{summary}\n\nExample::\n\n    >>> fabric.{name}(fabric.tensor({example_in}))\n"
                   f"    {example_out}\n")
     op_.__doc__ = f"In-place :func:`{name}`."
-    declare(op, inplace=op_, aliases=aliases, fusion="elementwise")
+    declare(op, inplace=op_, aliases=aliases, fusion="elementwise", vmap=elementwise(op))
     return op, op_
 
 
@@ -1242,7 +1243,8 @@ def _binary_fn(F, name, prepare, doc, saves_self=True, scalar_other=None, scalar
     op_.__doc__ = f"In-place :func:`{name}`."
     op, op_ = _broadcasting(op), _broadcasting(op_)
     # autocast=False: the binary entry does not cast yet (atan2 is on CUDA's "promote" list; docs/amp.md)
-    declare(op, inplace=op_ if inplace else None, aliases=aliases, fusion="elementwise", autocast=False)
+    declare(op, inplace=op_ if inplace else None, aliases=aliases, fusion="elementwise", autocast=False,
+            vmap=elementwise(op))
     return op, op_
 
 

@@ -98,12 +98,12 @@ def test_errors():
 
 
 def test_fallback_op_list():
-    """Every registered op without a batching rule runs per example; today that is all of them."""
+    """vmap_fallback_ops lists the registered ops without a batching rule (they run per example)."""
     from fabric.ops._registry import REGISTRY
 
     ops = vmap_fallback_ops()
     assert ops == sorted(k for k, d in REGISTRY.items() if d.vmap is None)
-    assert ops and len(ops) == len(REGISTRY)
+    assert "exp" not in ops and "hypot" not in ops   # the pointwise tables' rule
 
 
 @pytest.mark.torch
