@@ -132,7 +132,7 @@ class BatchedTensor(Tensor):
     def __iter__(self):
         if self.dim() == 0:
             raise TypeError("iteration over a 0-d tensor")
-        return iter([self[i] for i in range(len(self))])
+        return iter([self[i] for i in range(self._value.shape[1])])
 
     @property
     def dtype(self):
@@ -344,6 +344,7 @@ calls = {"rule": 0, "fallback": 0, "per_example": 0}
 def dispatch(name, fn, args, kwargs):
     """Run op ``fn`` (public name ``name``) on arguments that include BatchedTensors."""
     level = _top(args, kwargs)
+    assert level is not None, "dispatch needs a BatchedTensor argument"
     rule = rule_for(name)
     if rule is not None:
         ids: set = set()

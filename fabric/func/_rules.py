@@ -290,10 +290,13 @@ def _squeeze(ctx, x, dim=None):
     if dim is None:
         keep = [s for s in shape if s != 1]
     else:
-        ds = _dims(dim if isinstance(dim, (tuple, list)) else (dim,), n)
-        if ds is None:
-            return NotImplemented
-        drop = {d - 1 for d in ds if n and shape[d - 1] == 1}
+        ds = [_norm(d, n) for d in (dim if isinstance(dim, (tuple, list)) else (dim,))]
+        drop = set()
+        for d in ds:
+            if d is None:
+                return NotImplemented
+            if n and shape[d - 1] == 1:
+                drop.add(d - 1)
         keep = [s for i, s in enumerate(shape) if i not in drop]
     return x.reshape((ctx.size,) + tuple(keep))
 
