@@ -27,11 +27,17 @@ dependent control flow) raises :class:`Unbatchable`, and ``vmap`` reruns
 Example::
 
     >>> import fabric
-    >>> fabric.func.vmap(lambda v: (v, type(v).__name__))  # doctest: +SKIP
+    >>> seen = []
+    >>> fabric.func.vmap(lambda v: seen.append((type(v).__name__, v.shape)) or v.sum())(fabric.ones(5, 3))
+    tensor([3., 3., 3., 3., 3.])
+    >>> seen                                   # func ran once, on the whole batch
+    [('BatchedTensor', fabric.Size([3]))]
 """
 from __future__ import annotations
 
 import functools
+import itertools
+import threading
 import types
 
 from .._tensor import Size, Tensor
@@ -57,12 +63,15 @@ class Level:
         self.level, self.size, self.randomness = level, size, randomness
 
 
-_levels: list[Level] = []      # the batched vmaps now running, outermost first
-_level_count = [0]             # level numbers only grow, so a stale BatchedTensor never matches a new level
+_local = threading.local()     # .levels: this thread's batched vmaps now running, outermost first
+_level_count = itertools.count(1)   # level numbers only grow, so a stale BatchedTensor never matches a new level
 
 
 def active_levels() -> list[Level]:
-    return _levels
+    levels = getattr(_local, "levels", None)
+    if levels is None:
+        levels = _local.levels = []
+    return levels
 
 
 def _unbatchable(*_a, **_k):
@@ -548,14 +557,13 @@ def unpatch():
 
 
 def new_level(size, randomness) -> Level:
-    _level_count[0] += 1
-    lvl = Level(_level_count[0], size, randomness)
-    _levels.append(lvl)
+    lvl = Level(next(_level_count), size, randomness)
+    active_levels().append(lvl)
     return lvl
 
 
 def pop_level(lvl) -> None:
-    _levels.remove(lvl)
+    active_levels().remove(lvl)
 
 
 # --- autograd through batched tensors (used by the func transforms) ---------------------------------

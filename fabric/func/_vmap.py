@@ -1,13 +1,15 @@
 """``vmap``: map a function over a batch dimension of its inputs.
 
-How it runs today: the per-example fallback.  No op has a batching rule in
-its registry slot yet (``fabric.ops._registry.OpDecl.vmap`` is ``None`` for
-every op), so vmap calls ``func`` once per batch index on the sliced inputs
-and stacks the results along ``out_dims``.  This gives PyTorch's results,
-gradients (slicing and stacking are differentiable, so ``grad(vmap(f))`` and
-``vmap(grad(f))`` both work), nesting and ``randomness`` semantics exactly;
-it costs one Python call of ``func`` per example instead of one batched
-call.  ``fabric.func.vmap_fallback_ops()`` lists the ops that take it.
+``func`` runs once on :class:`~fabric.func._batched.BatchedTensor` inputs
+(one example's shape, the whole batch underneath); each op dispatches to
+its batching rule (``OpDecl.vmap`` in the op registry, or the table in
+``_rules.py``), an op without one runs per example inside that call (the
+per-op fallback), and when ``func`` reaches something that cannot see a
+batch (``.item()``, data-dependent Python, a function bound before the
+vmap started) the batched call is abandoned and ``func`` runs once per
+example, its results stacked (the whole-function fallback, which also serves
+``randomness="different"``).  ``fabric.func.vmap_fallback_ops()`` lists the
+registered ops without a rule.
 """
 from __future__ import annotations
 
