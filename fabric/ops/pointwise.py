@@ -52,6 +52,7 @@ from ..autograd.function import (
 from ..autograd.grad_mode import state as _state
 from . import _autocast as _amp
 from ._batching import elementwise
+from ._jvp import jvp_sum
 from ._registry import declare
 from ._registry import public_names as declared_names
 from ._util import _SCALARS, _same_device, binary_operands, checked_scalar, float_operands, scalar_value, xp_of
@@ -297,6 +298,15 @@ class _Unary(Function):
     def backward(cls, ctx, gy):
         x, y = ctx.saved_tensors or (None, None)
         return cls.df(gy, x, y)
+
+    @classmethod
+    def jvp(cls, ctx, t):
+        # Elementwise: the Jacobian is diagonal, so J t = J^T t = df(t, x, y) (real dtypes; a complex
+        # gradient is conjugated, so complex tangents take forward_ad's double-backward fallback).
+        if t.is_complex():
+            return NotImplemented
+        x, y = ctx.saved_tensors or (None, None)
+        return cls.df(t, x, y)
 
 
 def _unary(name, f, saves, df, node=None):
@@ -1073,6 +1083,14 @@ class _Binary(Function):
     def backward(cls, ctx, gy):
         saved = ctx.saved_tensors
         return cls.df(gy, saved[0], saved[1], saved[2] if cls._save_y else None)
+
+    @classmethod
+    def jvp(cls, ctx, ta, tb):
+        # Elementwise, as _Unary.jvp: each input's term is its gradient formula applied to its tangent.
+        saved = ctx.saved_tensors
+        a, b, y = saved[0], saved[1], saved[2] if cls._save_y else None
+        return jvp_sum([None if ta is None else cls.df(ta, a, b, y)[0], None if tb is None else cls.df(tb, a, b, y)[1]],
+                       (a, b), (ta, tb))
 
 
 def _binary(name, f, saves, df, quiet=False):
