@@ -370,6 +370,10 @@ class Sum(Function):
     def backward(ctx, gy):
         return _expand_back(gy, ctx.shape, ctx.dims, ctx.keepdim), None, None, None
 
+    @staticmethod
+    def jvp(ctx, t, *_):
+        return t.sum(ctx.dims, keepdim=ctx.keepdim)
+
 
 class SumAll(Function):
     """``sum()`` of every element (PyTorch's SumBackward0)."""
@@ -388,6 +392,10 @@ class SumAll(Function):
     @staticmethod
     def backward(ctx, gy):
         return gy.expand(ctx.shape), None, None  # a 0-d (or all-ones keepdim) gradient broadcasts back
+
+    @staticmethod
+    def jvp(ctx, t, *_):
+        return t.sum()   # 0-d; forward_ad broadcasts it to a keepdim output's all-ones shape
 
 
 class Mean(Function):
@@ -409,6 +417,10 @@ class Mean(Function):
     @staticmethod
     def backward(ctx, gy):
         return _expand_back(gy / ctx.n, ctx.shape, ctx.dims, ctx.keepdim), None, None, None
+
+    @staticmethod
+    def jvp(ctx, t, *_):
+        return t.sum(ctx.dims, keepdim=ctx.keepdim) / ctx.n
 
 
 class MeanDim(Mean):

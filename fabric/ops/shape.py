@@ -132,19 +132,23 @@ def _mark_views(base, outs, multi=None):
 
 class Reshape(Function):
     _array_forward = True
-    _ctx_slots = ("shape",)
+    _ctx_slots = ("shape", "out")
     _exact_grads = True
     _is_view = True
     _node_name = "ViewBackward0"
 
     @staticmethod
     def forward(ctx, x, shape):
-        ctx.shape = x.shape
+        ctx.shape, ctx.out = x.shape, shape
         return x.reshape(shape)
 
     @staticmethod
     def backward(ctx, gy):
         return gy.reshape(ctx.shape), None
+
+    @staticmethod
+    def jvp(ctx, t, _):
+        return t.reshape(ctx.out)
 
 
 class ReshapeCopy(Function):
@@ -305,6 +309,10 @@ class Permute(Function):
             inv[d] = i
         return permute(gy, tuple(inv)), None
 
+    @staticmethod
+    def jvp(ctx, t, _):
+        return permute(t, ctx.dims)
+
 
 def permute(input, *dims):
     """Reorder dimensions (a view).
@@ -340,6 +348,10 @@ class Transpose(Function):
     @staticmethod
     def backward(ctx, gy):
         return transpose(gy, *ctx.d), None, None
+
+    @staticmethod
+    def jvp(ctx, t, *_):
+        return transpose(t, *ctx.d)
 
 
 def transpose(input, dim0, dim1):
@@ -1814,6 +1826,10 @@ class Slice(Function):
     def backward(ctx, gy):
         return _apply(IndexBackward, (gy, ctx.shape, ctx.key), (gy._data, ctx.shape, ctx.key)), None
 
+    @staticmethod
+    def jvp(ctx, t, _):
+        return _apply1(ctx._fn, t, (t._data, ctx.key))   # the same indexing of the tangent
+
 
 class Select(Slice):
     """``x[i]`` and keys whose last effective item is an int (PyTorch's node name)."""
@@ -1862,6 +1878,7 @@ class Index(Function):
         return _index_array(x, key)
 
     backward = Slice.backward
+    jvp = Slice.jvp
 
 
 class IndexBackward(Function):
