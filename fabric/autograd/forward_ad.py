@@ -1,22 +1,27 @@
 """Forward-mode AD, as in ``torch.autograd.forward_ad``: dual tensors.
 
-How tangents are computed here: by the double-vjp construction on the
-reverse-mode graph, for every op at once.  ``make_dual`` returns a
-differentiable alias of the primal (so ops on it record the usual graph) and
-remembers its tangent; ``unpack_dual(y)`` computes ``J t`` as the vjp, at the
-tangents ``t``, of ``u -> J^T u`` (itself a vjp with a dummy cotangent
-``u``).  This is exact for every op whose backward is differentiable in its
-incoming gradient, which every built-in backward is (they are written with
-Tensor ops); no per-op JVP rule is needed, and the registry's ``jvp`` slots
-stay empty.  Costs and differences from PyTorch:
+``make_dual`` returns a differentiable alias of the primal (ops on it record
+the usual reverse-mode graph) and remembers its tangent; ``unpack_dual(y)``
+computes ``J t`` from that graph:
 
-* each ``unpack_dual`` of a non-dual tensor runs two backward passes over
-  the graph between the duals and that tensor;
-* dual tensors report ``requires_grad=True`` and ops on them must run with
-  grad mode enabled (under ``no_grad`` no graph is recorded and the tangent
-  is ``None``);
-* a custom ``autograd.Function``'s ``jvp`` is not called: its ``backward``
-  (which must be differentiable) gives the tangent.
+* **by the ops' JVP rules** (``Function.jvp(ctx, *tangents)``, declared
+  beside each op's backward; ``ctx`` is the recorded node, so a rule reads
+  what forward saved): the nodes between the duals and ``y`` are visited in
+  dependency order, each turning its inputs' tangents into its outputs'.
+  The pointwise tables derive their rule from their gradient formula (an
+  elementwise Jacobian is diagonal, so ``J t = J^T t = df(t, x, y)``), and a
+  custom ``autograd.Function``'s ``jvp`` is a rule like any other (with
+  ``ctx.save_for_forward`` tensors as its ``ctx.saved_tensors``);
+* **by double backward**, the fallback when an op on the way has no rule
+  (or declines, e.g. for complex tangents): ``J t`` is the vjp, at ``t``, of
+  ``u -> J^T u`` (itself a vjp with a dummy cotangent ``u``), exact for every
+  op whose backward is differentiable in its incoming gradient.
+
+``last_path[0]`` says which one the last ``unpack_dual`` took.  Differences
+from PyTorch: dual tensors report ``requires_grad=True``, ops on them must
+run with grad mode enabled (under ``no_grad`` no graph is recorded and the
+tangent is ``None``), and tangents are computed when unpacked, not with the
+forward pass.
 
 Example::
 

@@ -65,7 +65,8 @@ def declare(function: Callable[..., Any], *, name: str | None = None, method: bo
     ``method``: PyTorch has it as ``Tensor.<name>``; ``inplace``: the function of ``name_`` (always a
     Tensor method when given).  The autocast policy is the one the tables of ``ops/_autocast.py``
     give ``name``; ``autocast=False`` records none, for an op whose entry does not apply it yet.
-    ``vmap``: the op's batching rule (see ``fabric/func/_batched.py``); ``jvp``: its forward-mode rule.
+    ``vmap``: the op's batching rule (see ``fabric/func/_batched.py``); ``jvp``: its forward-mode rule (the
+    ``jvp`` of its Function, which ``autograd.forward_ad`` calls on the recorded node).
     """
     name = name or function.__name__
     module = function.__module__

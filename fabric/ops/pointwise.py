@@ -409,6 +409,11 @@ def _angle(xp, x):
 Angle = _unary("Angle", _angle, "", _zero_grad)
 
 
+def _jvp_of(F):
+    """``F``'s JVP rule for the registry's slot (None: forward AD differentiates its backward twice)."""
+    return None if F.jvp is Function.jvp else F.jvp
+
+
 def _float_fn(F, name, summary, example_in, example_out, aliases=(), module=__name__, method=True, inplace=True):
     """The public ``name(input, *, out=None)`` and in-place ``name_(self)``
     of a float function, declared in the op registry: integer and bool inputs
@@ -435,7 +440,7 @@ def _float_fn(F, name, summary, example_in, example_out, aliases=(), module=__na
     op_.__doc__ = f"In-place :func:`{name}`."
     op.__module__ = op_.__module__ = module
     decl = declare(op, inplace=op_ if method and inplace else None, aliases=aliases, fusion="elementwise",
-                   method=method, vmap=elementwise(op))
+                   method=method, vmap=elementwise(op), jvp=_jvp_of(F))
     return op, op_
 
 
@@ -462,7 +467,7 @@ def _same_dtype_fn(F, name, kinds, summary, example_in, example_out, kernel=None
     op.__doc__ = (f"{summary}\n\nExample::\n\n    >>> fabric.{name}(fabric.tensor({example_in}))\n"
                   f"    {example_out}\n")
     op_.__doc__ = f"In-place :func:`{name}`."
-    declare(op, inplace=op_, aliases=aliases, fusion="elementwise", vmap=elementwise(op))
+    declare(op, inplace=op_, aliases=aliases, fusion="elementwise", vmap=elementwise(op), jvp=_jvp_of(F))
     return op, op_
 
 
@@ -1262,7 +1267,7 @@ def _binary_fn(F, name, prepare, doc, saves_self=True, scalar_other=None, scalar
     op, op_ = _broadcasting(op), _broadcasting(op_)
     # autocast=False: the binary entry does not cast yet (atan2 is on CUDA's "promote" list; docs/amp.md)
     declare(op, inplace=op_ if inplace else None, aliases=aliases, fusion="elementwise", autocast=False,
-            vmap=elementwise(op))
+            vmap=elementwise(op), jvp=_jvp_of(F))
     return op, op_
 
 
