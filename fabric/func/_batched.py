@@ -362,6 +362,8 @@ def dispatch(name, fn, args, kwargs):
         out = rule(BatchCtx(level.size, ids, name), *pargs, **pkw)
         if out is not NotImplemented:
             calls["rule"] += 1
+            if pargs and out is pargs[0] and args[0].__class__ is BatchedTensor:
+                return args[0]   # an in-place op returns its (batched) self
             return _wrap_out(out, level)
     calls["fallback"] += 1
     return fallback(name, fn, level, args, kwargs)
@@ -443,7 +445,8 @@ _DUNDER_OPS = {"__add__": "add", "__sub__": "sub", "__mul__": "mul", "__truediv_
                "__pow__": "pow", "__neg__": "neg", "__pos__": "positive", "__abs__": "abs", "__eq__": "eq",
                "__ne__": "ne", "__lt__": "lt", "__le__": "le", "__gt__": "gt", "__ge__": "ge",
                "__getitem__": "getitem", "__floordiv__": "floor_divide", "__mod__": "remainder",
-               "__and__": "bitwise_and", "__or__": "bitwise_or", "__xor__": "bitwise_xor", "__invert__": "bitwise_not"}
+               "__and__": "bitwise_and", "__or__": "bitwise_or", "__xor__": "bitwise_xor", "__invert__": "bitwise_not",
+               "__iadd__": "add_", "__isub__": "sub_", "__imul__": "mul_", "__itruediv__": "div_"}
 # Tensor attributes BatchedTensor defines itself or must not batch.
 _KEEP = set(vars(BatchedTensor)) | {"__new__", "__init__", "__class__", "__getattribute__", "__setattr__",
                                     "__delattr__", "__init_subclass__", "__subclasshook__", "__dict__", "__slots__",
@@ -502,9 +505,8 @@ _mine: set = set()
 
 _NAMESPACES = (("fabric", ""), ("fabric.nn.functional", "nn.functional."), ("fabric.linalg", "linalg."),
                ("fabric.special", "special."))
-_patched: list = []   # (module, name, original) while patched
+_patched: list = []   # (module dict, name, original) while patched
 _depth = [0]
-_originals: dict = {}  # id(wrapper) -> original, so a nested patch never wraps a wrapper
 
 
 def _wrapper(key, fn):
@@ -518,32 +520,43 @@ def _wrapper(key, fn):
     return wrapped
 
 
-_wrappers: dict = {}
-
 
 def _is_op(obj):
     return isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, functools.partial))
 
 
-def patch():
-    """Install the dispatching wrappers (first vmap level only)."""
+_plan: list = []        # (module, name, original, wrapper) for every public function of the namespaces
+_plan_key: list = [None]  # the namespaces' sizes when the plan was made
+
+
+def _make_plan():
     import importlib
 
+    mods = [(importlib.import_module(m), prefix) for m, prefix in _NAMESPACES]
+    key = tuple(len(vars(m)) for m, _ in mods)
+    if key == _plan_key[0]:
+        return
+    _plan.clear()
+    for mod, prefix in mods:
+        for name, obj in list(vars(mod).items()):
+            if name.startswith("_") or not _is_op(obj):
+                continue
+            _plan.append((mod, name, obj, _wrapper(prefix + name, obj)))
+    _plan_key[0] = key
+
+
+def patch():
+    """Install the dispatching wrappers (first vmap level only)."""
     _depth[0] += 1
     if _depth[0] > 1:
         return
     _install_methods()
-    for modname, prefix in _NAMESPACES:
-        mod = importlib.import_module(modname)
-        for name, obj in list(vars(mod).items()):
-            if name.startswith("_") or not _is_op(obj) or id(obj) in _originals:
-                continue
-            w = _wrappers.get((modname, name))
-            if w is None or w.__wrapped__ is not obj:
-                w = _wrappers[(modname, name)] = _wrapper(prefix + name, obj)
-            _originals[id(w)] = obj
-            setattr(mod, name, w)
-            _patched.append((mod, name, obj))
+    _make_plan()
+    for mod, name, obj, w in _plan:
+        d = vars(mod)
+        if d.get(name) is obj:
+            d[name] = w
+            _patched.append((d, name, obj))
 
 
 def unpatch():
@@ -551,9 +564,8 @@ def unpatch():
     if _depth[0] > 0:
         return
     while _patched:
-        mod, name, obj = _patched.pop()
-        setattr(mod, name, obj)
-    _originals.clear()
+        d, name, obj = _patched.pop()
+        d[name] = obj
 
 
 def new_level(size, randomness) -> Level:

@@ -71,6 +71,7 @@ addcmul addcdiv relu round nan_to_num isnan isinf isfinite isposinf isneginf log
 isclose""".split()
 _NN_ELEMENTWISE = """relu gelu silu elu leaky_relu softplus hardtanh relu6 mish logsigmoid sigmoid tanh hardswish
 hardsigmoid selu celu softsign tanhshrink threshold hardshrink softshrink""".split()
+_NOT_INPLACE = {"where", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "isclose"}
 _TENSOR_ELEMENTWISE = {"__rtruediv__", "__rpow__", "__rfloordiv__", "__rmod__", "__rsub__"}
 _PHYSICAL_METHODS = """detach clone contiguous to float double half bfloat16 long int short char byte bool type
 type_as cpu cuda""".split()
@@ -579,6 +580,21 @@ def _embedding(ctx, input, weight, *args, **kwargs):
     return _F().embedding(input, weight, *args, **kwargs)
 
 
+def _inplace_rule(name):
+    """``x.op_(...)`` of an elementwise op on a batched ``x``: in place on the value (the other operands
+    padded to ``x``'s rank, so broadcasting cannot grow ``x``)."""
+    def r(ctx, x, *args, **kwargs):
+        if not ctx.batched(x):
+            return NotImplemented
+        rank = ctx.ldim(x)
+        if any(isinstance(a, Tensor) and ctx.ldim(a) > rank for a in (*args, *kwargs.values())):
+            return NotImplemented
+        args = tuple(ctx.pad(a, rank) if isinstance(a, Tensor) and ctx.batched(a) else a for a in args)
+        ctx.call(name, getattr(Tensor, name), x, *args, **kwargs)
+        return x
+    return r
+
+
 def install():
     """Fill the tables: generated rules, and the registry slot of every declared op that has a rule here."""
     from ..ops import _registry
@@ -610,7 +626,12 @@ def install():
                           ("max_pool3d", 3), ("avg_pool1d", 1), ("avg_pool2d", 2), ("avg_pool3d", 3),
                           ("adaptive_avg_pool1d", 1), ("adaptive_avg_pool2d", 2), ("adaptive_max_pool2d", 2)):
         RULES[f"nn.functional.{name}"] = _spatial(name, spatial)
-    for key, r in RULES.items():
+    inplace = [n for n in _ELEMENTWISE if n not in _NOT_INPLACE] + [
+        d.name for d in _registry.REGISTRY.values() if d.fusion == "elementwise" and d.inplace]
+    for name in inplace:
+        if hasattr(Tensor, name + "_"):
+            RULES.setdefault(name + "_", _inplace_rule(name + "_"))
+    for key, r in list(RULES.items()):
         d = _registry.REGISTRY.get(key)
         if d is not None and d.vmap is None:
             d.vmap = r
