@@ -102,28 +102,33 @@ _ALONG = """cumsum cumprod logcumsumexp cummax cummin softmax log_softmax""".spl
 _LAST = {"sort": 0, "argsort": 0, "topk": 1, "kthvalue": 1}                          # dim defaults to -1
 
 
-def _reduce_rule(name):
+def _reduce_rule(name, dim_pos=0, op=None):
+    """Reductions ``op(x, [other args before dim,] dim=None, keepdim=False, ...)``."""
     def r(ctx, x, *args, **kwargs):
         if not ctx.batched(x) or kwargs.get("out") is not None:
             return NotImplemented
-        op = getattr(Tensor, name) if hasattr(Tensor, name) else getattr(_fabric(), name)
+        fn = op or (getattr(Tensor, name) if hasattr(Tensor, name) else getattr(_fabric(), name))
         n = ctx.ldim(x)
         args = list(args)
         if args and isinstance(args[0], Tensor):   # max(x, other): elementwise
-            return elementwise(op, name)(ctx, x, *args, **kwargs)
-        if args and not isinstance(args[0], bool) and args[0] is not None:
-            dim, where = args[0], "pos"
+            return elementwise(fn, name)(ctx, x, *args, **kwargs)
+        if len(args) > dim_pos and not isinstance(args[dim_pos], bool) and args[dim_pos] is not None:
+            dim, where = args[dim_pos], "pos"
         elif kwargs.get("dim") is not None:
             dim, where = kwargs["dim"], "kw"
         else:
             dim, where = None, None
         if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0 and name in ("sum", "mean", "nansum")):
-            if where == "pos":
-                args.pop(0)
             kwargs.pop("dim", None)
-            if name in ("logsumexp",):
+            if name in ("logsumexp",) or any(isinstance(a, str) and a == "nuc" for a in (*args, *kwargs.values())):
                 return NotImplemented
-            out = ctx.call(name, op, x.reshape(ctx.size, -1), 1, *args, **kwargs)
+            if len(args) > dim_pos and (where == "pos" or args[dim_pos] is None):
+                args[dim_pos] = 1
+            elif len(args) >= dim_pos:
+                args.insert(dim_pos, 1)
+            else:
+                kwargs["dim"] = 1
+            out = ctx.call(name, fn, x.reshape(ctx.size, -1), *args, **kwargs)
             if isinstance(out, tuple):
                 out = out[0]
             if out.dim() == 2:   # keepdim=True
@@ -133,18 +138,18 @@ def _reduce_rule(name):
         if pdim is None:
             return NotImplemented   # out of range: per example, for PyTorch's error
         if where == "pos":
-            args[0] = pdim
+            args[dim_pos] = pdim
         else:
             kwargs["dim"] = pdim
-        return ctx.call(name, op, x, *args, **kwargs)
+        return ctx.call(name, fn, x, *args, **kwargs)
     return r
 
 
-def _along_rule(name, dim_pos=0, default=None):
+def _along_rule(name, dim_pos=0, default=None, op=None):
     def r(ctx, x, *args, **kwargs):
         if not ctx.batched(x) or kwargs.get("out") is not None:
             return NotImplemented
-        op = getattr(Tensor, name) if hasattr(Tensor, name) else getattr(_fabric(), name)
+        op_ = op or (getattr(Tensor, name) if hasattr(Tensor, name) else getattr(_fabric(), name))
         n = ctx.ldim(x)
         args = list(args)
         if len(args) > dim_pos:
@@ -160,7 +165,7 @@ def _along_rule(name, dim_pos=0, default=None):
             args[dim_pos] = pdim
         else:
             kwargs["dim"] = pdim
-        return ctx.call(name, op, x, *args, **kwargs)
+        return ctx.call(name, op_, x, *args, **kwargs)
     return r
 
 
@@ -516,6 +521,11 @@ def _pointwise_loss(name):
     return r
 
 
+@rule("nn.functional.nll_loss")
+def _nll_loss(ctx, input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    return _cross_entropy(ctx, input, target, weight, size_average, ignore_index, reduce, reduction, None)
+
+
 @rule("nn.functional.cross_entropy")
 def _cross_entropy(ctx, input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                    reduction="mean", label_smoothing=0.0):
@@ -530,8 +540,14 @@ def _cross_entropy(ctx, input, target, weight=None, size_average=None, ignore_in
     B = ctx.size
     if n >= 2:
         x, t = x.flatten(0, 1), t.flatten(0, 1)
-    loss = ctx.call("nn.functional.cross_entropy", _F().cross_entropy, x, t, weight, ignore_index=ignore_index,
-                    reduction="none", label_smoothing=label_smoothing)
+    if label_smoothing is None:   # nll_loss
+        if probs:
+            return NotImplemented
+        loss = ctx.call("nn.functional.nll_loss", _F().nll_loss, x, t, weight, ignore_index=ignore_index,
+                        reduction="none")
+    else:
+        loss = ctx.call("nn.functional.cross_entropy", _F().cross_entropy, x, t, weight, ignore_index=ignore_index,
+                        reduction="none", label_smoothing=label_smoothing)
     if n >= 2:
         loss = loss.unflatten(0, (B, -1))
     if reduction == "none":
@@ -580,6 +596,58 @@ def _embedding(ctx, input, weight, *args, **kwargs):
     return _F().embedding(input, weight, *args, **kwargs)
 
 
+@rule("einsum")
+def _einsum(ctx, equation, *operands):
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    eq = equation.replace(" ", "")
+    if "->" not in eq:
+        return NotImplemented   # implicit output: per example
+    lhs, out = eq.split("->")
+    ins = lhs.split(",")
+    if len(ins) != len(operands):
+        return NotImplemented
+    free = next(c for c in "zyxwvutsrqponmlkjihgfedcbaZYXWVUTSRQPONMLKJIHGFEDCBA" if c not in eq)
+    spec = ",".join(free + s if ctx.batched(o) else s for s, o in zip(ins, operands)) + "->" + free + out
+    return _fabric().einsum(spec, *operands)
+
+
+@rule("index_select")
+def _index_select(ctx, x, dim, index):
+    p = _norm(dim, ctx.ldim(x))
+    if not ctx.batched(x) or ctx.batched(index) or p is None or ctx.ldim(x) == 0:
+        return NotImplemented
+    return x.index_select(p, index)
+
+
+@rule("gather", "take_along_dim")
+def _gather(ctx, x, dim=None, index=None, **kw):
+    if ctx.key == "take_along_dim":
+        x, index, dim = x, dim, index   # take_along_dim(input, indices, dim)
+    if kw or dim is None or index is None or ctx.ldim(x) == 0:
+        return NotImplemented
+    p = _norm(dim, ctx.ldim(x))
+    if p is None:
+        return NotImplemented
+    if ctx.key == "take_along_dim":
+        return _fabric().take_along_dim(ctx.expand(x), ctx.expand(index), p)
+    return _fabric().gather(ctx.expand(x), p, ctx.expand(index))
+
+
+@rule("nn.functional.one_hot")
+def _one_hot(ctx, x, num_classes=-1):
+    if num_classes < 0:
+        return NotImplemented   # the class count would depend on every example's values
+    return _F().one_hot(x, num_classes)
+
+
+@rule("nn.functional.pad")
+def _pad(ctx, x, pad, mode="constant", value=None):
+    if not ctx.batched(x) or mode != "constant" or len(pad) > 2 * ctx.ldim(x):
+        return NotImplemented
+    return _F().pad(x, pad, mode, value)
+
+
 def _inplace_rule(name):
     """``x.op_(...)`` of an elementwise op on a batched ``x``: in place on the value (the other operands
     padded to ``x``'s rank, so broadcasting cannot grow ``x``)."""
@@ -619,6 +687,9 @@ def install():
         RULES[name] = _along_rule(name)
     for name, pos in _LAST.items():
         RULES[name] = _along_rule(name, pos, -1)
+    RULES["norm"] = _reduce_rule("norm", 1)
+    RULES["linalg.vector_norm"] = _reduce_rule("linalg.vector_norm", 1, fab.linalg.vector_norm)
+    RULES["nn.functional.normalize"] = _along_rule("nn.functional.normalize", 1, 1, F.normalize)
     for name in ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
                  "binary_cross_entropy_with_logits", "soft_margin_loss"):
         RULES[f"nn.functional.{name}"] = _pointwise_loss(name)
