@@ -170,6 +170,11 @@ class Log(Function):
         x, = ctx.saved_tensors
         return gy / x
 
+    @staticmethod
+    def jvp(ctx, t):
+        x, = ctx.saved_tensors
+        return NotImplemented if t.is_complex() else t / x
+
 
 class PowScalar(Function):
     """x ** c for a Python number c."""
@@ -201,6 +206,12 @@ class PowScalar(Function):
         if c == 2:
             return gy * (2 * x), None
         return gy * (c * pow(x, c - 1)), None
+
+    @staticmethod
+    def jvp(ctx, t, _):
+        if t.is_complex():
+            return NotImplemented
+        return PowScalar.backward(ctx, t)[0]   # elementwise: J t = J^T t
 
 
 class PowTensor(Function):

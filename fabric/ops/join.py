@@ -225,6 +225,10 @@ class Split(Function):
         return _apply(SplitBackward, (ctx.shape, ctx.dim, ctx.bounds, *grads),
                       (ctx.shape, ctx.dim, ctx.bounds, *(g._data for g in grads))), None, None
 
+    @staticmethod
+    def jvp(ctx, t, *_):
+        return tuple(t.narrow(ctx.dim, a, b - a) for a, b in ctx.bounds)
+
 
 class SplitBackward(Function):
     """The pieces' gradients added into zeros of the input shape (pieces

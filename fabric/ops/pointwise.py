@@ -1652,6 +1652,18 @@ class Where(Function):
         _, need_a, need_b = ctx.needs_input_grad
         return None, (where(c, gy, 0.0) if need_a else None), (where(c, 0.0, gy) if need_b else None)
 
+    @staticmethod
+    def jvp(ctx, _, ta, tb):
+        c, = ctx.saved_tensors
+        meta = ctx._input_meta
+        if meta is not None and (ta is None and meta[1] is None or tb is None and meta[2] is None):
+            return NotImplemented   # the output's shape depends on an operand the node did not record
+        t = where(c, 0.0 if ta is None else ta, 0.0 if tb is None else tb)
+        if meta is None:
+            return t
+        shape = np.broadcast_shapes(tuple(c.shape), *[tuple(m[0]) for m in meta[1:]])
+        return t if tuple(t.shape) == shape else t.expand(shape)
+
 
 @_broadcasting
 def where(condition, input=None, other=None, *, out=None):

@@ -635,6 +635,10 @@ class CumSum(Function):
     def backward(ctx, gy):
         return _cumsum(gy, ctx.axis, not ctx.reverse), None, None, None
 
+    @staticmethod
+    def jvp(ctx, t, *_):
+        return _cumsum(t, ctx.axis, ctx.reverse)
+
 
 def _cumsum(t, axis, reverse=False):
     return _apply(CumSum, (t, axis, reverse, None), (t._data, axis, reverse, None))
@@ -1104,6 +1108,14 @@ class LogSumExp(Function):
 
         ye = _expand_back(y, ctx.shape, ctx.dims, ctx.keepdim)
         return _expand_back(gy, ctx.shape, ctx.dims, ctx.keepdim) * exp(x - ye), None, None
+
+    @staticmethod
+    def jvp(ctx, t, *_):
+        x, y = ctx.saved_tensors   # the softmax-weighted sum of the tangent
+        from .arith import exp
+
+        w = exp(x - _expand_back(y, ctx.shape, ctx.dims, ctx.keepdim))
+        return (w * t).sum(ctx.dims, keepdim=ctx.keepdim)
 
 
 def _float_or_default(x):

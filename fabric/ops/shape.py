@@ -765,6 +765,10 @@ class Flip(Function):
     def backward(ctx, gy):
         return _apply(Flip, (gy, ctx.dims), (gy._data, ctx.dims)), None
 
+    @staticmethod
+    def jvp(ctx, t, _):
+        return _apply(Flip, (t, ctx.dims), (t._data, ctx.dims))
+
 
 def flip(input, *dims):
     """Reverse the order of elements along ``dims`` (a copy, as in PyTorch).
@@ -878,6 +882,10 @@ class Clone(Function):
     def backward(ctx, gy):
         return gy
 
+    @staticmethod
+    def jvp(ctx, t, *_):
+        return t
+
 
 def clone(input, *, memory_format=None):
     """A copy with its own memory, differentiable; laid out as ``memory_format``
@@ -962,6 +970,10 @@ class Unbind(Function):
         from .join import stack
 
         return stack(grads, ctx.dim), None
+
+    @staticmethod
+    def jvp(ctx, t, _):
+        return t.unbind(ctx.dim)
 
 
 def unbind(input, dim=0):
