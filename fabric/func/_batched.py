@@ -343,7 +343,13 @@ def rule_for(name):
     d = _by_name.get(name)
     if d is not None and d.vmap is not None:
         return d.vmap
-    return RULES.get(name)
+    r = RULES.get(name)
+    if r is None:   # one function under two names: fabric.relu is fabric.nn.functional.relu
+        alt = name[len("nn.functional."):] if name.startswith("nn.functional.") else "nn.functional." + name
+        r = RULES.get(alt)
+        if r is None and (d := _by_name.get(alt)) is not None:
+            r = d.vmap
+    return r
 
 
 # Counted per dispatch (and per vmap call that had to run func per example), for the tests.
@@ -527,6 +533,7 @@ def _is_op(obj):
 
 _plan: list = []        # (module, name, original, wrapper) for every public function of the namespaces
 _plan_key: list = [None]  # the namespaces' sizes when the plan was made
+_wrapper_of: dict = {}  # id(original) -> wrapper
 
 
 def _make_plan():
@@ -537,26 +544,59 @@ def _make_plan():
     if key == _plan_key[0]:
         return
     _plan.clear()
+    _wrapper_of.clear()
     for mod, prefix in mods:
         for name, obj in list(vars(mod).items()):
             if name.startswith("_") or not _is_op(obj):
                 continue
-            _plan.append((mod, name, obj, _wrapper(prefix + name, obj)))
+            w = _wrapper(prefix + name, obj)
+            _wrapper_of.setdefault(id(obj), w)
+            _plan.append((mod, name, obj, w))
     _plan_key[0] = key
 
 
-def patch():
-    """Install the dispatching wrappers (first vmap level only)."""
+def _globals_of(func) -> list:
+    """The module globals of ``func`` and of what it wraps (``functools.wraps`` chains, partials, a Module's
+    ``forward``): names bound there to fabric's functions (``from fabric import exp``) are patched too."""
+    out, seen = [], set()
+    todo = [func]
+    while todo and len(seen) < 16:
+        f = todo.pop()
+        if id(f) in seen:
+            continue
+        seen.add(id(f))
+        if isinstance(f, functools.partial):
+            todo.append(f.func)
+            continue
+        g = getattr(f, "__globals__", None)
+        if isinstance(g, dict) and not g.get("__name__", "").startswith("fabric."):
+            out.append(g)
+        for attr in ("__wrapped__", "forward", "__func__"):
+            nxt = getattr(f, attr, None)
+            if nxt is not None and callable(nxt):
+                todo.append(nxt)
+    return out
+
+
+def patch(func=None):
+    """Install the dispatching wrappers (the namespaces at the first vmap level; ``func``'s globals at
+    every level)."""
     _depth[0] += 1
-    if _depth[0] > 1:
-        return
-    _install_methods()
-    _make_plan()
-    for mod, name, obj, w in _plan:
-        d = vars(mod)
-        if d.get(name) is obj:
-            d[name] = w
-            _patched.append((d, name, obj))
+    if _depth[0] == 1:
+        _install_methods()
+        _make_plan()
+        for mod, name, obj, w in _plan:
+            d = vars(mod)
+            if d.get(name) is obj:
+                d[name] = w
+                _patched.append((d, name, obj))
+    if func is not None:
+        for g in _globals_of(func):
+            for name, obj in list(g.items()):
+                w = _wrapper_of.get(id(obj))
+                if w is not None and w.__wrapped__ is obj:
+                    g[name] = w
+                    _patched.append((g, name, obj))
 
 
 def unpatch():

@@ -48,11 +48,11 @@ def rule(*names):
 
 
 def _norm(dim, n):
-    """Logical dim ``dim`` of an ``n``-d example as a physical dim."""
-    m = max(n, 1)
-    if not -m <= dim < m:
+    """Logical dim ``dim`` of an ``n``-d example as a physical dim (None: out of range, or a 0-d example,
+    whose dim 0 has no physical counterpart: the per-op fallback handles those)."""
+    if n == 0 or not -n <= dim < n:
         return None
-    return dim % m + 1
+    return dim % n + 1
 
 
 def _dims(dim, n):

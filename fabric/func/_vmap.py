@@ -130,7 +130,7 @@ def _run_batched(func, leaves, dims, spec, kwargs, batch, randomness, out_dims, 
 
     start = _rng_state()
     level = B.new_level(batch, randomness)
-    B.patch()
+    B.patch(func)
     try:
         inputs = [x if d is None else B.make(x.movedim(d, 0) if d else x, level) for x, d in zip(leaves, dims)]
         out = func(*tree_unflatten(inputs, spec), **kwargs)

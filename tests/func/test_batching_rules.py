@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import fabric
+from fabric import exp as bound_exp
 from fabric.func import _batched as B
 from fabric.func import grad, jacfwd, jacrev, vmap
 
@@ -150,6 +151,15 @@ def test_a_rule_runs_once_per_batch():
         vmap(lambda v: (v.exp() * 2).sum())(x)
         assert B.calls["rule"] - before["rule"] == 3
         assert B.calls["fallback"] == before["fallback"] and B.calls["per_example"] == before["per_example"]
+
+
+def test_names_imported_into_funcs_module_are_dispatched():
+    x = fabric.tensor(A(N, 3))
+    before = dict(B.calls)
+    out = vmap(lambda v: bound_exp(v).sum())(x)   # ``from fabric import exp``: patched in this module's globals
+    assert B.calls["per_example"] == before["per_example"] and B.calls["rule"] - before["rule"] == 2
+    np.testing.assert_allclose(out.numpy(), np.exp(x.numpy()).sum(1))
+    assert bound_exp is fabric.ops.exp   # restored afterwards
 
 
 def test_op_without_rule_falls_back_per_op():
