@@ -78,7 +78,7 @@ def _unbatchable(*_a, **_k):
     raise Unbatchable
 
 
-def _raise_prop(name):
+def _raise_prop():
     return property(_unbatchable, _unbatchable)
 
 
@@ -91,13 +91,13 @@ class BatchedTensor(Tensor):
 
     # Tensor's own slots: reading one means an op is about to use the physical array as if it were one
     # example's, so the batched run stops there and vmap falls back to running func per example.
-    _data = _raise_prop("_data")
-    _requires_grad = _raise_prop("_requires_grad")
-    _output_nr = _raise_prop("_output_nr")
-    _grad = _raise_prop("_grad")
-    _vc = _raise_prop("_vc")
-    _base = _raise_prop("_base")
-    _meta = _raise_prop("_meta")
+    _data = _raise_prop()
+    _requires_grad = _raise_prop()
+    _output_nr = _raise_prop()
+    _grad = _raise_prop()
+    _vc = _raise_prop()
+    _base = _raise_prop()
+    _meta = _raise_prop()
 
     def __new__(cls, *args, **kwargs):
         raise TypeError("BatchedTensor is created by vmap only")
@@ -141,7 +141,7 @@ class BatchedTensor(Tensor):
     def __iter__(self):
         if self.dim() == 0:
             raise TypeError("iteration over a 0-d tensor")
-        return iter([self[i] for i in range(self._value.shape[1])])
+        return iter([self[i] for i in range(self.size(0))])
 
     @property
     def dtype(self):

@@ -528,7 +528,7 @@ def _nll_loss(ctx, input, target, weight=None, size_average=None, ignore_index=-
 
 @rule("nn.functional.cross_entropy")
 def _cross_entropy(ctx, input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
-                   reduction="mean", label_smoothing=0.0):
+                   reduction="mean", label_smoothing: float | None = 0.0):
     if size_average is not None or reduce is not None or (weight is not None and (
             ctx.batched(weight) or reduction == "mean")):
         return NotImplemented
