@@ -196,6 +196,10 @@ class BatchedTensor(Tensor):
     def is_leaf(self):
         return self._value.is_leaf
 
+    @property
+    def data(self):
+        return make(self._value.data, self._level)
+
     def __hash__(self):
         return id(self)
 
@@ -464,7 +468,7 @@ _UNBATCHABLE = {"item", "tolist", "numpy", "__bool__", "__float__", "__int__", "
                 "__array__", "__dlpack__", "__dlpack_device__", "backward", "register_hook", "retain_grad",
                 "register_post_accumulate_grad_hook", "data_ptr", "untyped_storage", "storage", "_shared_vc",
                 "_bump_version", "_meta_", "_to_host_numpy", "_hooks_dict", "_post_accumulate_hooks",
-                "_grad_accumulator_node", "grad", "data", "retains_grad", "_version", "output_nr",
+                "_grad_accumulator_node", "grad", "retains_grad", "_version", "output_nr",
                 "_repr_html_", "equal", "allclose", "is_nonzero", "nonzero", "argwhere", "masked_select", "unique",
                 "unique_consecutive", "bincount", "apply_", "map_", "share_memory_", "pin_memory", "record_stream"}
 
