@@ -515,7 +515,7 @@ _mine: set = set()
 
 _NAMESPACES = (("fabric", ""), ("fabric.nn.functional", "nn.functional."), ("fabric.linalg", "linalg."),
                ("fabric.special", "special."))
-_patched: list = []   # (module dict, name, original) while patched
+_patched: list = []   # (module dict or class, name, original) while patched
 _depth = [0]
 
 
@@ -556,7 +556,18 @@ def _make_plan():
             w = _wrapper(prefix + name, obj)
             _wrapper_of.setdefault(id(obj), w)
             _plan.append((mod, name, obj, w))
+    # nn modules that keep their functional op as a class attribute (Conv2d._conv_fn = staticmethod(F.conv2d))
+    _class_plan.clear()
+    nn = importlib.import_module("fabric.nn")
+    for cls in vars(nn).values():
+        if isinstance(cls, type):
+            for name, v in list(vars(cls).items()):
+                if isinstance(v, staticmethod) and id(v.__func__) in _wrapper_of:
+                    _class_plan.append((cls, name, v, staticmethod(_wrapper_of[id(v.__func__)])))
     _plan_key[0] = key
+
+
+_class_plan: list = []  # (class, name, original staticmethod, dispatching staticmethod)
 
 
 def _globals_of(func) -> list:
@@ -594,6 +605,10 @@ def patch(func=None):
             if d.get(name) is obj:
                 d[name] = w
                 _patched.append((d, name, obj))
+        for cls, name, obj, w in _class_plan:
+            if vars(cls).get(name) is obj:
+                setattr(cls, name, w)
+                _patched.append((cls, name, obj))
     if func is not None:
         for g in _globals_of(func):
             for name, obj in list(g.items()):
@@ -608,8 +623,11 @@ def unpatch():
     if _depth[0] > 0:
         return
     while _patched:
-        d, name, obj = _patched.pop()
-        d[name] = obj
+        target, name, obj = _patched.pop()
+        if isinstance(target, dict):
+            target[name] = obj
+        else:
+            setattr(target, name, obj)
 
 
 def new_level(size, randomness) -> Level:

@@ -563,10 +563,33 @@ def _cross_entropy(ctx, input, target, weight=None, size_average=None, ignore_in
     return flat.sum(1) / valid.sum(1).to(flat.dtype)
 
 
+def _conv_batched_weight(ctx, name, spatial, x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """A convolution with per-example weights as one grouped convolution: the examples' channels side by
+    side (``B * C`` input, ``B * O`` output channels, ``B * groups`` groups)."""
+    B = ctx.size
+    x, w = ctx.expand(x), ctx.expand(weight)
+    single = x.dim() - 1 == spatial + 1   # an example without its own batch dimension
+    if single:
+        x = x.unsqueeze(1)
+    n, c = x.shape[1], x.shape[2]
+    xg = x.movedim(0, 1).reshape((n, B * c) + tuple(x.shape[3:]))
+    wg = w.reshape((B * w.shape[1],) + tuple(w.shape[2:]))
+    bg = None
+    if bias is not None:
+        bg = ctx.expand(bias).reshape(-1)
+    out = ctx.call(f"nn.functional.{name}", getattr(_F(), name), xg, wg, bg, stride, padding, dilation, groups * B)
+    out = out.reshape((n, B, w.shape[1]) + tuple(out.shape[2:])).movedim(1, 0)
+    return out.squeeze(1) if single else out
+
+
 def _spatial(name, spatial):
     """conv/pool ops: only the input batched; the batch joins the op's own batch dimension."""
     def r(ctx, x, *args, **kwargs):
-        if not ctx.batched(x) or any(isinstance(v, Tensor) and ctx.batched(v) for v in (*args, *kwargs.values())):
+        tensors = [v for v in (*args, *kwargs.values()) if isinstance(v, Tensor)]
+        if name.startswith("conv") and any(ctx.batched(v) for v in tensors):
+            full = dict(zip(("weight", "bias", "stride", "padding", "dilation", "groups"), args), **kwargs)
+            return _conv_batched_weight(ctx, name, spatial, x, **full)
+        if not ctx.batched(x) or any(ctx.batched(v) for v in tensors):
             return NotImplemented
         fn = getattr(_F(), name)
         key = f"nn.functional.{name}"

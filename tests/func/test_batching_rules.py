@@ -87,6 +87,11 @@ CASES = [
      (0, None)),
     ("conv2d_unbatched_input", lambda L, x, w: L.nn.functional.max_pool2d(L.nn.functional.conv2d(x, w), 2),
      [A(N, 3, 6, 6), A(4, 3, 3, 3)], (0, None)),
+    ("conv_batched_weight", lambda L, x, w, b: (L.nn.functional.conv2d(x, w, b, padding=1),
+                                               L.nn.functional.conv1d(x[0, :, 0], w[:, :, 0], b, groups=1)),
+     [A(N, 2, 3, 5, 5), A(N, 4, 3, 3, 3), A(4)], (0, 0, None)),
+    ("conv_grouped_batched_weight", lambda L, x, w: L.nn.functional.conv2d(x, w, stride=2, groups=2),
+     [A(2, 4, 6, 6), A(N, 4, 2, 3, 3)], (None, 0)),
     ("layer_norm", lambda L, x, w: L.nn.functional.layer_norm(x, (3,), w), [A(N, 2, 3), A(3)], (0, None)),
     ("norms", lambda L, x: (x.norm(), x.norm(dim=1), L.linalg.vector_norm(x, 1, dim=(0, 1)),
                             L.nn.functional.normalize(x, dim=0), x.var(0, unbiased=False)), [A(N, 2, 3)], 0),
@@ -219,6 +224,26 @@ def test_per_sample_gradients():
         rW, rb = grad(loss, argnums=(0, 1))(W, b, x[i], y[i])
         np.testing.assert_allclose(gW[i].numpy(), rW.numpy(), rtol=1e-12)
         np.testing.assert_allclose(gb[i].numpy(), rb.numpy(), rtol=1e-12)
+
+
+def test_per_sample_gradients_of_a_conv_net_run_batched():
+    fabric.manual_seed(0)
+    net = fabric.nn.Sequential(fabric.nn.Conv2d(1, 3, 3), fabric.nn.ReLU(), fabric.nn.MaxPool2d(2),
+                               fabric.nn.Flatten(), fabric.nn.Linear(3 * 3 * 3, 4)).double()
+    params = {k: v.detach() for k, v in net.named_parameters()}
+    x, y = fabric.tensor(A(N, 1, 8, 8)), fabric.tensor(IDX(4, N))
+
+    def loss(p, xi, yi):
+        return fabric.nn.functional.cross_entropy(fabric.func.functional_call(net, p, (xi.unsqueeze(0),)),
+                                                  yi.unsqueeze(0))
+
+    before = dict(B.calls)
+    g = vmap(grad(loss), in_dims=(None, 0, 0))(params, x, y)   # conv with per-example (expanded) weights
+    assert B.calls["per_example"] == before["per_example"] and B.calls["fallback"] == before["fallback"]
+    for i in range(N):
+        ref = grad(loss)(params, x[i], y[i])
+        for k in ref:
+            np.testing.assert_allclose(g[k][i].numpy(), ref[k].numpy(), rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.torch
