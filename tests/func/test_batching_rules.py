@@ -291,6 +291,24 @@ def test_nested_vmap_and_chunks():
     np.testing.assert_allclose(pairs.numpy(), ref, rtol=1e-12)
 
 
+def test_dims_chunks_and_kwargs():
+    x = fabric.tensor(A(3, N, 2))
+
+    def f(v, scale=1.0):
+        return {"a": v * scale, "b": (v.sum(), v.exp())}
+
+    full = vmap(f, in_dims=-2, out_dims={"a": -1, "b": (0, 1)})(x, scale=2.0)
+    chunked = vmap(f, in_dims=-2, out_dims={"a": -1, "b": (0, 1)}, chunk_size=3)(x, scale=2.0)
+    xs = x.numpy().transpose(1, 0, 2)   # examples first
+    np.testing.assert_allclose(full["a"].numpy(), 2 * x.numpy().transpose(0, 2, 1))
+    np.testing.assert_allclose(full["b"][0].numpy(), xs.sum((1, 2)))
+    np.testing.assert_allclose(full["b"][1].numpy(), np.exp(xs).transpose(1, 0, 2))
+    for k in ("a",):
+        np.testing.assert_allclose(chunked[k].numpy(), full[k].numpy())
+    for i in range(2):
+        np.testing.assert_allclose(chunked["b"][i].numpy(), full["b"][i].numpy())
+
+
 def test_randomness_same_replays_the_generator_per_example():
     x = fabric.ones(N, 1000)
     fabric.manual_seed(3)
