@@ -856,6 +856,17 @@ class _AExtreme(Function):
             share = mask / mask.sum(axis=ctx.dims, keepdims=True, dtype=xd.dtype)
         return _expand_back(gy, xd.shape, ctx.dims, ctx.keepdim) * _const(share), None, None, None
 
+    @staticmethod
+    def jvp(ctx, t, *_):
+        x, y = ctx.saved_tensors   # the tangent averaged over the tied extremes, as backward shares gy
+        if ctx.dims is None or t.is_complex():
+            return NotImplemented
+        xd = x._data
+        mask = xd == _keep(y._data, ctx.dims, ctx.keepdim)
+        with _quiet():
+            share = mask / mask.sum(axis=ctx.dims, keepdims=True, dtype=xd.dtype)
+        return (t * _const(share)).sum(ctx.dims, keepdim=ctx.keepdim)
+
 
 class Amax(_AExtreme):
     pass
@@ -1002,6 +1013,19 @@ class _VarStd(Function):
         scale = 1.0 / ctx.divisor if ctx.divisor else math.inf
         with _quiet():
             return gye * centered * scale / ye * _const(~yz), None, None, None, None, None
+
+    @staticmethod
+    def jvp(ctx, t, *_):
+        x, y = ctx.saved_tensors
+        if not ctx.divisor or not ctx.dims or t.is_complex():
+            return NotImplemented
+        dims, keepdim = ctx.dims, ctx.keepdim
+        dvar = ((x - x.mean(dims, keepdim=True)) * t).sum(dims, keepdim=keepdim) * (2.0 / ctx.divisor)
+        if y is None:
+            return dvar
+        yz = y._data == 0   # d std = d var / (2 std), 0 where std == 0 (as backward)
+        with _quiet():
+            return dvar / (2 * (y + _const(yz.astype(y._data.dtype)))) * _const(~yz)
 
 
 class Var(_VarStd):

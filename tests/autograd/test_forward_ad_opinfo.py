@@ -60,7 +60,7 @@ def test_forward_ad_matches_finite_differences_and_reverse_mode(op):
 # listed by test_report_fallback_ops.
 RULE_OPS = """abs acos add atan2 cat exp expm1 getitem hypot log1p matmul maximum mean mm mul mv neg permute relu
 reshape rsqrt select sigmoid sin sqrt stack sub sum tanh transpose unsqueeze view log cumsum logsumexp flip unbind
-split chunk clone""".split()
+split chunk clone amax amin var std""".split()
 
 
 def test_ops_with_jvp_rules_use_them():
