@@ -570,6 +570,21 @@ def _make_plan():
 _class_plan: list = []  # (class, name, original staticmethod, dispatching staticmethod)
 
 
+def public_ops() -> list[str]:
+    """The public names of the op catalogue's functions, as dispatch knows them (``"exp"``,
+    ``"nn.functional.relu"``, ``"linalg.det"``)."""
+    import importlib
+
+    out = []
+    for modname, prefix in (("fabric.ops", ""),) + _NAMESPACES[1:]:
+        mod = importlib.import_module(modname)
+        for name, obj in vars(mod).items():
+            if not name.startswith("_") and isinstance(obj, types.FunctionType) and \
+                    getattr(obj, "__module__", "").startswith("fabric."):
+                out.append(prefix + name)
+    return out
+
+
 def _globals_of(func) -> list:
     """The module globals of ``func`` and of what it wraps (``functools.wraps`` chains, partials, a Module's
     ``forward``): names bound there to fabric's functions (``from fabric import exp``) are patched too."""

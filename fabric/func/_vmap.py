@@ -21,10 +21,22 @@ __all__ = ["vmap", "vmap_fallback_ops"]
 
 
 def vmap_fallback_ops() -> list[str]:
-    """The registered ops without a batching rule (vmap runs them per example)."""
-    from ..ops._registry import REGISTRY
+    """The ops without a batching rule: the registered ones and the public functions of ``fabric.ops``,
+    ``nn.functional``, ``linalg`` and ``special`` (vmap runs them once per example, inside the batched call).
 
-    return sorted(k for k, d in REGISTRY.items() if d.vmap is None)
+    Example::
+
+        >>> import fabric
+        >>> ops = fabric.func.vmap_fallback_ops()
+        >>> "linalg.det" in ops, "exp" in ops, "nn.functional.conv2d" in ops
+        (True, False, False)
+    """
+    from ..ops._registry import REGISTRY
+    from ._batched import public_ops, rule_for
+
+    names = {k for k, d in REGISTRY.items() if d.vmap is None}
+    names.update(k for k in public_ops() if rule_for(k) is None)
+    return sorted(names)
 
 
 def _rng_state():

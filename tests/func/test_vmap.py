@@ -102,8 +102,12 @@ def test_fallback_op_list():
     from fabric.ops._registry import REGISTRY
 
     ops = vmap_fallback_ops()
-    assert ops == sorted(k for k, d in REGISTRY.items() if d.vmap is None)
-    assert "exp" not in ops and "hypot" not in ops   # the pointwise tables' rule
+    assert set(k for k, d in REGISTRY.items() if d.vmap is None) <= set(ops)
+    for name in ("exp", "hypot", "add", "sum", "matmul", "reshape", "cat", "softmax", "einsum",
+                 "nn.functional.relu", "nn.functional.cross_entropy", "nn.functional.conv2d", "linalg.vector_norm"):
+        assert name not in ops, name   # they have rules
+    for name in ("linalg.det", "scatter", "nn.functional.dropout", "nn.functional.batch_norm"):
+        assert name in ops, name
 
 
 @pytest.mark.torch
