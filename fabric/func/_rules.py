@@ -607,16 +607,38 @@ def _spatial(name, spatial):
 
 @rule("nn.functional.layer_norm")
 def _layer_norm(ctx, x, normalized_shape, weight=None, bias=None, eps=1e-5):
-    if not ctx.batched(x) or any(t is not None and ctx.batched(t) for t in (weight, bias)):
-        return NotImplemented
-    return _F().layer_norm(x, normalized_shape, weight, bias, eps)
+    F = _F()
+    if not any(t is not None and ctx.batched(t) for t in (weight, bias)):
+        return F.layer_norm(x, normalized_shape, weight, bias, eps) if ctx.batched(x) else NotImplemented
+    y = F.layer_norm(ctx.expand(x), normalized_shape, None, None, eps)   # per-example affine parameters:
+    rank = y.dim() - 1                                                    # applied after, broadcast per example
+    if weight is not None:
+        y = y * (ctx.pad(weight, rank) if ctx.batched(weight) else weight)
+    if bias is not None:
+        y = y + (ctx.pad(bias, rank) if ctx.batched(bias) else bias)
+    return y
 
 
 @rule("nn.functional.embedding")
-def _embedding(ctx, input, weight, *args, **kwargs):
-    if not ctx.batched(input) or ctx.batched(weight):
+def _embedding(ctx, input, weight, padding_idx=None, max_norm=None, *args, **kwargs):
+    if not ctx.batched(weight):
+        if not ctx.batched(input):
+            return NotImplemented
+        return _F().embedding(input, weight, padding_idx, max_norm, *args, **kwargs)
+    flags = list(args[1:]) + [v for k, v in kwargs.items() if k != "norm_type"]   # scale_grad_by_freq, sparse
+    if padding_idx is not None or max_norm is not None or any(flags):
         return NotImplemented
-    return _F().embedding(input, weight, *args, **kwargs)
+    idx = ctx.expand(input)   # per-example tables: each example's rows gathered from its own table
+    flat = idx.reshape(ctx.size, -1, 1).expand(ctx.size, -1, weight.shape[-1])
+    return weight.gather(1, flat).reshape(tuple(idx.shape) + (weight.shape[-1],))
+
+
+@rule("nn.functional.dropout", "nn.functional.dropout1d", "nn.functional.dropout2d", "nn.functional.dropout3d",
+      "nn.functional.alpha_dropout", "nn.functional.feature_alpha_dropout")
+def _dropout(ctx, x, p=0.5, training=True, inplace=False):
+    if not ctx.batched(x) or (p and training) or inplace:
+        return NotImplemented   # draws random numbers: per example, as the randomness mode says
+    return x
 
 
 @rule("einsum")
