@@ -191,6 +191,10 @@ class Node:
             f"operation: [{_type_name(arr.dtype)} {list(arr.shape)}]{what} is at version {current}; "
             f"expected version {version} instead. Hint: {hint}")
 
+    def save_for_forward(self, *tensors) -> None:
+        """Keep tensors for a custom Function's ``jvp`` (it reads them as ``ctx.saved_tensors``)."""
+        self.__dict__["_saved_for_forward"] = tensors
+
     def mark_dirty(self, *tensors) -> None:
         """Declare inputs that forward modified in place (user Functions)."""
         self._dirty = tensors
@@ -381,6 +385,12 @@ class Function(metaclass=FunctionMeta):
         raise NotImplementedError("Function subclasses must define backward(ctx, *grads) to be differentiated")
 
     vjp = backward
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        """Forward-mode derivative (``fabric.autograd.forward_ad``): output tangents from input tangents."""
+        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it with "
+                                  "forward mode AD.")
 
     @classmethod
     def apply(cls, *args, **kwargs) -> Any:
