@@ -318,3 +318,14 @@ def test_conv2d_on_complex_matches_torch():
         np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
     with pytest.raises(NotImplementedError, match="\"LayerNormKernelImpl\" not implemented for 'ComplexFloat'"):
         fabric.nn.functional.layer_norm(fabric.ones(2, 3, dtype=fabric.cfloat), (3,))
+
+
+def test_testing_helpers_take_complex():
+    a = fabric.tensor([1 + 2j, 3j])
+    fabric.testing.assert_close(a, a.clone())
+    with pytest.raises(AssertionError, match="Mismatched elements: 2 / 2"):
+        fabric.testing.assert_close(a, a + 1e-3j)
+    t = fabric.testing.make_tensor((3,), dtype=fabric.cfloat, device="cpu", low=-1, high=1, requires_grad=True)
+    assert t.dtype is fabric.complex64 and t.requires_grad
+    parts = fabric.view_as_real(t.detach())
+    assert bool(((parts >= -1) & (parts < 1)).all())
