@@ -352,6 +352,9 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
         dt = D.get_default_dtype().np if is_float else np.dtype(np.int64)
     else:
         dt = _np_dtype(dtype)
+    if dt.kind == "c":
+        name = "ComplexFloat" if dt == np.complex64 else "ComplexDouble"
+        raise NotImplementedError(f"\"arange_cpu\" not implemented for '{name}'")
     n = builtins.max(0, math.ceil((end - start) / step))
     _check_size((n,), dt)
     try:
@@ -378,6 +381,12 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     start, end = _num(start), _num(end)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
+    if isinstance(start, complex) or isinstance(end, complex) or (dtype is not None and D.to_dtype(dtype).is_complex):
+        dt = D.to_dtype(dtype) if dtype is not None else D.get_default_complex_dtype()
+        start, end = complex(start), complex(end)
+        re, im = (linspace(a, b, steps, dtype=dt.to_real())._data for a, b in ((start.real, end.real),
+                                                                                (start.imag, end.imag)))
+        return _out(out, _finish((re + 1j * im).astype(dt.np), device, requires_grad))
     dt = _np_dtype(dtype)
     # PyTorch's kernel: step and values computed in the output dtype (double
     # for integers); the first half counts up from start, the second half
@@ -415,7 +424,8 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
 
 
 def scalar_tensor(s, *, dtype=None, layout=None, device=None, requires_grad=False):
-    return _finish(np.array(s, dtype=_np_dtype(dtype)), device, requires_grad)
+    dt = _np_dtype(dtype)
+    return _finish(np.array(checked_scalar(scalar_value(s), dt), dtype=dt), device, requires_grad)
 
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):

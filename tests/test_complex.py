@@ -329,3 +329,45 @@ def test_testing_helpers_take_complex():
     assert t.dtype is fabric.complex64 and t.requires_grad
     parts = fabric.view_as_real(t.detach())
     assert bool(((parts >= -1) & (parts < 1)).all())
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", ["setitem", "setitem_real", "div_", "isreal", "isfinite", "isnan", "isinf", "isposinf",
+                                  "bool", "arange", "linspace", "linspace_dtype", "exp_", "scalar_tensor", "abs_",
+                                  "sqrt_", "add_real", "copy_to_real"])
+def test_edge_cases_match_torch(name):
+    torch = pytest.importorskip("torch")
+
+    def setitem(z, v):
+        z[0] = v
+        return z
+
+    cases = {
+        "setitem": lambda T: setitem(T.tensor([1 + 1j, 2j]), 5 - 1j),
+        "setitem_real": lambda T: setitem(T.tensor([1.0, 2.0]), 5 - 1j),
+        "div_": lambda T: T.tensor([1 + 1j]).div_(2j),
+        "isreal": lambda T: T.isreal(T.tensor([1 + 0j, 1j])),
+        "isfinite": lambda T: T.isfinite(T.tensor([complex("nan"), 1j])),
+        "isnan": lambda T: T.isnan(T.tensor([complex("nan"), 1j])),
+        "isinf": lambda T: T.isinf(T.tensor([complex("inf"), 1j])),
+        "isposinf": lambda T: T.isposinf(T.tensor([1j])),
+        "bool": lambda T: T.tensor([0j, 1j]).bool(),
+        "arange": lambda T: T.arange(3, dtype=T.cfloat),
+        "linspace": lambda T: T.linspace(0, 1j, 3),
+        "linspace_dtype": lambda T: T.linspace(1 + 2j, -3, 5, dtype=T.cdouble),
+        "exp_": lambda T: T.tensor([1j]).exp_(),
+        "scalar_tensor": lambda T: T.scalar_tensor(1j),
+        "abs_": lambda T: T.tensor([3 + 4j]).abs_(),
+        "sqrt_": lambda T: T.tensor([3 + 4j]).sqrt_(),
+        "add_real": lambda T: T.tensor([1.0]).add_(1j),
+        "copy_to_real": lambda T: T.zeros(2).copy_(T.tensor([1 + 1j, 2])),
+    }
+    out = []
+    for T in (torch, fabric):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                out.append(repr(cases[name](T)).replace("torch.", "fabric."))
+            except Exception as e:
+                out.append(f"{type(e).__name__}: {e}")
+    assert out[1] == out[0]

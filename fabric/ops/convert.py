@@ -35,6 +35,8 @@ def to_copy(t, dev, dt, copy=False, non_blocking=False):
 
 def _cast(x, np_dtype):
     """``x.astype(np_dtype)``; complex to real keeps the real part and warns, as PyTorch's copy does."""
+    if x.dtype.kind == "c" and np_dtype.kind == "b":
+        return x != 0
     if x.dtype.kind == "c" and np_dtype.kind != "c":
         warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=5)
         x = x.real

@@ -2297,7 +2297,7 @@ def _value_array(input, value, x):
             v = backend_of(x).xp.asarray(backend_of(v).to_numpy(v)) if x.__class__ is not np.ndarray else \
                 backend_of(v).to_numpy(v)
         return v if v.dtype == x.dtype else v.astype(x.dtype)
-    if isinstance(value, (builtins.bool, builtins.int, builtins.float, np.generic)):
+    if isinstance(value, (builtins.bool, builtins.int, builtins.float, builtins.complex, np.generic)):
         return checked_scalar(scalar_value(value), x.dtype)
     if isinstance(value, (list, tuple, np.ndarray)):
         return xp_of(x).asarray(np.asarray(value), dtype=x.dtype)

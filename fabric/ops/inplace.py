@@ -179,7 +179,7 @@ def div_(self, other, *, rounding_mode=None):
         from . import pointwise
 
         return copy_(self, pointwise.div_rounding(self, other, rounding_mode))
-    if self._data.dtype.kind != "f":
+    if self._data.dtype.kind not in "fc":
         raise RuntimeError(f"result type Float can't be cast to the desired output type {_tname(self._data.dtype)}")
     x, y, rt = _inplace_operands(self, other, "div_")
     old = _old_value(self, other)

@@ -64,6 +64,7 @@ from ._util import (
     checked_scalar,
     float_array,
     float_operands,
+    reject_complex,
     scalar_value,
     xp_of,
 )
@@ -280,7 +281,7 @@ def _commit(self, result, recorded):
 
 
 def _check_float_inplace(self, name):
-    if self._data.dtype.kind != "f":
+    if self._data.dtype.kind not in "fc":
         raise RuntimeError(f"result type Float can't be cast to the desired output type {_tname(self._data.dtype)}")
 
 
@@ -535,6 +536,8 @@ def _same_dtype_fn(F, name, kinds, summary, example_in, example_out, kernel=None
             if complex_error is not None and x.dtype.kind == "c":
                 complex_error(x)
             _unsupported(kernel, x)
+        if F is Abs and x.dtype.kind == "c":
+            raise RuntimeError("In-place abs is not supported for complex tensors.")
         return _inplace(self, F, (self,), [x], F._save_x)
 
     op.__name__ = op.__qualname__ = name
@@ -873,19 +876,20 @@ def isnan(input):
     """
     x = _data(input, "isnan")
     xp = xp_of(x)
-    return _wrap(xp.isnan(x) if x.dtype.kind == "f" else xp.zeros(x.shape, bool))
+    return _wrap(xp.isnan(x) if x.dtype.kind in "fc" else xp.zeros(x.shape, bool))
 
 
 def isinf(input):
     """True where the element is +inf or -inf."""
     x = _data(input, "isinf")
     xp = xp_of(x)
-    return _wrap(xp.isinf(x) if x.dtype.kind == "f" else xp.zeros(x.shape, bool))
+    return _wrap(xp.isinf(x) if x.dtype.kind in "fc" else xp.zeros(x.shape, bool))
 
 
 def isposinf(input, *, out=None):
     """True where the element is +inf."""
     x = _data(input, "isposinf")
+    reject_complex(input, RuntimeError, "isposinf does not support complex inputs.")
     xp = xp_of(x)
     return _out(_wrap(x == math.inf if x.dtype.kind == "f" else xp.zeros(x.shape, bool)), out)
 
@@ -893,6 +897,7 @@ def isposinf(input, *, out=None):
 def isneginf(input, *, out=None):
     """True where the element is -inf."""
     x = _data(input, "isneginf")
+    reject_complex(input, RuntimeError, "isneginf does not support complex inputs.")
     xp = xp_of(x)
     return _out(_wrap(x == -math.inf if x.dtype.kind == "f" else xp.zeros(x.shape, bool)), out)
 
@@ -907,13 +912,19 @@ def isfinite(input):
     """
     x = _data(input, "isfinite")
     xp = xp_of(x)
-    return _wrap(xp.isfinite(x) if x.dtype.kind == "f" else xp.ones(x.shape, bool))
+    return _wrap(xp.isfinite(x) if x.dtype.kind in "fc" else xp.ones(x.shape, bool))
 
 
 def isreal(input):
-    """True everywhere: fabric tensors are real (complex dtypes are out of scope)."""
+    """True where the imaginary part is zero (everywhere for real dtypes).
+
+    Example::
+
+        >>> fabric.isreal(fabric.tensor([1 + 0j, 1j]))
+        tensor([ True, False])
+    """
     x = _data(input, "isreal")
-    return _wrap(xp_of(x).ones(x.shape, bool))
+    return _wrap(x.imag == 0 if x.dtype.kind == "c" else xp_of(x).ones(x.shape, bool))
 
 
 def signbit(input, *, out=None):
