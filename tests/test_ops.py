@@ -212,7 +212,7 @@ def test_matches_torch(op):
             diff = op.differentiable and np.dtype(dtype).kind in "fc"
             x, args, out = _call(op, fn, s, _to_fabric, requires_grad=diff)
             tx, targs, tout = _call(op, tfn, s, _to_torch, requires_grad=diff)
-            np.testing.assert_allclose(_np(out), tout.detach().numpy(), rtol=1e-5, atol=1e-5,
+            np.testing.assert_allclose(_np(out), tout.detach().resolve_conj().numpy(), rtol=1e-5, atol=1e-5,
                                        err_msg=f"{op.name} {s}", equal_nan=True)
             if op.check_dtype:
                 assert str(out.dtype).split(".")[-1] == str(tout.dtype).split(".")[-1], f"{op.name} {s}"
