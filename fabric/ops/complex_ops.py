@@ -36,7 +36,6 @@ from ._util import xp_of
 
 __all__: list[str] = []  # the declared ops, added at the end of the module
 
-_ndarray = np.ndarray
 _NAMES = {"complex64": "ComplexFloat", "complex128": "ComplexDouble", "float32": "Float", "float64": "Double",
           "float16": "Half", "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
           "int8": "Char", "uint8": "Byte", "bool": "Bool"}
