@@ -35,7 +35,7 @@ __all__ = ["detach", "is_signed", "is_complex", "typename", "diff", "isin",
            "cov", "corrcoef", "dist", "unravel_index", "trapezoid", "trapz", "cumulative_trapezoid",
            "use_deterministic_algorithms", "are_deterministic_algorithms_enabled", "set_float32_matmul_precision",
            "get_float32_matmul_precision", "compile", "get_default_device", "set_default_device", "to_dlpack",
-           "hann_window", "hamming_window", "bartlett_window", "blackman_window", "FloatTensor", "DoubleTensor",
+           "FloatTensor", "DoubleTensor",
            "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor",
            "BoolTensor"] + _FUNCTIONAL
 
@@ -209,43 +209,6 @@ def set_default_device(device) -> None:
 
 def to_dlpack(tensor):
     return tensor.__dlpack__()
-
-
-def _window(n, periodic, fn, dtype, device, requires_grad):
-    from ._creation import _finish, _np_dtype
-
-    if n == 0:
-        arr = np.zeros(0)
-    elif n == 1:
-        arr = np.ones(1)
-    else:
-        m = n + 1 if periodic else n
-        k = np.arange(m, dtype=np.float64)
-        arr = fn(k, m)[:n]
-    return _finish(arr.astype(_np_dtype(dtype)), device, requires_grad)
-
-
-def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
-    return _window(window_length, periodic, lambda k, m: 0.5 - 0.5 * np.cos(2 * np.pi * k / (m - 1)), dtype,
-                   device, requires_grad)
-
-
-def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None, layout=None, device=None,
-                   requires_grad=False):
-    return _window(window_length, periodic, lambda k, m: alpha - beta * np.cos(2 * np.pi * k / (m - 1)), dtype,
-                   device, requires_grad)
-
-
-def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
-    return _window(window_length, periodic, lambda k, m: 1 - np.abs(2 * k / (m - 1) - 1), dtype, device,
-                   requires_grad)
-
-
-def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
-    return _window(window_length, periodic, lambda k, m: 0.42 - 0.5 * np.cos(2 * np.pi * k / (m - 1))
-                   + 0.08 * np.cos(4 * np.pi * k / (m - 1)), dtype, device, requires_grad)
-
-
 
 
 class _LegacyTensorType(type):

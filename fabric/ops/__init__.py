@@ -4,7 +4,7 @@ re-exported here and, where PyTorch has it, installed as a Tensor method.
 """
 from __future__ import annotations
 
-from . import arith, convert, indexing, inplace, join, linalg, more, pointwise, reduce, shape, sorting
+from . import arith, convert, indexing, inplace, join, linalg, more, pointwise, reduce, shape, sorting, spectral
 from ._methods import install_tensor_methods
 from .arith import *  # noqa: F403
 from .convert import *  # noqa: F403
@@ -19,9 +19,11 @@ from .shape import *  # noqa: F403
 
 # catalogue modules: one line each
 from .sorting import *  # noqa: F403
+from .spectral import *  # noqa: F403
 
 # ``from fabric.ops import *`` exports the ops only, not the submodules.
-__all__ = sorted({name for _m in (arith, reduce, shape, join, inplace, convert, sorting, indexing, linalg, pointwise)
+__all__ = sorted({name for _m in (arith, reduce, shape, join, inplace, convert, sorting, indexing, linalg, pointwise,
+                                     spectral)
                   for name in _m.__all__})
 __all__ = sorted(set(__all__) | set(more.TOP_LEVEL))  # more.py: only the names torch has at top level
 
