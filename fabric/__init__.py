@@ -59,6 +59,7 @@ from . import amp, cpu  # noqa: E402,F401
 from . import func  # noqa: E402,F401
 from . import fft  # noqa: E402,F401
 from .fft._stft import stft, istft  # noqa: E402,F401
+from . import signal  # noqa: E402,F401
 from . import jit, compiler  # noqa: E402,F401
 from . import accelerator, version  # noqa: E402,F401
 from . import profiler  # noqa: E402,F401

@@ -150,3 +150,57 @@ def test_freq_and_shift_match_torch():
         assert fabric.fft.fftshift(fabric.tensor(a), dim).tolist() == torch.fft.fftshift(torch.tensor(a), dim).tolist()
         assert fabric.fft.ifftshift(fabric.tensor(a), dim).tolist() == torch.fft.ifftshift(torch.tensor(a),
                                                                                             dim).tolist()
+
+
+# --- fabric.signal.windows (torch.signal.windows) --------------------------------------------------------------
+
+SIGNAL_WINDOWS = ["bartlett", "blackman", "cosine", "exponential", "gaussian", "general_cosine", "general_hamming",
+                  "hamming", "hann", "kaiser", "nuttall"]
+
+
+def _signal_kwargs(name):
+    return {"a": [0.3, 0.5, 0.2]} if name == "general_cosine" else {}
+
+
+@pytest.mark.parametrize("name", SIGNAL_WINDOWS)
+def test_signal_windows_agree_with_the_classic_ones(name):
+    W = fabric.signal.windows
+    for M in (0, 1, 6, 9):
+        for sym in (True, False):
+            w = getattr(W, name)(M, sym=sym, dtype=fabric.float64, **_signal_kwargs(name))
+            assert w.shape == (M,) and w.dtype is fabric.float64
+            classic = {"hann": "hann_window", "hamming": "hamming_window", "blackman": "blackman_window",
+                       "bartlett": "bartlett_window"}.get(name)
+            if classic is not None:
+                np.testing.assert_allclose(w.numpy(), getattr(fabric, classic)(M, not sym, dtype=fabric.float64).numpy(),
+                                           atol=1e-12)
+    np.testing.assert_allclose(W.kaiser(7, beta=5.0, dtype=fabric.float64).numpy(), np.kaiser(7, 5.0), rtol=1e-12)
+    np.testing.assert_allclose(W.gaussian(5, std=2.0, dtype=fabric.float64).numpy(),
+                               np.exp(-0.5 * ((np.arange(5) - 2) / 2.0) ** 2), rtol=1e-12)
+
+
+def test_signal_window_errors():
+    W = fabric.signal.windows
+    with pytest.raises(ValueError, match="^general_cosine requires non-negative window length, got M=-1$"):  # as torch
+        W.hann(-1)
+    with pytest.raises(ValueError, match=r"^gaussian expects float32 or float64 dtypes, got: fabric\.float16$"):
+        W.gaussian(3, dtype=fabric.float16)
+    with pytest.raises(ValueError, match="^Center must be None for symmetric windows$"):
+        W.exponential(3, center=1.0)
+    with pytest.raises(ValueError, match="^Coefficients cannot be empty$"):
+        W.general_cosine(3, a=[])
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", SIGNAL_WINDOWS)
+def test_signal_windows_match_torch(name):
+    import torch
+
+    for M in (0, 1, 2, 5, 8):
+        for sym in (True, False):
+            for dtype, tol in (("float32", 1e-6), ("float64", 1e-13)):
+                ours = getattr(fabric.signal.windows, name)(M, sym=sym, dtype=getattr(fabric, dtype),
+                                                            **_signal_kwargs(name))
+                theirs = getattr(torch.signal.windows, name)(M, sym=sym, dtype=getattr(torch, dtype),
+                                                             **_signal_kwargs(name))
+                np.testing.assert_allclose(ours.numpy(), theirs.numpy(), atol=tol, rtol=0)
