@@ -45,6 +45,9 @@ def rand(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, d
     """Uniform samples on [0, 1): ``rand(2, 3)``, ``rand((2, 3))`` or ``rand(size=(2, 3))``."""
     shape = factory_size("rand", sizes, size)
     dt = _np_dtype(dtype)
+    if dt.kind == "c":  # real and imaginary parts uniform on [0, 1), drawn as a (..., 2) real tensor
+        parts = rand(*shape, 2, generator=generator, dtype=D.from_numpy_dtype(dt).to_real(), device=device)
+        return _out(out, _complex_of(parts, requires_grad))
     if dt.kind != "f":
         raise RuntimeError(f'"check_uniform_bounds" not implemented for \'{_tn(dt)}\'')
     return _out(out, _place(_sampled(shape, dt, lambda: _gen(generator, device).uniform(shape, dt, 0.0, 1.0)),
@@ -56,10 +59,21 @@ def randn(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, 
     """Standard normal samples (the size as for :func:`rand`)."""
     shape = factory_size("randn", sizes, size)
     dt = _np_dtype(dtype)
+    if dt.kind == "c":  # PyTorch: real and imaginary parts each normal with variance 1/2, drawn pairwise
+        parts = randn(*shape, 2, generator=generator, dtype=D.from_numpy_dtype(dt).to_real(), device=device)
+        parts._data *= parts._data.dtype.type(0.5 ** 0.5)
+        return _out(out, _complex_of(parts, requires_grad))
     if dt.kind != "f":
         raise RuntimeError(f'"normal_kernel_cpu" not implemented for \'{_tn(dt)}\'')
     return _out(out, _place(_sampled(shape, dt, lambda: _gen(generator, device).normal(shape, dt, 0.0, 1.0)),
                             device, requires_grad))
+
+
+def _complex_of(parts, requires_grad):
+    """The complex tensor whose (real, imag) pairs are the last axis of real ``parts``."""
+    d = parts._data
+    t = Tensor._make(d.view(D.to_complex(D.from_numpy_dtype(d.dtype)).np)[..., 0], False)
+    return t.requires_grad_(True) if requires_grad else t
 
 
 def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,

@@ -47,7 +47,7 @@ from ..autograd.grad_mode import state as _grad_state
 from ..autograd.observe import hook as _hook
 from ..backends import backend_of
 from . import _autocast as _amp
-from ._util import normalize_dims, xp_of
+from ._util import normalize_dims, reject_complex, xp_of
 
 __all__ = ["sum", "mean", "nansum", "nanmean", "prod", "max", "min", "amax", "amin", "aminmax", "argmax",
            "argmin", "var", "std", "var_mean", "std_mean", "logsumexp", "norm", "cumsum", "cumprod", "cummax",
@@ -495,6 +495,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
         >>> fabric.tensor([1., float('nan'), 2.]).nansum()
         tensor(3.)
     """
+    reject_complex(input, RuntimeError, 'nansum on CPU does not support complex inputs')
     x = input._data
     dims = _dims(dim, x.ndim)
     dt = _reduce_dtype(x, dtype)
@@ -511,6 +512,7 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
         >>> fabric.tensor([1., float('nan'), 2.]).nanmean()
         tensor(1.5000)
     """
+    reject_complex(input, RuntimeError, 'nansum on CPU does not support complex inputs')
     x = input._data
     if x.dtype.kind != "f":
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "
@@ -791,6 +793,9 @@ def max(input, dim=None, keepdim=False, *, out=None, other=None):
     """
     if isinstance(dim, Tensor) or other is not None:
         return _binary_extreme("maximum", input, dim if other is None else other, out)
+    reject_complex(input, NotImplementedError if dim is None else RuntimeError,
+                   "\"max_all\" not implemented for '{dtype}'" if dim is None
+                   else "max(): does not support complex input")
     if dim is None:
         if keepdim:
             raise TypeError("max() received an invalid combination of arguments: keepdim needs dim")
@@ -809,6 +814,9 @@ def min(input, dim=None, keepdim=False, *, out=None, other=None):
     """
     if isinstance(dim, Tensor) or other is not None:
         return _binary_extreme("minimum", input, dim if other is None else other, out)
+    reject_complex(input, NotImplementedError if dim is None else RuntimeError,
+                   "\"min_all\" not implemented for '{dtype}'" if dim is None
+                   else "min(): does not support complex input")
     if dim is None:
         if keepdim:
             raise TypeError("min() received an invalid combination of arguments: keepdim needs dim")
@@ -863,6 +871,7 @@ def amax(input, dim=(), keepdim=False, *, out=None):
         >>> fabric.tensor([[1., 4.], [4., 2.]]).amax()
         tensor(4.)
     """
+    reject_complex(input, NotImplementedError, "\"max_values_cpu\" not implemented for '{dtype}'")
     return _out(_aextreme(input, dim, keepdim, True, "amax"), out)
 
 
@@ -874,6 +883,7 @@ def amin(input, dim=(), keepdim=False, *, out=None):
         >>> fabric.tensor([[1., 4.], [4., 2.]]).amin(0)
         tensor([1., 2.])
     """
+    reject_complex(input, NotImplementedError, "\"min_values_cpu\" not implemented for '{dtype}'")
     return _out(_aextreme(input, dim, keepdim, False, "amin"), out)
 
 
@@ -887,6 +897,7 @@ def aminmax(input, *, dim=None, keepdim=False, out=None):
         min=tensor(1.),
         max=tensor(3.))
     """
+    reject_complex(input, NotImplementedError, "\"aminmax_cpu\" not implemented for '{dtype}'")
     x = input._data
     if dim is None:
         if x.size == 0:
@@ -929,6 +940,7 @@ def argmax(input, dim=None, keepdim=False, *, out=None):
         >>> fabric.tensor([1., 3., 3.]).argmax()
         tensor(1)
     """
+    reject_complex(input, RuntimeError, 'argmax(): does not support complex input')
     return _out(_arg_extreme(input, dim, keepdim, True, "argmax"), out)
 
 
@@ -940,6 +952,7 @@ def argmin(input, dim=None, keepdim=False, *, out=None):
         >>> fabric.tensor([[2., 0.], [1., 1.]]).argmin(1)
         tensor([1, 0])
     """
+    reject_complex(input, RuntimeError, 'argmin(): does not support complex input')
     return _out(_arg_extreme(input, dim, keepdim, False, "argmin"), out)
 
 
@@ -1205,6 +1218,7 @@ def cummax(input, dim, *, out=None):
         >>> fabric.tensor([1., 3., 2., 3.]).cummax(0).indices
         tensor([0, 1, 1, 3])
     """
+    reject_complex(input, NotImplementedError, "\"cummax_cpu\" not implemented for '{dtype}'")
     return _out_tuple(_cum_extreme(input, dim, True, "cummax"), out)
 
 
@@ -1216,6 +1230,7 @@ def cummin(input, dim, *, out=None):
         >>> fabric.tensor([2., 1., 3.]).cummin(0).values
         tensor([2., 1., 1.])
     """
+    reject_complex(input, NotImplementedError, "\"cummin_cpu\" not implemented for '{dtype}'")
     return _out_tuple(_cum_extreme(input, dim, False, "cummin"), out)
 
 

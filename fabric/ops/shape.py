@@ -370,11 +370,12 @@ def t(input):
 
 
 def adjoint(input):
-    """The conjugate transpose of the last two dims (``x.mH``); real dtypes only."""
+    """The conjugate transpose of the last two dims (``x.mH``); a copy for complex
+    tensors (fabric conjugates physically), a view for real ones."""
     if input._data.ndim < 2:
         raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. Got "
                            f"{input._data.ndim}-D tensor.")
-    return transpose(input, -2, -1)
+    return transpose(input, -2, -1).conj()
 
 
 def movedim(input, source, destination):
