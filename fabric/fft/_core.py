@@ -71,6 +71,7 @@ class Resize(Function):
     """Truncate or zero-pad ``dims`` to ``sizes``; its adjoint is the resize back."""
 
     _array_forward = True
+    _complex_native = True  # the backward below is PyTorch's complex formula itself
 
     @staticmethod
     def forward(ctx, x, dims, sizes):
@@ -84,6 +85,7 @@ class Resize(Function):
 
 class C2C(Function):
     _array_forward = True
+    _complex_native = True  # the backward below is PyTorch's complex formula itself
 
     @staticmethod
     def forward(ctx, x, dims, norm, forward):
@@ -101,6 +103,7 @@ class C2C(Function):
 
 class R2C(Function):
     _array_forward = True
+    _complex_native = True  # the backward below is PyTorch's complex formula itself
 
     @staticmethod
     def forward(ctx, x, dims, norm, onesided):
@@ -119,6 +122,7 @@ class R2C(Function):
 
 class C2R(Function):
     _array_forward = True
+    _complex_native = True  # the backward below is PyTorch's complex formula itself
 
     @staticmethod
     def forward(ctx, x, dims, norm, last_size):

@@ -63,6 +63,11 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     """
     if center and align_to_window is not None:
         raise RuntimeError("stft align_to_window should only be set when center = false")
+    if window is None:
+        _warn_once("stft_window", "A window was not provided. A rectangular window will be applied,which is known to "
+                   "cause spectral leakage. Other windows such as torch.hann_window or torch.hamming_window are "
+                   "recommended to reduce spectral leakage.To suppress this warning and use a rectangular window, "
+                   "explicitly set `window=torch.ones(n_fft, device=<device>)`.")
     if center:
         from ..nn.functional import pad
 
@@ -209,7 +214,7 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     envelope = envelope[:, start:end]
     lowest = bool((envelope.abs().min() < 1e-11).item())
     if lowest:
-        raise RuntimeError(f"window overlap add min: {int(lowest)}\n[ CPUBoolType{{}} ]")
+        fail(f"window overlap add min: {int(lowest)}\n[ {input.device.type.upper()}BoolType{{}} ]")
     y = y / envelope
     if ndim == 3:
         y = y.squeeze(0)

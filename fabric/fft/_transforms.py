@@ -1,7 +1,9 @@
 """The public transforms of ``fabric.fft``: argument checks (PyTorch's order,
 classes and messages), dtype promotion, then a composition of the primitives in
 ``_core`` exactly as PyTorch composes its ``_fft_c2c`` / ``_fft_r2c`` /
-``_fft_c2r``, so gradients follow PyTorch's formulas.
+``_fft_c2r``, so gradients follow PyTorch's formulas.  The 2-D forms and
+``ifftn`` name themselves in error messages as PyTorch does (``fftn``,
+``rfftn`` ...).
 """
 from __future__ import annotations
 
@@ -281,7 +283,7 @@ def _hfftn(name, out, x, s, dim, norm):
 
 def _ihfftn(name, out, x, s, dim, norm):
     if _is_complex(x):
-        raise RuntimeError(f"{name} expects a real-valued input tensor, but got {_dtype_name(x)}")
+        raise RuntimeError(f"Only supports floating-point dtypes, but found: {_dtype_name(x)}")
     dims, shape = _shape_and_dims(x, s, dim)
     if not shape:
         raise RuntimeError(f"{name} must transform at least one axis")
@@ -314,7 +316,7 @@ def ifftn(input, s=None, dim=None, norm=None, *, out=None):
         tensor([[1., 1.],
                 [1., 1.]])
     """
-    return _fftn("ifftn", out, input, s, dim, norm, False)
+    return _fftn("fftn", out, input, s, dim, norm, False)
 
 
 def rfftn(input, s=None, dim=None, norm=None, *, out=None):
@@ -372,7 +374,7 @@ def fft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
         tensor([[4., 0.],
                 [0., 0.]])
     """
-    return _fftn("fft2", out, input, s, dim, norm, True)
+    return _fftn("fftn", out, input, s, dim, norm, True)
 
 
 def ifft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
@@ -384,7 +386,7 @@ def ifft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
         tensor([[1., 1.],
                 [1., 1.]])
     """
-    return _fftn("ifft2", out, input, s, dim, norm, False)
+    return _fftn("fftn", out, input, s, dim, norm, False)
 
 
 def rfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
@@ -395,7 +397,7 @@ def rfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
         >>> fabric.fft.rfft2(fabric.ones(2, 4)).shape
         fabric.Size([2, 3])
     """
-    return _rfftn("rfft2", out, input, s, dim, norm)
+    return _rfftn("rfftn", out, input, s, dim, norm)
 
 
 def irfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
@@ -406,7 +408,7 @@ def irfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
         >>> fabric.fft.irfft2(fabric.fft.rfft2(fabric.ones(2, 4))).shape
         fabric.Size([2, 4])
     """
-    return _irfftn("irfft2", out, input, s, dim, norm)
+    return _irfftn("irfftn", out, input, s, dim, norm)
 
 
 def hfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
@@ -417,7 +419,7 @@ def hfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
         >>> fabric.fft.hfft2(fabric.fft.ihfft2(fabric.ones(2, 4))).shape
         fabric.Size([2, 4])
     """
-    return _hfftn("hfft2", out, input, s, dim, norm)
+    return _hfftn("hfftn", out, input, s, dim, norm)
 
 
 def ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
@@ -428,4 +430,4 @@ def ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
         >>> fabric.fft.ihfft2(fabric.ones(2, 4)).shape
         fabric.Size([2, 3])
     """
-    return _ihfftn("ihfft2", out, input, s, dim, norm)
+    return _ihfftn("ihfftn", out, input, s, dim, norm)

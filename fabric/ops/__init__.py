@@ -5,7 +5,19 @@ re-exported here and, where PyTorch has it, installed as a Tensor method.
 from __future__ import annotations
 
 from . import (
-    arith, complex_ops, convert, indexing, inplace, join, linalg, more, pointwise, reduce, shape, sorting, spectral,
+    arith,
+    complex_ops,
+    convert,
+    indexing,
+    inplace,
+    join,
+    linalg,
+    more,
+    pointwise,
+    reduce,
+    shape,
+    sorting,
+    spectral,
 )
 from ._methods import install_tensor_methods
 from .arith import *  # noqa: F403

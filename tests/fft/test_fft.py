@@ -36,8 +36,13 @@ def _signal(shape, complex_, seed=0, dtype=np.float64):
     return a
 
 
+def _numpy(t):
+    """Values of a fabric or torch tensor (``ifft`` of a real input is a conjugate view, as PyTorch's)."""
+    return t.detach().resolve_conj().numpy()
+
+
 def _close(t, ref, rtol=1e-10, atol=1e-10):
-    np.testing.assert_allclose(t.detach().numpy(), ref, rtol=rtol, atol=atol)
+    np.testing.assert_allclose(_numpy(t), ref, rtol=rtol, atol=atol)
 
 
 @pytest.mark.parametrize("name,ref,cplx", ONE_D, ids=[c[0] for c in ONE_D])
@@ -71,9 +76,9 @@ def test_two_d_forms_are_n_d_over_the_last_two_dims(name):
     cplx = name not in ("rfft2", "ihfft2")
     x = fabric.tensor(_signal((2, 4, 6), cplx))
     nd = getattr(FFT, name[:-1] + "n")
-    _close(getattr(FFT, name)(x), nd(x, dim=(-2, -1)).numpy())
+    _close(getattr(FFT, name)(x), _numpy(nd(x, dim=(-2, -1))))
     _close(getattr(FFT, name)(x, s=(3, 4), dim=(0, 2), norm="ortho"),
-           nd(x, s=(3, 4), dim=(0, 2), norm="ortho").numpy())
+           _numpy(nd(x, s=(3, 4), dim=(0, 2), norm="ortho")))
 
 
 def test_dtypes():
@@ -199,11 +204,11 @@ def test_values_and_gradients_match_torch(name, kwargs, cplx):
     ours = getattr(FFT, name)(ours_x, **kwargs)
     theirs = getattr(torch.fft, name)(theirs_x, **kwargs)
     assert str(ours.dtype).split(".")[1] == str(theirs.dtype).split(".")[1]
-    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(_numpy(ours), _numpy(theirs), rtol=1e-10, atol=1e-10)
     g = _signal(tuple(theirs.shape), theirs.is_complex(), seed=3)
     ours.backward(fabric.tensor(g))
     theirs.backward(torch.tensor(g))
-    np.testing.assert_allclose(ours_x.grad.numpy(), theirs_x.grad.numpy(), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(_numpy(ours_x.grad), _numpy(theirs_x.grad), rtol=1e-10, atol=1e-10)
 
 
 @pytest.mark.torch
@@ -224,4 +229,4 @@ def test_dtypes_match_torch(name, dtype):
     ours = getattr(FFT, name)(fabric.tensor(a))
     assert str(ours.dtype).split(".")[1] == str(theirs.dtype).split(".")[1]
     tol = 1e-5 if dtype in ("float32", "complex64", "int64", "bool") else 1e-12
-    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=tol, atol=tol)
+    np.testing.assert_allclose(_numpy(ours), _numpy(theirs), rtol=tol, atol=tol)
