@@ -72,7 +72,7 @@ def randn(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, 
 def _complex_of(parts, requires_grad):
     """The complex tensor whose (real, imag) pairs are the last axis of real ``parts``."""
     d = parts._data
-    t = Tensor._make(d.view(D.to_complex(D.from_numpy_dtype(d.dtype)).np)[..., 0], False)
+    t = Tensor._make(d.view(D.to_complex(D.from_numpy_dtype(d.dtype)).np).reshape(d.shape[:-1]), False)
     return t.requires_grad_(True) if requires_grad else t
 
 

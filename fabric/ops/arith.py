@@ -202,10 +202,10 @@ class PowTensor(Function):
             from .pointwise import where
 
             la = log(a) if isinstance(a, Tensor) else _log_scalar(a)
-            # d/db a**b = a**b log a; PyTorch defines it as 0 where a == 0 and b >= 0
+            # d/db a**b = a**b log a; PyTorch defines it as 0 where a == 0 and b >= 0 (real part of b)
             gb = gy * y * la
             if isinstance(a, Tensor):
-                gb = where((a == 0) & (b >= 0), gb * 0, gb)
+                gb = where((a == 0) & (b.real >= 0), gb * 0, gb)
         return ga, gb
 
 
@@ -231,6 +231,10 @@ def _int_power(xp, a, b):
 def _log_scalar(a):
     import math
 
+    if isinstance(a, complex):
+        import cmath
+
+        return cmath.log(a) if a else complex("-inf")
     return math.log(a) if a > 0 else (float("-inf") if a == 0 else float("nan"))
 
 

@@ -143,7 +143,7 @@ class ViewAsComplex(Function):
 
     @staticmethod
     def forward(ctx, x):
-        return x.view(D.to_complex(D.from_numpy_dtype(x.dtype)).np)[..., 0]
+        return x.view(D.to_complex(D.from_numpy_dtype(x.dtype)).np).reshape(x.shape[:-1])
 
     @staticmethod
     def backward(ctx, gy):

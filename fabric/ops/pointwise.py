@@ -299,11 +299,12 @@ class _Unary(Function):
         return cls.df(gy, x, y)
 
 
-def _unary(name, f, saves, df, node=None):
+def _unary(name, f, saves, df, node=None, complex_native=False):
     """Make the Function class ``name`` (node ``<name>Backward0`` unless
-    ``node`` says otherwise) from one table row."""
+    ``node`` says otherwise) from one table row.  ``complex_native``: ``df``
+    is written for complex inputs itself (the op is not holomorphic)."""
     attrs = {"f": staticmethod(f), "df": staticmethod(df), "_save_x": "x" in saves, "_save_y": "y" in saves,
-             "__module__": __name__, "__qualname__": name, "_node_name": node}
+             "__module__": __name__, "__qualname__": name, "_node_name": node, "_complex_native": complex_native}
     return type(Function)(name, (_Unary,), attrs)
 
 
@@ -336,6 +337,13 @@ def _sign(xp, x):
     return y
 
 
+def _acosh_slope(x):
+    """``1 / sqrt(x^2 - 1)``; for complex ``x`` as ``1 / (sqrt(x - 1) sqrt(x + 1))``, acosh's branch."""
+    if x.is_complex():
+        return rsqrt(x - 1) * rsqrt(x + 1)
+    return rsqrt(x * x - 1)
+
+
 def _sgn_grad(gy, x, y):
     """Gradient of ``sgn(z) = z / |z|``: the part of ``gy`` orthogonal to ``sgn(z)``, over ``|z|``."""
     if not y.is_complex():
@@ -355,9 +363,9 @@ def _angle_grad(gy, x, y):
 
 # The table: forward on arrays, what backward saves, gradient in Tensor ops.
 #                  name          forward f(xp, x)                                  saves  gradient df(gy, x, y)
-Abs = _unary("Abs", lambda xp, x: xp.abs(x), "x", lambda gy, x, y: gy * sgn(x))
+Abs = _unary("Abs", lambda xp, x: xp.abs(x), "x", lambda gy, x, y: gy * sgn(x), complex_native=True)
 Sign = _unary("Sign", _sign, "", _zero_grad)
-Sgn = _unary("Sgn", _sign, "xy", _sgn_grad)
+Sgn = _unary("Sgn", _sign, "xy", _sgn_grad, complex_native=True)
 Sqrt = _unary("Sqrt", lambda xp, x: xp.sqrt(x), "y", lambda gy, x, y: gy / (2 * y))
 Rsqrt = _unary("Rsqrt", lambda xp, x: xp.reciprocal(xp.sqrt(x)), "y", lambda gy, x, y: -0.5 * gy * y ** 3)
 Reciprocal = _unary("Reciprocal", lambda xp, x: xp.reciprocal(x), "y", lambda gy, x, y: -gy * y * y)
@@ -376,7 +384,7 @@ Sinh = _unary("Sinh", lambda xp, x: xp.sinh(x), "x", lambda gy, x, y: gy * cosh(
 Cosh = _unary("Cosh", lambda xp, x: xp.cosh(x), "x", lambda gy, x, y: gy * sinh(x))
 Tanh = _unary("Tanh", lambda xp, x: xp.tanh(x), "y", lambda gy, x, y: gy * (1 - y * y))
 Asinh = _unary("Asinh", lambda xp, x: xp.arcsinh(x), "x", lambda gy, x, y: gy * rsqrt(x * x + 1))
-Acosh = _unary("Acosh", lambda xp, x: xp.arccosh(x), "x", lambda gy, x, y: gy * rsqrt(x * x - 1))
+Acosh = _unary("Acosh", lambda xp, x: xp.arccosh(x), "x", lambda gy, x, y: gy * _acosh_slope(x))
 Atanh = _unary("Atanh", lambda xp, x: xp.arctanh(x), "x", lambda gy, x, y: gy / (1 - x * x))
 Sigmoid = _unary("Sigmoid", lambda xp, x: _sigmoid(xp, x), "y", lambda gy, x, y: gy * y * (1 - y))
 Erf = _unary("Erf", lambda xp, x: _sf.evaluate(_sf.erf, xp, x), "x",
@@ -418,7 +426,7 @@ def _angle(xp, x):
     return xp.where(xp.isnan(x), x, y)
 
 
-Angle = _unary("Angle", _angle, "x", _angle_grad)
+Angle = _unary("Angle", _angle, "x", _angle_grad, complex_native=True)
 
 
 def _no_complex_kernel(kernel, suffix=True):
@@ -1186,7 +1194,16 @@ Minimum = _binary("Minimum", lambda xp, a, b: xp.minimum(a, b), "ab", _min_grad)
 Fmax = _binary("Fmax", lambda xp, a, b: xp.fmax(a, b), "ab", _fmax_grad)
 Fmin = _binary("Fmin", lambda xp, a, b: xp.fmin(a, b), "ab", _fmin_grad)
 Hypot = _binary("Hypot", lambda xp, a, b: xp.hypot(a, b), "aby", lambda gy, a, b, y: (gy * a / y, gy * b / y))
-Logaddexp = _binary("Logaddexp", lambda xp, a, b: xp.logaddexp(a, b), "ab",
+def _logaddexp(xp, a, b):
+    """``log(exp(a) + exp(b))``; NumPy has no complex logaddexp: shift by the larger real part."""
+    if a.dtype.kind != "c":
+        return xp.logaddexp(a, b)
+    m = xp.maximum(a.real, b.real)
+    m = xp.where(xp.isfinite(m), m, 0)
+    return m + xp.log(xp.exp(a - m) + xp.exp(b - m))
+
+
+Logaddexp = _binary("Logaddexp", _logaddexp, "ab",
                     lambda gy, a, b, y: (gy / (1 + exp(b - a)), gy / (1 + exp(a - b))), quiet=True)
 Logaddexp2 = _binary("Logaddexp2", lambda xp, a, b: xp.logaddexp2(a, b), "ab",
                      lambda gy, a, b, y: (gy / (1 + exp2(b - a)), gy / (1 + exp2(a - b))), quiet=True)
@@ -1255,6 +1272,17 @@ def _both_tensors_float(name, input, other):
     if x.dtype.kind != "f":
         _unsupported(name.rstrip("_"), x)
     return a, b, x, y
+
+
+def _both_tensors_float_or_complex(name, input, other):
+    a, b, x, y = _both_tensors(name, input, other)
+    if x.dtype.kind not in "fc":
+        _unsupported(name.rstrip("_"), x)
+    return a, b, x, y
+
+
+def _complex_ok(x):
+    """``complex_error`` of a binary op defined for complex numbers."""
 
 
 def _both_tensors_lifted(name, input, other):
@@ -1408,7 +1436,8 @@ hypot, hypot_ = _binary_fn(Hypot, "hypot", _both_tensors_float, """\
         >>> fabric.hypot(fabric.tensor([3.0]), fabric.tensor([4.0]))
         tensor([5.])
     """)
-logaddexp, _ = _binary_fn(Logaddexp, "logaddexp", _both_tensors_float, """\
+logaddexp, _ = _binary_fn(Logaddexp, "logaddexp", _both_tensors_float_or_complex, complex_error=_complex_ok,
+                          doc="""\
     ``log(exp(input) + exp(other))`` without overflow (float tensors only).
 
     Example::
@@ -2016,7 +2045,7 @@ def _lerp_args(input, end, weight, name):
     x = _data(input, name)
     _need_tensor(name, end, "end", 2)
     y = end._data
-    if x.dtype.kind != "f":
+    if x.dtype.kind not in "fc":
         _unsupported("lerp_kernel_scalar" if not isinstance(weight, Tensor) else "lerp_kernel_tensor", x)
     if y.dtype != x.dtype:
         raise RuntimeError(f"expected dtype {_cname(x.dtype)} for `end` but got dtype {_cname(y.dtype)}")

@@ -175,7 +175,8 @@ def _out_tuple(result, out):
 
 def _torch_name(dt):
     return {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
-            "float32": "Float", "float64": "Double", "float16": "Half"}.get(dt.name, dt.name)
+            "float32": "Float", "float64": "Double", "float16": "Half", "complex64": "ComplexFloat",
+            "complex128": "ComplexDouble"}.get(dt.name, dt.name)
 
 
 def _check_nonempty(x, dim, name, sep="()"):
@@ -458,7 +459,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
     if axis is not None:
         dim = axis
     x = input._data
-    if dtype is None and x.dtype.kind != "f":
+    if dtype is None and x.dtype.kind not in "fc":
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating point or "
                            f"complex dtype. Got: {_torch_name(input.dtype)}")
     dims = _dims(dim, x.ndim)
@@ -972,10 +973,12 @@ class _VarStd(Function):
             warnings.simplefilter("ignore", RuntimeWarning)
             m = xc.mean(axis=dims, keepdims=True)
             d = xc - m
-            y = (d * d).sum(axis=dims, keepdims=keepdim) / xc.dtype.type(divisor)
+            if d.dtype.kind == "c":  # |d|^2: the variance of complex numbers is real
+                d = xp.abs(d)
+            y = (d * d).sum(axis=dims, keepdims=keepdim) / d.dtype.type(divisor)
             if is_std:
                 y = xp.sqrt(y)
-        y = y.astype(x.dtype, copy=False)
+        y = y.astype(x.real.dtype, copy=False)
         ctx.save_for_backward(x, y if is_std else None)
         return y
 
@@ -1009,7 +1012,7 @@ class Std(_VarStd):
 
 def _var_args(name, input, dim, unbiased, keepdim, correction):
     x = input._data
-    if x.dtype.kind != "f":
+    if x.dtype.kind not in "fc":
         raise RuntimeError("std and var only support floating point and complex dtypes")
     if isinstance(dim, _bool):  # var(input, unbiased)
         dim, unbiased = None, dim
@@ -1087,7 +1090,7 @@ class LogSumExp(Function):
         if x.size == 0 or _numel(x.shape, dims) == 0:
             y = xp.full(_reduced_shape(x.shape, dims, keepdim), -xp.inf, x.dtype)
         else:
-            m = xp.amax(x, axis=dims, keepdims=True)
+            m = xp.amax(x.real, axis=dims, keepdims=True)  # complex: shift by the largest real part
             m = xp.where(xp.isfinite(m), m, 0)
             with _quiet():
                 y = xp.log(xp.sum(xp.exp(x - m), axis=dims, keepdims=True)) + m
@@ -1106,7 +1109,7 @@ class LogSumExp(Function):
 
 
 def _float_or_default(x):
-    return x if x.dtype.kind == "f" else x.astype(D.get_default_dtype().np)
+    return x if x.dtype.kind in "fc" else x.astype(D.get_default_dtype().np)
 
 
 def logsumexp(input, dim, keepdim=False, *, out=None):
@@ -1310,6 +1313,11 @@ def _vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None, name="lin
     semantics: ``ord`` any float incl. ``inf``/``-inf``/0; ``dim`` int, tuple or
     None for all; floating inputs only; ``dtype`` casts before computing)."""
     x = input._data
+    if x.dtype.kind == "c":  # the norm of complex numbers is the norm of their moduli
+        from .pointwise import abs as _abs
+
+        return _vector_norm(_abs(input), ord, dim, keepdim, dtype=dtype if dtype is None else
+                            D.to_real(D.to_dtype(dtype)), name=name)
     if x.dtype.kind != "f":
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
                            f"{_torch_name(x.dtype)}")

@@ -42,7 +42,8 @@ linalg_solve_ex_t = _return_type("linalg_solve_ex", ["result", "info"])
 # --- small helpers -----------------------------------------------------------------
 
 _TNAME = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
-          "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+          "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+          "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 _CNAME = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int", "int32": "int",
           "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
 
@@ -143,7 +144,12 @@ def _sign(x):
 
 
 def _abs(x):
-    """|x| written as ``x * sign(x)`` so that it is differentiable any number of times."""
+    """|x| written as ``x * sign(x)`` so that it is differentiable any number of times
+    (complex: the modulus, whose gradient ``sgn`` is written for complex)."""
+    if x._data.dtype.kind == "c":
+        from ..pointwise import abs as modulus
+
+        return modulus(x)
     return x * _sign(x)
 
 
