@@ -187,7 +187,7 @@ def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
     Example::
 
         >>> fabric.fft.ihfft(fabric.tensor([1.0, 2.0, 3.0, 4.0]))
-        tensor([ 2.5000+-0.0000j, -0.5000-0.5000j, -0.5000+-0.0000j])
+        tensor([ 2.5000-0.0000j, -0.5000-0.5000j, -0.5000-0.0000j])
     """
     _check_n(n, "ihfft")
     return _r2c_1d("ihfft", out, input, n, dim, norm, False, True)
