@@ -24,6 +24,7 @@ from __future__ import annotations
 import warnings
 
 from .._tensor import Tensor
+from ..ops import _autocast as _amp
 from ..ops._util import xp_of
 from ..ops.join import cat
 from ._core import BY_N, BY_ROOT_N, NONE, c2c, c2r, r2c
@@ -63,6 +64,8 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     """
     if center and align_to_window is not None:
         raise RuntimeError("stft align_to_window should only be set when center = false")
+    if _amp.active and (c := _amp.cast("stft", input, window)):  # autocast runs stft in float32
+        input, window = c
     if window is None:
         _warn_once("stft_window", "A window was not provided. A rectangular window will be applied,which is known to "
                    "cause spectral leakage. Other windows such as torch.hann_window or torch.hamming_window are "

@@ -54,6 +54,15 @@ def test_stft_options():
     assert x[0].stft(8, return_complex=True).shape == (5, 21)                 # Tensor method
 
 
+def test_stft_under_autocast_runs_in_float32():
+    x = fabric.randn(64).half()
+    with fabric.autocast("cpu", dtype=fabric.float16):
+        s = fabric.stft(x, 16, window=fabric.hann_window(16, dtype=fabric.float16), return_complex=True)
+    assert s.dtype is fabric.complex64
+    with pytest.raises(RuntimeError, match="^Unsupported dtype Half$"):
+        fabric.fft.rfft(x)
+
+
 @pytest.mark.parametrize("n_fft,hop,win,center,length", [(16, 4, 16, True, None), (16, 4, 12, True, 50),
                                                            (8, 2, 8, False, None), (10, 5, 10, True, 64),
                                                            (8, 4, 8, True, 70)])
