@@ -33,6 +33,7 @@ qr_t = _return_type("qr", ["Q", "R"])
 linalg_svd_t = _return_type("linalg_svd", ["U", "S", "Vh"])
 svd_t = _return_type("svd", ["U", "S", "V"])
 linalg_eigh_t = _return_type("linalg_eigh", ["eigenvalues", "eigenvectors"])
+linalg_eig_t = _return_type("linalg_eig", ["eigenvalues", "eigenvectors"])
 linalg_lstsq_t = _return_type("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 linalg_inv_ex_t = _return_type("linalg_inv_ex", ["inverse", "info"])
 linalg_cholesky_ex_t = _return_type("linalg_cholesky_ex", ["L", "info"])
@@ -92,7 +93,7 @@ def _is_numpy(a):
 def _check_float(a, fn, low_precision=True):
     """Decompositions need float32/float64 (NumPy's LAPACK has no float16)."""
     k = a.dtype
-    if k.kind != "f":
+    if k.kind not in "fc":
         raise RuntimeError(f"{fn}: Expected a floating point or complex tensor as input. Got {_tname(k)}")
     if low_precision and k.itemsize < 4:
         raise RuntimeError(f"{fn}: Low precision dtypes not supported. Got {_tname(k)}")
