@@ -230,3 +230,15 @@ def test_dtypes_match_torch(name, dtype):
     assert str(ours.dtype).split(".")[1] == str(theirs.dtype).split(".")[1]
     tol = 1e-5 if dtype in ("float32", "complex64", "int64", "bool") else 1e-12
     np.testing.assert_allclose(_numpy(ours), _numpy(theirs), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name,kwargs,cplx", GRAD_CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(GRAD_CASES)])
+def test_forward_ad(name, kwargs, cplx):
+    """Every transform is linear (over the reals): its forward-mode tangent is the transform of the tangent."""
+    import fabric.autograd.forward_ad as fwAD
+
+    fn = getattr(FFT, name)
+    x, t = _grad_input(cplx, seed=4).detach(), _grad_input(cplx, seed=5).detach()
+    with fwAD.dual_level():
+        tangent = fwAD.unpack_dual(fn(fwAD.make_dual(x, t), **kwargs)).tangent
+    np.testing.assert_allclose(_numpy(tangent), _numpy(fn(t, **kwargs)), rtol=1e-10, atol=1e-10)
