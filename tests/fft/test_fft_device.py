@@ -3,6 +3,7 @@
 array operation goes through CuPy's API), compared with the CPU results, gradients included."""
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
@@ -21,7 +22,7 @@ def device(request):
         return
     if _CUDA_TESTS not in sys.path:
         sys.path.insert(0, _CUDA_TESTS)
-    import fake_cupy
+    fake_cupy = importlib.import_module("fake_cupy")  # tests/cuda, put on sys.path above
 
     with fake_cupy.installed():
         yield "cuda"
