@@ -26,6 +26,7 @@ import warnings
 from .._tensor import Tensor
 from ..ops import _autocast as _amp
 from ..ops._util import xp_of
+from ..ops.complex_ops import view_as_real
 from ..ops.join import cat
 from ._core import BY_N, BY_ROOT_N, NONE, c2c, c2r, r2c
 
@@ -131,11 +132,7 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     out = out.transpose(1, 2)
     if input.ndim == 1:
         out = out.squeeze(0)
-    if complex_out:
-        return out
-    from ..ops import view_as_real  # the complex ops
-
-    return view_as_real(out)
+    return out if complex_out else view_as_real(out)
 
 
 def _pad_last(x, left, right):
