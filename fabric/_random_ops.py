@@ -165,11 +165,25 @@ def _check_leaf(t):
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
 
 
+def _parts(t):
+    """A real (..., 2) tensor sharing complex ``t``'s memory (``view_as_real``), outside autograd."""
+    d = t._data
+    return Tensor._make(d[..., None].view(d.real.dtype), False)
+
+
+def _bumped(t):
+    t._bump_version()
+    return t
+
+
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
     """Fill with samples uniform on [a, b)."""
     _check_leaf(self)
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
+    if self._data.dtype.kind == "c":  # PyTorch: the real and imaginary parts, each uniform on [a, b)
+        _parts(self).uniform_(a, b, generator=generator)
+        return _bumped(self)
     return _write(self, _gen(generator, self.device).uniform(self._data.shape, self._data.dtype, a, b))
 
 
@@ -178,6 +192,9 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     _check_leaf(self)
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    if self._data.dtype.kind == "c":  # PyTorch: each part normal(mean, std / sqrt(2)), so E|z - mean|^2 = std^2
+        _parts(self).normal_(mean, std * 0.5 ** 0.5, generator=generator)
+        return _bumped(self)
     return _write(self, _gen(generator, self.device).normal(self._data.shape, self._data.dtype, mean, std))
 
 

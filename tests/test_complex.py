@@ -254,3 +254,67 @@ def test_matches_torch_printing_promotion_and_storage_names():
         warnings.simplefilter("ignore")
         np.testing.assert_allclose(fabric.randn(5, dtype=fabric.cfloat).numpy(),
                                    torch.randn(5, dtype=torch.cfloat).numpy(), rtol=1e-6)
+
+
+def test_inplace_samplers_fill_real_and_imaginary_parts():
+    fabric.manual_seed(5)
+    z = fabric.empty(4, dtype=fabric.cfloat).uniform_(-1, 1)
+    fabric.manual_seed(5)
+    np.testing.assert_array_equal(fabric.view_as_real(z).numpy(), fabric.empty(4, 2).uniform_(-1, 1).numpy())
+    fabric.manual_seed(5)
+    z = fabric.empty(4, dtype=fabric.cdouble).normal_(1.0, 2.0)
+    fabric.manual_seed(5)
+    pairs = fabric.empty(4, 2, dtype=fabric.float64).normal_(1.0, 2.0 * 0.5 ** 0.5)
+    np.testing.assert_allclose(fabric.view_as_real(z).numpy(), pairs.numpy())
+
+
+def test_module_to_complex_warns_and_casts_floating_parameters():
+    with pytest.warns(UserWarning, match="^Complex modules are a new feature"):
+        m = fabric.nn.Linear(2, 2).to(fabric.cfloat)
+    assert m.weight.dtype is fabric.complex64 and m.weight.requires_grad
+    with pytest.raises(TypeError, match="^nn.Module.to only accepts floating point or complex dtypes"):
+        fabric.nn.Linear(2, 2).to(fabric.int64)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name,kw", [("SGD", {"lr": 0.1, "momentum": 0.9, "weight_decay": 0.01}),
+                                     ("Adam", {"lr": 0.1}), ("AdamW", {"lr": 0.1, "amsgrad": True}),
+                                     ("Adamax", {}), ("NAdam", {}), ("RAdam", {}),
+                                     ("RMSprop", {"centered": True, "momentum": 0.5}), ("Adagrad", {}),
+                                     ("Adadelta", {}), ("Rprop", {}), ("ASGD", {})])
+def test_complex_linear_trains_like_torch(name, kw):
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(0).standard_normal((4, 3)) + 1j * np.random.default_rng(1).standard_normal((4, 3))
+    torch.manual_seed(0)
+    fabric.manual_seed(0)
+    tl, fl = torch.nn.Linear(3, 2, dtype=torch.cfloat), fabric.nn.Linear(3, 2, dtype=fabric.cfloat)
+    np.testing.assert_array_equal(fl.weight.detach().numpy(), tl.weight.detach().numpy())  # same init streams
+    tx, fx = torch.tensor(x, dtype=torch.cfloat), fabric.tensor(x, dtype=fabric.cfloat)
+    topt, fopt = getattr(torch.optim, name)(tl.parameters(), **kw), getattr(fabric.optim, name)(fl.parameters(), **kw)
+    for _ in range(3):
+        topt.zero_grad()
+        fopt.zero_grad()
+        tl(tx).abs().sum().backward()
+        fl(fx).abs().sum().backward()
+        np.testing.assert_allclose(fl.weight.grad.numpy(), tl.weight.grad.numpy(), rtol=1e-5, atol=1e-5)
+        topt.step()
+        fopt.step()
+    np.testing.assert_allclose(fl.weight.detach().numpy(), tl.weight.detach().numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(fl.bias.detach().numpy(), tl.bias.detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.torch
+def test_conv2d_on_complex_matches_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    cplx = lambda *s: rng.standard_normal(s) + 1j * rng.standard_normal(s)
+    arrays, g = (cplx(1, 2, 5, 5), cplx(3, 2, 3, 3), cplx(3)), cplx(1, 3, 3, 3)
+    grads = []
+    for T in (torch, fabric):
+        xs = [T.tensor(a, requires_grad=True) for a in arrays]
+        y = T.nn.functional.conv2d(*xs, stride=2, padding=1)
+        grads.append([y.detach().numpy()] + [t.numpy() for t in T.autograd.grad(y, xs, T.tensor(g))])
+    for ours, theirs in zip(grads[1], grads[0]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
+    with pytest.raises(NotImplementedError, match="\"LayerNormKernelImpl\" not implemented for 'ComplexFloat'"):
+        fabric.nn.functional.layer_norm(fabric.ones(2, 3, dtype=fabric.cfloat), (3,))

@@ -256,7 +256,8 @@ def _op_name(node) -> str:
 def _type_name(np_dtype) -> str:
     return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "float16": "torch.HalfTensor",
             "int64": "torch.LongTensor", "int32": "torch.IntTensor", "int16": "torch.ShortTensor",
-            "int8": "torch.CharTensor", "uint8": "torch.ByteTensor", "bool": "torch.BoolTensor"}.get(
+            "int8": "torch.CharTensor", "uint8": "torch.ByteTensor", "bool": "torch.BoolTensor",
+            "complex64": "torch.ComplexFloatTensor", "complex128": "torch.ComplexDoubleTensor"}.get(
         str(np_dtype), str(np_dtype))
 
 

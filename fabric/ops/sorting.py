@@ -43,6 +43,7 @@ import numpy as np
 
 from .._tensor import Tensor, _wrap_dim
 from ..autograd.function import Function, _apply
+from ..backends import backend_of
 from ._util import reject_complex, xp_of
 from .reduce import (
     _const,
@@ -820,3 +821,14 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
         widths = xp.diff(edges)
         hist = hist / (hist.sum() * widths)
     return _out_tuple(return_types.histogram(_const(hist), _const(edges)), out)
+
+
+__all__ += ["isin"]
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """Whether each element is in ``test_elements`` (a bool tensor)."""
+    e = elements._data if isinstance(elements, Tensor) else np.asarray(elements)
+    t = test_elements._data if isinstance(test_elements, Tensor) else np.asarray(test_elements)
+    xp = backend_of(e).xp
+    return Tensor._make(xp.isin(e, t, assume_unique=assume_unique, invert=invert), False)

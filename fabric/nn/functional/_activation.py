@@ -56,7 +56,8 @@ _GELU_C = 0.044715
 _ONE_SIXTH_F32 = float(np.float32(1.0) / np.float32(6.0))
 
 _TORCH_TYPE = {"float16": "Half", "float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int",
-               "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool", "bfloat16": "BFloat16"}
+               "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool", "bfloat16": "BFloat16",
+               "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
 
 # --------------------------------------------------------------------------
