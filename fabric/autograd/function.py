@@ -191,6 +191,10 @@ class Node:
             f"operation: [{_type_name(arr.dtype)} {list(arr.shape)}]{what} is at version {current}; "
             f"expected version {version} instead. Hint: {hint}")
 
+    def save_for_forward(self, *tensors) -> None:
+        """Keep tensors for a custom Function's ``jvp`` (it reads them as ``ctx.saved_tensors``)."""
+        self.__dict__["_saved_for_forward"] = tensors
+
     def mark_dirty(self, *tensors) -> None:
         """Declare inputs that forward modified in place (user Functions)."""
         self._dirty = tensors
@@ -382,6 +386,12 @@ class Function(metaclass=FunctionMeta):
 
     vjp = backward
 
+    @staticmethod
+    def jvp(ctx, *tangents):
+        """Forward-mode derivative (``fabric.autograd.forward_ad``): output tangents from input tangents."""
+        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it with "
+                                  "forward mode AD.")
+
     @classmethod
     def apply(cls, *args, **kwargs) -> Any:
         if cls._array_forward:
@@ -451,6 +461,11 @@ def _apply(cls, args, arrays) -> Any:
         out = cls.forward(_NullCtx(), *arrays)
     except MemoryError as e:
         raise out_of_memory(e) from None
+    except Exception:
+        for a in args[:2]:  # a sparse operand: the op runs on its values (fabric/sparse)
+            if isinstance(a, Tensor) and a._sparse:
+                return a._pointwise(cls, args, arrays)
+        raise
     if cls._is_inplace:
         t = args[0]
         t._bump_version()
@@ -650,7 +665,12 @@ def _apply_elementwise(cls, a, x) -> Any:
         return _record_elementwise(cls, a, None, x, None)
     if _hook.observer is not None:  # observed ops go through _apply
         return _apply(cls, (a,), (x,))
-    out = cls.forward(NO_SAVE_CTX, x)
+    try:
+        out = cls.forward(NO_SAVE_CTX, x)
+    except Exception:
+        if a._sparse:  # a sparse operand: the op runs on its values (fabric/sparse)
+            return a._pointwise(cls, (a,), (x,))
+        raise
     return Tensor._make(out if out.__class__ is _ndarray else _normalize(out), False)
 
 

@@ -2112,6 +2112,10 @@ class Slice(Function):
     def backward(ctx, gy):
         return _apply(IndexBackward, (gy, ctx.shape, ctx.key), (gy._data, ctx.shape, ctx.key)), None
 
+    @staticmethod
+    def jvp(ctx, t, _):
+        return _apply1(ctx._fn, t, (t._data, ctx.key))   # the same indexing of the tangent
+
 
 class Select(Slice):
     """``x[i]`` and keys whose last effective item is an int (PyTorch's node name)."""
@@ -2160,6 +2164,7 @@ class Index(Function):
         return _index_array(x, key)
 
     backward = Slice.backward
+    jvp = Slice.jvp
 
 
 class IndexBackward(Function):

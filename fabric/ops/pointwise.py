@@ -53,6 +53,8 @@ from ..autograd.function import (
 )
 from ..autograd.grad_mode import state as _state
 from . import _autocast as _amp
+from ._batching import elementwise
+from ._jvp import jvp_sum
 from ._registry import declare
 from ._registry import public_names as declared_names
 from ._util import (
@@ -311,6 +313,15 @@ class _Unary(Function):
         x, y = ctx.saved_tensors or (None, None)
         return cls.df(gy, x, y)
 
+    @classmethod
+    def jvp(cls, ctx, t):
+        # Elementwise: the Jacobian is diagonal, so J t = J^T t = df(t, x, y) (real dtypes; a complex
+        # gradient is conjugated, so complex tangents take forward_ad's double-backward fallback).
+        if t.is_complex():
+            return NotImplemented
+        x, y = ctx.saved_tensors or (None, None)
+        return cls.df(t, x, y)
+
 
 def _unary(name, f, saves, df, node=None, complex_native=False):
     """Make the Function class ``name`` (node ``<name>Backward0`` unless
@@ -457,6 +468,11 @@ def _complex_unsupported(message, exc=NotImplementedError):
     return error
 
 
+def _jvp_of(F):
+    """``F``'s JVP rule for the registry's slot (None: forward AD differentiates its backward twice)."""
+    return None if F.jvp is Function.jvp else F.jvp
+
+
 def _float_fn(F, name, summary, example_in, example_out, aliases=(), module=__name__, method=True, inplace=True,
               complex_error=None):
     """The public ``name(input, *, out=None)`` and in-place ``name_(self)``
@@ -494,7 +510,7 @@ def _float_fn(F, name, summary, example_in, example_out, aliases=(), module=__na
     op_.__doc__ = f"In-place :func:`{name}`."
     op.__module__ = op_.__module__ = module
     decl = declare(op, inplace=op_ if method and inplace else None, aliases=aliases, fusion="elementwise",
-                   method=method)
+                   method=method, vmap=elementwise(op), jvp=_jvp_of(F))
     return op, op_
 
 
@@ -526,7 +542,7 @@ def _same_dtype_fn(F, name, kinds, summary, example_in, example_out, kernel=None
     op.__doc__ = (f"{summary}\n\nExample::\n\n    >>> fabric.{name}(fabric.tensor({example_in}))\n"
                   f"    {example_out}\n")
     op_.__doc__ = f"In-place :func:`{name}`."
-    declare(op, inplace=op_, aliases=aliases, fusion="elementwise")
+    declare(op, inplace=op_, aliases=aliases, fusion="elementwise", vmap=elementwise(op), jvp=_jvp_of(F))
     return op, op_
 
 
@@ -1165,6 +1181,14 @@ class _Binary(Function):
         saved = ctx.saved_tensors
         return cls.df(gy, saved[0], saved[1], saved[2] if cls._save_y else None)
 
+    @classmethod
+    def jvp(cls, ctx, ta, tb):
+        # Elementwise, as _Unary.jvp: each input's term is its gradient formula applied to its tangent.
+        saved = ctx.saved_tensors
+        a, b, y = saved[0], saved[1], saved[2] if cls._save_y else None
+        return jvp_sum([None if ta is None else cls.df(ta, a, b, y)[0], None if tb is None else cls.df(tb, a, b, y)[1]],
+                       (a, b), (ta, tb))
+
 
 def _binary(name, f, saves, df, quiet=False):
     """Make the Function class ``name`` (node ``<name>Backward0``) from one table row; ``saves`` is
@@ -1366,7 +1390,8 @@ def _binary_fn(F, name, prepare, doc, saves_self=True, scalar_other=None, scalar
     op_.__doc__ = f"In-place :func:`{name}`."
     op, op_ = _broadcasting(op), _broadcasting(op_)
     # autocast=False: the binary entry does not cast yet (atan2 is on CUDA's "promote" list; docs/amp.md)
-    declare(op, inplace=op_ if inplace else None, aliases=aliases, fusion="elementwise", autocast=False)
+    declare(op, inplace=op_ if inplace else None, aliases=aliases, fusion="elementwise", autocast=False,
+            vmap=elementwise(op), jvp=_jvp_of(F))
     return op, op_
 
 
@@ -1750,6 +1775,18 @@ class Where(Function):
         c, = ctx.saved_tensors
         _, need_a, need_b = ctx.needs_input_grad
         return None, (where(c, gy, 0.0) if need_a else None), (where(c, 0.0, gy) if need_b else None)
+
+    @staticmethod
+    def jvp(ctx, _, ta, tb):
+        c, = ctx.saved_tensors
+        meta = ctx._input_meta
+        if meta is not None and (ta is None and meta[1] is None or tb is None and meta[2] is None):
+            return NotImplemented   # the output's shape depends on an operand the node did not record
+        t = where(c, 0.0 if ta is None else ta, 0.0 if tb is None else tb)
+        if meta is None:
+            return t
+        shape = np.broadcast_shapes(tuple(c.shape), *[tuple(m[0]) for m in meta[1:]])
+        return t if tuple(t.shape) == shape else t.expand(shape)
 
 
 @_broadcasting

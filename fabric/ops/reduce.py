@@ -373,6 +373,10 @@ class Sum(Function):
     def backward(ctx, gy):
         return _expand_back(gy, ctx.shape, ctx.dims, ctx.keepdim), None, None, None
 
+    @staticmethod
+    def jvp(ctx, t, *_):
+        return t.sum(ctx.dims, keepdim=ctx.keepdim)
+
 
 class SumAll(Function):
     """``sum()`` of every element (PyTorch's SumBackward0)."""
@@ -391,6 +395,10 @@ class SumAll(Function):
     @staticmethod
     def backward(ctx, gy):
         return gy.expand(ctx.shape), None, None  # a 0-d (or all-ones keepdim) gradient broadcasts back
+
+    @staticmethod
+    def jvp(ctx, t, *_):
+        return t.sum()   # 0-d; forward_ad broadcasts it to a keepdim output's all-ones shape
 
 
 class Mean(Function):
@@ -412,6 +420,10 @@ class Mean(Function):
     @staticmethod
     def backward(ctx, gy):
         return _expand_back(gy / ctx.n, ctx.shape, ctx.dims, ctx.keepdim), None, None, None
+
+    @staticmethod
+    def jvp(ctx, t, *_):
+        return t.sum(ctx.dims, keepdim=ctx.keepdim) / ctx.n
 
 
 class MeanDim(Mean):
@@ -625,6 +637,10 @@ class CumSum(Function):
     @staticmethod
     def backward(ctx, gy):
         return _cumsum(gy, ctx.axis, not ctx.reverse), None, None, None
+
+    @staticmethod
+    def jvp(ctx, t, *_):
+        return _cumsum(t, ctx.axis, ctx.reverse)
 
 
 def _cumsum(t, axis, reverse=False):
@@ -849,6 +865,17 @@ class _AExtreme(Function):
             share = mask / mask.sum(axis=ctx.dims, keepdims=True, dtype=xd.dtype)
         return _expand_back(gy, xd.shape, ctx.dims, ctx.keepdim) * _const(share), None, None, None
 
+    @staticmethod
+    def jvp(ctx, t, *_):
+        x, y = ctx.saved_tensors   # the tangent averaged over the tied extremes, as backward shares gy
+        if ctx.dims is None or t.is_complex():
+            return NotImplemented
+        xd = x._data
+        mask = xd == _keep(y._data, ctx.dims, ctx.keepdim)
+        with _quiet():
+            share = mask / mask.sum(axis=ctx.dims, keepdims=True, dtype=xd.dtype)
+        return (t * _const(share)).sum(ctx.dims, keepdim=ctx.keepdim)
+
 
 class Amax(_AExtreme):
     pass
@@ -1003,6 +1030,19 @@ class _VarStd(Function):
         with _quiet():
             return gye * centered * scale / ye * _const(~yz), None, None, None, None, None
 
+    @staticmethod
+    def jvp(ctx, t, *_):
+        x, y = ctx.saved_tensors
+        if not ctx.divisor or not ctx.dims or t.is_complex():
+            return NotImplemented
+        dims, keepdim = ctx.dims, ctx.keepdim
+        dvar = ((x - x.mean(dims, keepdim=True)) * t).sum(dims, keepdim=keepdim) * (2.0 / ctx.divisor)
+        if y is None:
+            return dvar
+        yz = y._data == 0   # d std = d var / (2 std), 0 where std == 0 (as backward)
+        with _quiet():
+            return dvar / (2 * (y + _const(yz.astype(y._data.dtype)))) * _const(~yz)
+
 
 class Var(_VarStd):
     pass
@@ -1108,6 +1148,14 @@ class LogSumExp(Function):
 
         ye = _expand_back(y, ctx.shape, ctx.dims, ctx.keepdim)
         return _expand_back(gy, ctx.shape, ctx.dims, ctx.keepdim) * exp(x - ye), None, None
+
+    @staticmethod
+    def jvp(ctx, t, *_):
+        x, y = ctx.saved_tensors   # the softmax-weighted sum of the tangent
+        from .arith import exp
+
+        w = exp(x - _expand_back(y, ctx.shape, ctx.dims, ctx.keepdim))
+        return (w * t).sum(ctx.dims, keepdim=ctx.keepdim)
 
 
 def _float_or_default(x):
