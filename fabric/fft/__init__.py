@@ -21,7 +21,7 @@ Example::
 """
 from __future__ import annotations
 
-from . import _helpers, _transforms
+from . import _batching, _helpers, _transforms  # noqa: F401  (_batching registers the vmap rules)
 from ._helpers import *  # noqa: F403
 from ._transforms import *  # noqa: F403
 
