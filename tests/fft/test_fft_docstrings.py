@@ -9,7 +9,8 @@ import pytest
 import fabric
 
 MODULES = ["fabric.fft", "fabric.fft._core", "fabric.fft._transforms", "fabric.fft._helpers", "fabric.fft._stft",
-           "fabric.ops.spectral", "fabric.signal", "fabric.signal.windows", "fabric.signal.windows.windows"]
+           "fabric.fft._batching", "fabric.ops.spectral", "fabric.signal", "fabric.signal.windows",
+           "fabric.signal.windows.windows"]
 
 
 @pytest.mark.parametrize("name", MODULES)
