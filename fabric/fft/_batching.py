@@ -1,5 +1,6 @@
 """Batching rules (``fabric.func.vmap``) of ``fabric.fft``: every transform and shift runs once on the whole
-batch, its logical (one example's) dims moved past the batch dimension.
+batch, its logical (one example's) dims moved past the batch dimension; ``stft`` of a 1-D signal and
+``istft`` of one 2-D spectrogram use the batched forms the ops already have.
 
 A rule gets the input with the batch at dim 0 and returns ``NotImplemented`` for what it does not cover
 (``out=``, a 0-d example, dims out of range), which then runs per example and raises the per-example error.
@@ -16,7 +17,7 @@ from __future__ import annotations
 import numbers
 
 from ..func._batched import RULES
-from . import _helpers, _transforms
+from . import _helpers, _stft, _transforms
 
 ONE_D = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")
 N_D = ("fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn")
@@ -78,3 +79,23 @@ for _name in TWO_D:
     RULES[f"fft.{_name}"] = _n_d_rule(getattr(_transforms, _name), (-2, -1))
 for _name in ("fftshift", "ifftshift"):
     RULES[f"fft.{_name}"] = _shift_rule(getattr(_helpers, _name))
+
+
+def _stft_rule(ctx, input, n_fft, *args, **kwargs):
+    """``stft`` of one 1-D signal per example is ``stft`` of the (batch, time) signal."""
+    window = args[2] if len(args) > 2 else kwargs.get("window")
+    if not ctx.batched(input) or ctx.ldim(input) != 1 or (window is not None and ctx.batched(window)):
+        return NotImplemented
+    return ctx.call("stft", _stft.stft, input, n_fft, *args, **kwargs)
+
+
+def _istft_rule(ctx, input, n_fft, *args, **kwargs):
+    """``istft`` of one (freq, frames) spectrogram per example is ``istft`` of the batch of them."""
+    window = args[2] if len(args) > 2 else kwargs.get("window")
+    if not ctx.batched(input) or ctx.ldim(input) != 2 or (window is not None and ctx.batched(window)):
+        return NotImplemented
+    return ctx.call("istft", _stft.istft, input, n_fft, *args, **kwargs)
+
+
+RULES["stft"] = _stft_rule
+RULES["istft"] = _istft_rule
