@@ -146,10 +146,12 @@ def test_torch_alias_imports_fft(tmp_path):
     import sys
 
     script = tmp_path / "uses_torch_fft.py"
-    script.write_text("import torch.fft\nfrom torch.fft import rfft\nprint(torch.fft.rfft is rfft, torch.fft.__name__)\n")
+    script.write_text("import torch.fft\nfrom torch.fft import rfft\nfrom torch.signal.windows.windows import hann\n"
+                      "import torch.signal.windows as W\n"
+                      "print(torch.fft.rfft is rfft, torch.fft.__name__, W.hann is hann, torch.Tensor.stft is torch.stft)\n")
     out = subprocess.run([sys.executable, "-m", "fabric.run", str(script)], capture_output=True, text=True,
                          timeout=120)
-    assert out.stdout.split() == ["True", "fabric.fft"], out.stderr
+    assert out.stdout.split() == ["True", "fabric.fft", "True", "True"], out.stderr
 
 
 # --- gradients -------------------------------------------------------------------------------------------------
