@@ -42,8 +42,9 @@ def _warn_once(key, message):
 
 
 def _type_name(t):
-    names = {"complex64": "torch.ComplexFloatTensor", "complex128": "torch.ComplexDoubleTensor"}
-    return names.get(str(t._data.dtype)) or t.type()
+    """PyTorch's ``toString()`` of a tensor's type in stft's messages (``torch.FloatTensor``, but
+    ``CPUComplexFloatType`` for complex tensors, which have no legacy type name)."""
+    return _backend_type(t) if _is_complex(t) else t.type()
 
 
 def _opt(value):
@@ -162,7 +163,7 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     def fail(what):
         window_text = "None" if window is None else f"{_type_name(window)}{{{list(window.shape)}}}"
         raise RuntimeError(
-            f"istft({_backend_type(input)}{list(input.shape)}, n_fft={n_fft}, hop_length={hop}, win_length={win}, "
+            f"istft({_type_name(input)}{list(input.shape)}, n_fft={n_fft}, hop_length={hop}, win_length={win}, "
             f"window={window_text}, center={int(center)}, normalized={int(normalized)}, onesided={_opt(onesided)}, "
             f"length={'None' if length is None else length}, return_complex={int(return_complex)}) {what}")
 

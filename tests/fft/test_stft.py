@@ -99,6 +99,8 @@ def test_istft_two_sided_and_complex():
     (lambda x: fabric.stft(x.reshape(2, 2, 16), 8, return_complex=True), "expected a 1D or 2D tensor"),
     (lambda x: fabric.stft(x.int(), 8, center=False, return_complex=True),
      "expected a tensor of floating point or complex values"),
+    (lambda x: fabric.stft(x.to(fabric.complex64), 3, return_complex=True),
+     r"^stft\(CPUComplexFloatType\[66\], n_fft=3, hop_length=0, win_length=3, window=None, "),
     (lambda x: fabric.stft(x.to(fabric.complex64), 16, onesided=True, return_complex=True),
      "Cannot have onesided output if window or input is complex"),
     (lambda x: fabric.stft(x, 16, align_to_window=True, return_complex=True),
