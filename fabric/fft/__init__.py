@@ -21,6 +21,7 @@ Example::
 """
 from __future__ import annotations
 
+from .._tensor import Tensor  # noqa: F401  (torch.fft's namespace has torch.Tensor too)
 from . import _batching, _helpers, _transforms  # noqa: F401  (_batching registers the vmap rules)
 from ._helpers import *  # noqa: F403
 from ._transforms import *  # noqa: F403
