@@ -61,7 +61,7 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
 
     Example::
 
-        >>> fabric.stft(fabric.ones(8), 4, return_complex=True).shape
+        >>> fabric.stft(fabric.ones(8), 4, window=fabric.hann_window(4), return_complex=True).shape
         fabric.Size([3, 9])
     """
     if center and align_to_window is not None:
