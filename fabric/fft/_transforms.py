@@ -62,32 +62,34 @@ def _check_points(n):
         raise RuntimeError(f"Invalid number of data points ({n}) specified")
 
 
-def _out(name, out, result, want_complex):
-    if out is None:
-        return result
-    if want_complex and not _is_complex(out):
-        raise RuntimeError(f"{name} expects a complex output tensor, but got {_dtype_name(out)}")
-    if not want_complex and _is_complex(out):
-        raise RuntimeError(f"{name} expects a floating point output tensor, but got {_dtype_name(out)}")
-    return copy_into_out(out, result)
+def _check_out(name, out, want_complex):
+    """PyTorch's check of an ``out=`` tensor's kind, made before any work."""
+    if out is None or _is_complex(out) == want_complex:
+        return
+    kind = "complex" if want_complex else "floating point"
+    raise RuntimeError(f"{name} expects a {kind} output tensor, but got {_dtype_name(out)}")
+
+
+def _out(out, result):
+    return result if out is None else copy_into_out(out, result)
 
 
 # --- one-dimensional -------------------------------------------------------------------------------------------
 
 def _c2c_1d(name, out, x, n, dim, norm, forward):
+    _check_out(name, out, True)
     dim = _wrap(dim, x.ndim)
     size = x.shape[dim] if n is None else n
     _check_points(size)
     if n is not None:
         x = resize(x, (dim,), (n,))
-    return _out(name, out, c2c(x, (dim,), norm_from_string(norm, forward), forward), True)
+    return _out(out, c2c(x, (dim,), norm_from_string(norm, forward), forward))
 
 
 def _r2c_1d(name, out, x, n, dim, norm, forward, onesided):
     if _is_complex(x):
         raise RuntimeError(f"{name} expects a real input tensor, but got {_dtype_name(x)}")
-    if out is not None and not _is_complex(out):
-        raise RuntimeError(f"{name} expects a complex output tensor, but got {_dtype_name(out)}")
+    _check_out(name, out, True)
     x = _promote(x)
     dim = _wrap(dim, x.ndim)
     size = x.shape[dim] if n is None else n
@@ -95,12 +97,11 @@ def _r2c_1d(name, out, x, n, dim, norm, forward, onesided):
     if n is not None:
         x = resize(x, (dim,), (n,))
     y = r2c(x, (dim,), norm_from_string(norm, forward), onesided)
-    return _out(name, out, y if forward else y.conj(), True)
+    return _out(out, y if forward else y.conj())
 
 
 def _c2r_1d(name, out, x, n, dim, norm, forward):
-    if out is not None and _is_complex(out):
-        raise RuntimeError(f"{name} expects a floating point output tensor, but got {_dtype_name(out)}")
+    _check_out(name, out, False)
     x = _promote(x, require_complex=True)
     dim = _wrap(dim, x.ndim)
     size = 2 * (x.shape[dim] - 1) if n is None else n
@@ -110,7 +111,7 @@ def _c2r_1d(name, out, x, n, dim, norm, forward):
     mode = norm_from_string(norm, forward)
     if forward:
         x = x.conj()
-    return _out(name, out, c2r(x, (dim,), mode, size), False)
+    return _out(out, c2r(x, (dim,), mode, size))
 
 
 def fft(input, n=None, dim=-1, norm=None, *, out=None):
@@ -249,41 +250,44 @@ def _c2r_shape_and_dims(name, x, s, dim):
 
 
 def _fftn(name, out, x, s, dim, norm, forward):
-    if out is not None and not _is_complex(out):
-        raise RuntimeError(f"{name} expects a complex output tensor, but got {_dtype_name(out)}")
+    _check_out(name, out, True)
     dims, shape = _shape_and_dims(x, s, dim)
     x = resize(_promote(x, require_complex=True), dims, shape)
-    return _out(name, out, c2c(x, dims, norm_from_string(norm, forward), forward), True)
+    return _out(out, c2c(x, dims, norm_from_string(norm, forward), forward))
 
 
 def _rfftn(name, out, x, s, dim, norm):
     if _is_complex(x):
         raise RuntimeError(f"{name} expects a real-valued input tensor, but got {_dtype_name(x)}")
+    _check_out(name, out, True)
     dims, shape = _shape_and_dims(x, s, dim)
     if not shape:
         raise RuntimeError(f"{name} must transform at least one axis")
     x = resize(_promote(x), dims, shape)
-    return _out(name, out, r2c(x, dims, norm_from_string(norm, True), True), True)
+    return _out(out, r2c(x, dims, norm_from_string(norm, True), True))
 
 
 def _irfftn(name, out, x, s, dim, norm):
+    _check_out(name, out, False)
     dims, shape, last_size = _c2r_shape_and_dims(name, x, s, dim)
     x = resize(_promote(x, require_complex=True), dims, shape)
-    return _out(name, out, c2r(x, dims, norm_from_string(norm, False), last_size), False)
+    return _out(out, c2r(x, dims, norm_from_string(norm, False), last_size))
 
 
 def _hfftn(name, out, x, s, dim, norm):
+    _check_out(name, out, False)
     dims, shape, last_size = _c2r_shape_and_dims(name, x, s, dim)
     x = resize(_promote(x, require_complex=True), dims, shape)
     mode = norm_from_string(norm, True)
     if len(dims) > 1:
         x = c2c(x, dims[:-1], mode, True)
-    return _out(name, out, c2r(x.conj(), dims[-1:], mode, last_size), False)
+    return _out(out, c2r(x.conj(), dims[-1:], mode, last_size))
 
 
 def _ihfftn(name, out, x, s, dim, norm):
     if _is_complex(x):
         raise RuntimeError(f"Only supports floating-point dtypes, but found: {_dtype_name(x)}")
+    _check_out(name, out, True)
     dims, shape = _shape_and_dims(x, s, dim)
     if not shape:
         raise RuntimeError(f"{name} must transform at least one axis")
@@ -292,7 +296,7 @@ def _ihfftn(name, out, x, s, dim, norm):
     y = r2c(x, dims[-1:], mode, True).conj()
     if len(dims) > 1:
         y = c2c(y, dims[:-1], mode, False)
-    return _out(name, out, y, True)
+    return _out(out, y)
 
 
 def fftn(input, s=None, dim=None, norm=None, *, out=None):

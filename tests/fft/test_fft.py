@@ -121,6 +121,9 @@ def test_shapes_and_layouts():
     (lambda x: FFT.fft(x, out=fabric.empty(0)), RuntimeError, "fft expects a complex output tensor, but got Float"),
     (lambda x: FFT.irfft(x, out=FFT.fft(x)), RuntimeError,
      "irfft expects a floating point output tensor, but got ComplexFloat"),
+    (lambda x: FFT.rfftn(x, out=fabric.empty(0)), RuntimeError, "rfftn expects a complex output tensor, but got Float"),
+    (lambda x: FFT.hfft2(x, out=FFT.fft(x)), RuntimeError,
+     "hfftn expects a floating point output tensor, but got ComplexFloat"),
     (lambda x: FFT.fft(x, n=3.0), TypeError, r"fft_fft\(\): argument 'n' must be int, not float"),
 ])
 def test_errors(call, exc, message):
