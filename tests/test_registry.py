@@ -71,9 +71,16 @@ def test_internal_helpers_are_not_public():
 
 
 def test_declared_autocast_is_what_the_entry_applies():
-    # the float functions cast from their declaration; the binary entry does not cast (yet), so says none
-    assert _registry.REGISTRY["atan2"].autocast is None
-    x = fabric.ones(2, dtype=fabric.float16)
+    import inspect
+
     from fabric.ops import _autocast
 
+    assert _registry.REGISTRY["atan2"].autocast == "atan2"  # CUDA: promote
+    x = fabric.ones(2, dtype=fabric.float16)
     assert _autocast.cast("log1p", x) is None  # autocast off: nothing to do
+    with fabric.autocast("cpu", dtype=fabric.float16):  # the first activation installs the prologues
+        pass
+    for key, d in _registry.REGISTRY.items():
+        if d.autocast is not None:
+            body = inspect.unwrap(d.function)
+            assert body.__code__.co_names[:2] == ("__fabric_autocast__", "active"), key

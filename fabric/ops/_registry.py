@@ -4,9 +4,10 @@ An op is declared once, next to its definition, with :func:`declare`: its
 public name, whether PyTorch has it as a Tensor method, its in-place variant,
 aliases, and its autocast policy.  From the declarations come the modules'
 ``__all__`` entries (:func:`public_names`), the Tensor methods and in-place
-methods (:func:`tensor_methods`, installed by ``ops/_methods.py``) and the
-autocast cast the op's shared entry applies (:func:`autocast_name`, read by
-``ops._autocast.cast``).  The declaration also has the (empty) slots that later
+methods (:func:`tensor_methods`, installed by ``ops/_methods.py``) and, for an
+op on autocast's policy lists, its autocast entry (``ops._autocast.entry``: the
+function the declaration returns casts its arguments per the policy; the op's
+own code never mentions autocast).  The declaration also has the (empty) slots that later
 work fills per op: a batching rule for ``vmap``, a forward-mode (JVP) rule, an
 ONNX lowering and a fusion class.
 
@@ -25,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["OpDecl", "REGISTRY", "declare", "public_names", "tensor_methods"]
+__all__ = ["OpDecl", "REGISTRY", "declare", "declare_op", "public_names", "tensor_methods"]
 
 
 @dataclass(eq=False)
@@ -56,25 +57,66 @@ def _policy_ops() -> frozenset[str]:
     return frozenset(op for table in POLICIES.values() for op in table)
 
 
+def _key(name: str, module: str) -> str:
+    """The op's name under ``fabric``: ``exp``, ``special.erfcx``, ``nn.functional.linear`` (private parts skipped)."""
+    if module.startswith("fabric.ops.") or module == "fabric.ops":
+        return name
+    space = ".".join(p for p in module.removeprefix("fabric.").split(".") if not p.startswith("_"))
+    return f"{space}.{name}" if space else name
+
+
 def declare(function: Callable[..., Any], *, name: str | None = None, method: bool = True,
             inplace: Callable[..., Any] | None = None, aliases: tuple[str, ...] = (),
-            fusion: str | None = None, autocast: bool = True) -> OpDecl:
+            fusion: str | None = None, autocast: bool | str = True) -> OpDecl:
     """Register ``function`` as the op ``name`` (default: its ``__name__``) and return the declaration.
 
     ``method``: PyTorch has it as ``Tensor.<name>``; ``inplace``: the function of ``name_`` (always a
     Tensor method when given).  The autocast policy is the one the tables of ``ops/_autocast.py``
-    give ``name``; ``autocast=False`` records none, for an op whose entry does not apply it yet.
+    give ``name`` (or the table name ``autocast`` when it is a string: ``"linalg_vecdot"``);
+    ``autocast=False`` records none.  When a policy applies, ``declaration.function`` is the op with
+    its autocast entry (``ops._autocast.entry``), which the caller binds as the public function.
     """
     name = name or function.__name__
     module = function.__module__
-    key = name if module.startswith("fabric.ops.") else f"{module.removeprefix('fabric.')}.{name}"  # special.i0e
+    key = _key(name, module)
     if key in REGISTRY:
         raise RuntimeError(f"op {key!r} is declared twice ({REGISTRY[key].module} and {module})")
+    policy = autocast if isinstance(autocast, str) else name if autocast else None
+    if policy is not None and policy not in _policy_ops():
+        if isinstance(autocast, str):
+            raise ValueError(f"declare({name!r}): {autocast!r} is on no autocast list")
+        policy = None
+    if policy is not None:
+        from ._autocast import entry
+
+        function = entry(function, policy)
     decl = OpDecl(name, function, module, method=name if method else None,
                   inplace=(name + "_") if inplace is not None else None, inplace_function=inplace,
-                  aliases=tuple(aliases), autocast=name if autocast and name in _policy_ops() else None, fusion=fusion)
+                  aliases=tuple(aliases), autocast=policy, fusion=fusion)
     REGISTRY[key] = decl
     return decl
+
+
+def declare_op(*, name: str | None = None, method: bool = True, inplace: Callable[..., Any] | None = None,
+               aliases: tuple[str, ...] = (), fusion: str | None = None,
+               autocast: bool | str = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """:func:`declare` as a decorator: the decorated name is bound to the declared function.
+
+    Example::
+
+        >>> from fabric.ops._registry import REGISTRY, declare_op
+        >>> @declare_op(name="example_double", method=False)
+        ... def double(input):
+        ...     return input * 2
+        >>> REGISTRY["example_double"].function is double
+        True
+        >>> del REGISTRY["example_double"]
+    """
+    def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
+        return declare(function, name=name, method=method, inplace=inplace, aliases=aliases, fusion=fusion,
+                       autocast=autocast).function
+
+    return decorate
 
 
 def public_names(module: str) -> list[str]:

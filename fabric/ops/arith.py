@@ -20,7 +20,7 @@ from ..autograd.function import NO_SAVE_CTX as _NO_CTX
 from ..autograd.function import Function, _apply, _apply_elementwise, _normalize, _record_elementwise
 from ..autograd.grad_mode import state as _state
 from ..autograd.observe import hook as _hook
-from . import _autocast as _amp
+from ._registry import declare_op
 from ._util import binary_operands, checked_scalar, float_array, float_operands, xp_of
 
 _ndarray = np.ndarray
@@ -517,24 +517,21 @@ def neg(input, *, out=None):
 negative = neg
 
 
+@declare_op()
 def exp(input, *, out=None):
-    if _amp.active and out is None and (c := _amp.cast("exp", input)):
-        input, = c
     r = _apply_elementwise(Exp, input, float_array(input._data))
     return r if out is None else _out(r, out)
 
 
+@declare_op()
 def log(input, *, out=None):
-    if _amp.active and out is None and (c := _amp.cast("log", input)):
-        input, = c
     r = _apply_elementwise(Log, input, float_array(input._data))
     return r if out is None else _out(r, out)
 
 
+@declare_op()
 def pow(input, exponent, *, out=None):
     """``input ** exponent``; either may be a Python number."""
-    if _amp.active and out is None and (c := _amp.cast("pow", input, exponent)):
-        input, exponent = c
     if not isinstance(exponent, Tensor):
         a, c, x, c2 = binary_operands(input, exponent)
         if x.dtype.kind in "iu" and c.__class__ is int:  # the exponent must fit the integer type
@@ -547,11 +544,10 @@ def pow(input, exponent, *, out=None):
     return _out(_apply(cls, (a, b), (x, y)), out)
 
 
+@declare_op()
 def matmul(input, other, *, out=None):
     """Matrix product with NumPy/PyTorch broadcasting of batch dims and
     1-D operands."""
-    if _amp.active and out is None and (c := _amp.cast("matmul", input, other)):
-        input, other = c
     try:
         x, y = input._data, other._data
     except AttributeError:

@@ -50,7 +50,6 @@ from ..autograd.function import (
     check_no_internal_overlap,
 )
 from ..autograd.grad_mode import state as _state
-from . import _autocast as _amp
 from ._registry import declare
 from ._registry import public_names as declared_names
 from ._util import _SCALARS, _same_device, binary_operands, checked_scalar, float_operands, scalar_value, xp_of
@@ -403,8 +402,6 @@ def _float_fn(F, name, summary, example_in, example_out, aliases=(), module=__na
     of a float function, declared in the op registry: integer and bool inputs
     give the default float dtype (in place they are an error, as in PyTorch)."""
     def op(input, *, out=None):
-        if _amp.active and out is None and decl.autocast and (c := _amp.cast(decl.autocast, input)):
-            input, = c
         x = _data(input, name)
         if x.dtype.kind != "f":
             x = x.astype(_default_float())
@@ -425,7 +422,7 @@ def _float_fn(F, name, summary, example_in, example_out, aliases=(), module=__na
     op.__module__ = op_.__module__ = module
     decl = declare(op, inplace=op_ if method and inplace else None, aliases=aliases, fusion="elementwise",
                    method=method)
-    return op, op_
+    return decl.function, op_
 
 
 def _same_dtype_fn(F, name, kinds, summary, example_in, example_out, kernel=None, aliases=()):
@@ -1241,9 +1238,8 @@ def _binary_fn(F, name, prepare, doc, saves_self=True, scalar_other=None, scalar
     op.__doc__ = doc
     op_.__doc__ = f"In-place :func:`{name}`."
     op, op_ = _broadcasting(op), _broadcasting(op_)
-    # autocast=False: the binary entry does not cast yet (atan2 is on CUDA's "promote" list; docs/amp.md)
-    declare(op, inplace=op_ if inplace else None, aliases=aliases, fusion="elementwise", autocast=False)
-    return op, op_
+    decl = declare(op, inplace=op_ if inplace else None, aliases=aliases, fusion="elementwise")
+    return decl.function, op_
 
 
 floor_divide, floor_divide_ = _binary_fn(FloorDivide, "floor_divide", _numbers_no_bool, """\

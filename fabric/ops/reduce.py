@@ -46,7 +46,7 @@ from ..autograd.function import Function, _apply, _apply1, _record1
 from ..autograd.grad_mode import state as _grad_state
 from ..autograd.observe import hook as _hook
 from ..backends import backend_of
-from . import _autocast as _amp
+from ._registry import declare_op
 from ._util import normalize_dims, xp_of
 
 __all__ = ["sum", "mean", "nansum", "nanmean", "prod", "max", "min", "amax", "amin", "aminmax", "argmax",
@@ -416,6 +416,7 @@ class MeanDim(Mean):
     _node_name = "MeanBackward1"
 
 
+@declare_op()
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
     """Sum over ``dim`` (int, tuple, or None for all); ints and bools sum as int64.
 
@@ -424,8 +425,6 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
         >>> fabric.tensor([[1, 2], [3, 4]]).sum(0)
         tensor([4, 6])
     """
-    if _amp.active and out is None and (c := _amp.cast("sum", input)):
-        input, = c
     x = input._data
     if axis is not None:
         dim = axis
@@ -580,6 +579,7 @@ def _exclusive_prods_t(x, axis):
     return left * _flip(right, axis)
 
 
+@declare_op()
 def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Product of all elements, or along one ``dim``; ints and bools give int64.
     The gradient is exact with zeros in the input (as in PyTorch).
@@ -589,8 +589,6 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
         >>> fabric.tensor([[1., 2.], [3., 4.]]).prod(1)
         tensor([ 2., 12.])
     """
-    if _amp.active and out is None and (c := _amp.cast("prod", input)):
-        input, = c
     x = input._data
     if dim is not None:
         if isinstance(dim, (tuple, list)):
@@ -626,6 +624,7 @@ def _cumsum(t, axis, reverse=False):
     return _apply(CumSum, (t, axis, reverse, None), (t._data, axis, reverse, None))
 
 
+@declare_op()
 def cumsum(input, dim, *, dtype=None, out=None):
     """Cumulative sum along ``dim``; ints and bools accumulate as int64.
 
@@ -634,8 +633,6 @@ def cumsum(input, dim, *, dtype=None, out=None):
         >>> fabric.tensor([1, 2, 3]).cumsum(0)
         tensor([1, 3, 6])
     """
-    if _amp.active and out is None and (c := _amp.cast("cumsum", input)):
-        input, = c
     x = input._data
     axis = _wrap_dim(dim, x.ndim)
     dt = _reduce_dtype(x, dtype)
@@ -699,6 +696,7 @@ def _cumprod_grad_zeros(x, y, g, axis):
     return xp.moveaxis(gx, -1, axis).astype(x.dtype, copy=False)
 
 
+@declare_op()
 def cumprod(input, dim, *, dtype=None, out=None):
     """Cumulative product along ``dim``; ints and bools accumulate as int64.
     The gradient is exact with zeros in the input.
@@ -708,8 +706,6 @@ def cumprod(input, dim, *, dtype=None, out=None):
         >>> fabric.tensor([1., 2., 3.]).cumprod(0)
         tensor([1., 2., 6.])
     """
-    if _amp.active and out is None and (c := _amp.cast("cumprod", input)):
-        input, = c
     x = input._data
     axis = _wrap_dim(dim, x.ndim)
     dt = _reduce_dtype(x, dtype)
@@ -1096,6 +1092,7 @@ def _float_or_default(x):
     return x if x.dtype.kind == "f" else x.astype(D.get_default_dtype().np)
 
 
+@declare_op()
 def logsumexp(input, dim, keepdim=False, *, out=None):
     """``log(sum(exp(input), dim))`` computed stably (no overflow for large
     inputs); integer inputs give the default float dtype.
@@ -1105,8 +1102,6 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
         >>> fabric.logsumexp(fabric.tensor([1e4, 1e4]), 0)
         tensor(10000.6934)
     """
-    if _amp.active and out is None and (c := _amp.cast("logsumexp", input)):
-        input, = c
     x = input._data
     if dim is None:
         raise TypeError("logsumexp(): argument 'dim' must be tuple of ints, not NoneType")
@@ -1318,6 +1313,7 @@ def _vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None, name="lin
     return _apply1(VectorNorm, input, (x, ord, dims, keepdim))
 
 
+@declare_op()
 def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     """``torch.norm``: the vector ``p``-norm over ``dim`` (int, tuple or None
     for all) for numeric ``p`` (incl. ``inf``, ``-inf``, 0) and for ``'fro'``
@@ -1332,8 +1328,6 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
         >>> fabric.tensor([[3., 4.], [0., 1.]]).norm(dim=1)
         tensor([5., 1.])
     """
-    if _amp.active and out is None and (c := _amp.cast("norm", input)):
-        input, = c
     if isinstance(p, str):
         if p == "fro" and (dim is None or isinstance(dim, (_int, np.integer)) or len(dim) <= 2):
             r = _vector_norm(input, 2, dim, keepdim, dtype=dtype)
