@@ -367,21 +367,8 @@ def binary(cls, a, b, floats_only=False):
 
 
 def _binary(cls, a, b, floats_only=False):
-    """``cls`` applied to Tensor ``a`` and ``b`` (Tensor or Python number)."""
-    x = a._data
-    if x.__class__ is _ndarray and _hook.observer is None:  # observed ops go through _apply
-        if isinstance(b, Tensor):
-            y = b._data
-            if y.__class__ is _ndarray and x.dtype is y.dtype and (not floats_only or x.dtype.kind == "f"):
-                if _state.enabled and (a._requires_grad or b._requires_grad):
-                    return _record_elementwise(cls, a, b, x, y)
-                out = cls.forward(_NO_CTX, x, y)
-                return _make(out if out.__class__ is _ndarray else _normalize(out), False)
-        elif (b.__class__ is float or b.__class__ is int) and x.dtype.kind == "f":
-            if _state.enabled and a._requires_grad:
-                return _record_elementwise(cls, a, b, x, b)
-            out = cls.forward(_NO_CTX, x, b)
-            return _make(out if out.__class__ is _ndarray else _normalize(out), False)
+    """``cls`` applied to Tensor ``a`` and ``b`` (Tensor or Python number) with promotion: the general path
+    behind :func:`operator`'s fast path."""
     if cls is Sub and (_is_bool(a) or _is_bool(b)) and not (_is_bool(a) and _is_bool(b)):
         _bool_sub_error()
     if floats_only:
@@ -427,6 +414,11 @@ def operator(cls, floats_only=False):
     return op
 
 
+# ``Tensor.__add__`` ... and the Tensor path of ``add`` ...: the fast path is written once, in ``operator``.
+add_operator, sub_operator, mul_operator = operator(Add), operator(Sub), operator(Mul)
+div_operator = operator(Div, floats_only=True)
+
+
 # PyTorch names dtypes by their C++ scalar types in matmul's dtype error
 _C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
             "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
@@ -443,7 +435,7 @@ def add(input, other, *, alpha=1, out=None):
     if alpha != 1:
         other = _times(other, alpha)
     if out is None and isinstance(input, Tensor):
-        return binary(Add, input, other)
+        return add_operator(input, other)
     a, b, x, y = binary_operands(input, other)
     return _out(_apply(Add, (a, b), (x, y)), out)
 
@@ -453,7 +445,7 @@ def sub(input, other, *, alpha=1, out=None):
     if alpha != 1:
         other = _times(other, alpha)
     if out is None and isinstance(input, Tensor):
-        return binary(Sub, input, other)
+        return sub_operator(input, other)
     if _is_bool(input) or _is_bool(other):
         _bool_sub_error()
     a, b, x, y = binary_operands(input, other)
@@ -479,7 +471,7 @@ def rsub(input, other, *, alpha=1):
 def mul(input, other, *, out=None):
     """Elementwise product with broadcasting."""
     if out is None and isinstance(input, Tensor):
-        return binary(Mul, input, other)
+        return mul_operator(input, other)
     a, b, x, y = binary_operands(input, other)
     return _out(_apply(Mul, (a, b), (x, y)), out)
 
@@ -495,7 +487,7 @@ def div(input, other, *, rounding_mode=None, out=None):
 
         return _out(pointwise.div_rounding(input, other, rounding_mode), out)
     if out is None and isinstance(input, Tensor):
-        return binary(Div, input, other, True)
+        return div_operator(input, other)
     a, b, x, y = float_operands(input, other)
     return _out(_apply(Div, (a, b), (x, y)), out)
 
