@@ -102,8 +102,7 @@ def numel(input) -> _builtins.int:
 # Tensor methods; implemented in fabric.nn.functional._activation (stable, fused kernels).
 from .nn.functional._activation import _softmax as softmax, _log_softmax as log_softmax  # noqa: E402,F401
 
-Tensor.softmax = softmax
-Tensor.log_softmax = log_softmax
+ops.install_tensor_methods()  # the Tensor methods declared above ops (softmax, log_softmax)
 
 
 def __getattr__(name):

@@ -21,13 +21,13 @@ from ..autograd.function import Function, _apply, _apply_elementwise, _normalize
 from ..autograd.grad_mode import state as _state
 from ..autograd.observe import hook as _hook
 from ._registry import declare_op
+from ._registry import public_names as declared_names
 from ._util import binary_operands, checked_scalar, float_array, float_operands, xp_of
 
 _ndarray = np.ndarray
 _make = Tensor._make
 
-__all__ = ["add", "sub", "rsub", "mul", "div", "rdiv", "true_divide", "neg", "negative", "pow", "exp", "log",
-           "matmul", "multiply", "subtract", "divide"]
+__all__: list[str] = []  # + the declared ops (end of module)
 
 
 def _out(result, out):
@@ -430,6 +430,7 @@ def _times(value, alpha):
     return mul(value, alpha) if isinstance(value, Tensor) else value * alpha
 
 
+@declare_op()
 def add(input, other, *, alpha=1, out=None):
     """``input + alpha * other`` with PyTorch's type promotion."""
     if alpha != 1:
@@ -440,6 +441,7 @@ def add(input, other, *, alpha=1, out=None):
     return _out(_apply(Add, (a, b), (x, y)), out)
 
 
+@declare_op(aliases=("subtract",))
 def sub(input, other, *, alpha=1, out=None):
     """``input - alpha * other``."""
     if alpha != 1:
@@ -455,6 +457,7 @@ def sub(input, other, *, alpha=1, out=None):
 subtract = sub
 
 
+@declare_op()
 def rsub(input, other, *, alpha=1):
     """``other - alpha * input`` (the reflected ``-``)."""
     if alpha != 1:
@@ -468,6 +471,7 @@ def rsub(input, other, *, alpha=1):
     return _apply(Sub, (a, b), (x, y))
 
 
+@declare_op(aliases=("multiply",))
 def mul(input, other, *, out=None):
     """Elementwise product with broadcasting."""
     if out is None and isinstance(input, Tensor):
@@ -479,6 +483,7 @@ def mul(input, other, *, out=None):
 multiply = mul
 
 
+@declare_op(aliases=("divide", "true_divide"))
 def div(input, other, *, rounding_mode=None, out=None):
     """True division (integers give the default float dtype), or floor /
     trunc division with ``rounding_mode``."""
@@ -496,12 +501,14 @@ divide = div
 true_divide = div
 
 
+@declare_op(method=False)
 def rdiv(input, other):
     """``other / input`` (the reflected ``/``)."""
     a, b, x, y = float_operands(other, input)
     return _apply(Div, (a, b), (x, y))
 
 
+@declare_op(aliases=("negative",))
 def neg(input, *, out=None):
     return _out(_apply(Neg, (input,), (input._data,)), out)
 
@@ -565,3 +572,6 @@ def matmul(input, other, *, out=None):
 
         device_mismatch(input, other)
     return _out(_apply(MatMul, (input, other), (x, y)), out)
+
+
+__all__ += declared_names(__name__)

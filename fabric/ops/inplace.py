@@ -19,9 +19,11 @@ from .. import _dtype as D
 from .._tensor import Tensor
 from ..autograd.function import Function, _apply
 from ..backends import backend_of
+from ._registry import declare_op
+from ._registry import public_names as declared_names
 from ._util import binary_operands, checked_scalar, scalar_value, xp_of
 
-__all__ = ["add_", "sub_", "mul_", "div_", "zero_", "fill_", "copy_"]  # copy_into_out: internal (out= helper)
+__all__: list[str] = []  # + the declared ops (end of module)
 
 
 def _inplace_operands(self, other, name):
@@ -143,6 +145,7 @@ def _old_value(self, other):
     return None
 
 
+@declare_op()
 def add_(self, other, *, alpha=1):
     """In-place ``self += alpha * other``."""
     if alpha != 1:
@@ -153,6 +156,7 @@ def add_(self, other, *, alpha=1):
     return _apply(AddInplace, (self, other, None), (x, y, rt))
 
 
+@declare_op()
 def sub_(self, other, *, alpha=1):
     """In-place ``self -= alpha * other``."""
     if alpha != 1:
@@ -163,6 +167,7 @@ def sub_(self, other, *, alpha=1):
     return _apply(SubInplace, (self, other, None), (x, y, rt))
 
 
+@declare_op()
 def mul_(self, other):
     """In-place ``self *= other``."""
     x, y, rt = _inplace_operands(self, other, "mul_")
@@ -170,6 +175,7 @@ def mul_(self, other):
     return _apply(MulInplace, (self, other, None, old), (x, y, rt, None if old is None else old._data))
 
 
+@declare_op()
 def div_(self, other, *, rounding_mode=None):
     """In-place true division (floating tensors only)."""
     if rounding_mode is not None:
@@ -199,11 +205,13 @@ class Fill(Function):
         return gy * 0, (gy.sum() if ctx.needs_input_grad[1] else None)
 
 
+@declare_op()
 def zero_(self):
     """Fill with zeros in place."""
     return _apply(Fill, (self, 0), (self._data, 0))
 
 
+@declare_op()
 def fill_(self, value):
     """Fill with ``value`` (a number or a 0-d tensor) in place."""
     if isinstance(value, Tensor):
@@ -230,6 +238,7 @@ class Copy(Function):
         return gy * 0, gy
 
 
+@declare_op()
 def copy_(self, src, non_blocking=False):
     """Copy ``src`` (broadcast, cast, moved across devices) into ``self``."""
     if not isinstance(src, Tensor):
@@ -274,3 +283,6 @@ def copy_into_out(out, result):
     out._data[...] = result._data
     out._bump_version()
     return out
+
+
+__all__ += declared_names(__name__)

@@ -47,11 +47,10 @@ from ..autograd.grad_mode import state as _grad_state
 from ..autograd.observe import hook as _hook
 from ..backends import backend_of
 from ._registry import declare_op
+from ._registry import public_names as declared_names
 from ._util import normalize_dims, xp_of
 
-__all__ = ["sum", "mean", "nansum", "nanmean", "prod", "max", "min", "amax", "amin", "aminmax", "argmax",
-           "argmin", "var", "std", "var_mean", "std_mean", "logsumexp", "norm", "cumsum", "cumprod", "cummax",
-           "cummin", "logcumsumexp", "all", "any", "count_nonzero", "return_types"]
+__all__ = ["return_types"]  # + the declared ops (end of module)
 
 # This module defines sum/max/min/all/any: keep the builtins at hand.
 _bool, _int, _float, _range = builtins.bool, builtins.int, builtins.float, builtins.range
@@ -446,6 +445,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
     return _out(r, out)
 
 
+@declare_op()
 def mean(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
     """Arithmetic mean over ``dim``; floating inputs only, as in PyTorch.
 
@@ -486,6 +486,7 @@ class NanSum(Function):
         return _expand_back(gy, ctx.shape, ctx.dims, ctx.keepdim) * keep, None, None, None
 
 
+@declare_op()
 def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum treating NaN as zero.
 
@@ -502,6 +503,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     return _out(_apply1(NanSum, input, (x, dims, keepdim, dt)), out)
 
 
+@declare_op()
 def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mean of the non-NaN elements (NaN where there are none).
 
@@ -775,6 +777,7 @@ def _binary_extreme(name, input, other, out):
     return getattr(pointwise, name)(input, other, out=out)
 
 
+@declare_op()
 def max(input, dim=None, keepdim=False, *, out=None, other=None):
     """``max(input)``: the largest element; ``max(input, dim, keepdim=False)``:
     ``(values, indices)`` along ``dim`` (ties: the first index); ``max(input,
@@ -794,6 +797,7 @@ def max(input, dim=None, keepdim=False, *, out=None, other=None):
     return _out_tuple(_extreme_dim(input, dim, keepdim, True, "max"), out)
 
 
+@declare_op()
 def min(input, dim=None, keepdim=False, *, out=None, other=None):
     """``min(input)``, ``min(input, dim, keepdim=False)`` -> ``(values, indices)``
     (ties: the first index), or elementwise :func:`minimum` with a Tensor.
@@ -850,6 +854,7 @@ def _aextreme(input, dim, keepdim, is_max, name, sep="()"):
     return _apply(Amax if is_max else Amin, (input, dims, keepdim, is_max), (x, dims, keepdim, is_max))
 
 
+@declare_op()
 def amax(input, dim=(), keepdim=False, *, out=None):
     """Largest value over ``dim`` (int or tuple; ``()`` means all). Ties share
     the gradient evenly.
@@ -862,6 +867,7 @@ def amax(input, dim=(), keepdim=False, *, out=None):
     return _out(_aextreme(input, dim, keepdim, True, "amax"), out)
 
 
+@declare_op()
 def amin(input, dim=(), keepdim=False, *, out=None):
     """Smallest value over ``dim`` (int or tuple; ``()`` means all).
 
@@ -873,6 +879,7 @@ def amin(input, dim=(), keepdim=False, *, out=None):
     return _out(_aextreme(input, dim, keepdim, False, "amin"), out)
 
 
+@declare_op()
 def aminmax(input, *, dim=None, keepdim=False, out=None):
     """``(min, max)`` over all elements or one ``dim``.
 
@@ -916,6 +923,7 @@ def _arg_extreme(input, dim, keepdim, is_max, name):
     return _const(r.astype(np.int64, copy=False))
 
 
+@declare_op()
 def argmax(input, dim=None, keepdim=False, *, out=None):
     """Index of the largest value (of the flattened tensor when ``dim`` is
     None); ties give the first index, NaN counts as largest.
@@ -928,6 +936,7 @@ def argmax(input, dim=None, keepdim=False, *, out=None):
     return _out(_arg_extreme(input, dim, keepdim, True, "argmax"), out)
 
 
+@declare_op()
 def argmin(input, dim=None, keepdim=False, *, out=None):
     """Index of the smallest value; ties give the first index.
 
@@ -1007,6 +1016,7 @@ def _var_args(name, input, dim, unbiased, keepdim, correction):
     return x, dims, correction
 
 
+@declare_op()
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     """Variance over ``dim``, divided by ``N - correction`` (``correction=1`` by
     default; ``unbiased=False`` means ``correction=0``). NaN (with a warning)
@@ -1022,6 +1032,7 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     return _out(_apply1(Var, input, (x, dims, c, keepdim, False, whole)), out)
 
 
+@declare_op()
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     """Standard deviation over ``dim`` (see :func:`var` for ``correction``).
 
@@ -1034,6 +1045,7 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     return _out(_apply1(Std, input, (x, dims, c, keepdim, True)), out)
 
 
+@declare_op(method=False)
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """``(var, mean)`` over ``dim`` (a plain tuple, as in PyTorch).
 
@@ -1046,6 +1058,7 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return v, mean(input, None if isinstance(dim, _bool) else dim, keepdim)
 
 
+@declare_op(method=False)
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """``(std, mean)`` over ``dim``.
 
@@ -1147,6 +1160,7 @@ class LogCumSumExp(Function):
         return out, None
 
 
+@declare_op()
 def logcumsumexp(input, dim, *, out=None):
     """``log(cumsum(exp(input), dim))`` computed stably.
 
@@ -1191,6 +1205,7 @@ def _cum_extreme(input, dim, is_max, name):
     return getattr(return_types, name)(v, _const(idx))
 
 
+@declare_op()
 def cummax(input, dim, *, out=None):
     """Running maximum along ``dim`` and where it was attained (the latest
     index on ties, as PyTorch).
@@ -1203,6 +1218,7 @@ def cummax(input, dim, *, out=None):
     return _out_tuple(_cum_extreme(input, dim, True, "cummax"), out)
 
 
+@declare_op()
 def cummin(input, dim, *, out=None):
     """Running minimum along ``dim`` and its (latest on ties) index.
 
@@ -1352,6 +1368,7 @@ def _logical_reduce(input, dim, keepdim, is_all):
     return _const(xp.asarray(r, dtype=np.uint8 if x.dtype == np.uint8 else np.bool_))
 
 
+@declare_op()
 def all(input, dim=None, keepdim=False, *, out=None):
     """Whether all elements (over ``dim``: int, tuple or None) are nonzero.
     bool result (uint8 for uint8 input, as PyTorch).
@@ -1364,6 +1381,7 @@ def all(input, dim=None, keepdim=False, *, out=None):
     return _out(_logical_reduce(input, dim, keepdim, True), out)
 
 
+@declare_op()
 def any(input, dim=None, keepdim=False, *, out=None):
     """Whether any element (over ``dim``) is nonzero.
 
@@ -1375,6 +1393,7 @@ def any(input, dim=None, keepdim=False, *, out=None):
     return _out(_logical_reduce(input, dim, keepdim, False), out)
 
 
+@declare_op()
 def count_nonzero(input, dim=None):
     """Number of nonzero elements over ``dim`` (int, tuple or None), int64.
 
@@ -1386,3 +1405,6 @@ def count_nonzero(input, dim=None):
     x = input._data
     dims = _dims(dim, x.ndim)
     return _const(xp_of(x).asarray((x != 0).sum(axis=dims), dtype=np.int64))
+
+
+__all__ += declared_names(__name__)
