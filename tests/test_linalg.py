@@ -622,9 +622,10 @@ def test_symmetric_ops_read_one_triangle():
 
 def test_docstring_examples():
     import fabric.linalg
-    import fabric.ops.linalg
+    import fabric.ops.linalg as L
 
-    for mod in (fabric.ops.linalg, fabric.linalg):
+    for mod in (L, L.products, L.contractions, L.norms, L.triangular, L.solvers, L.decompositions,
+                L.matrix_functions, fabric.linalg):
         res = doctest.testmod(mod, extraglobs={"fabric": fabric}, optionflags=doctest.NORMALIZE_WHITESPACE)
         assert res.failed == 0, mod.__name__
 

@@ -1,4 +1,4 @@
-"""OpInfo entries for linear algebra (fabric/ops/linalg.py, fabric.linalg).
+"""OpInfo entries for linear algebra (the fabric/ops/linalg package, fabric.linalg).
 
 Sample matrices are built to be well-conditioned (singular values in
 [1, 2.5]), SPD for Cholesky, and with distinct, well-separated singular values
