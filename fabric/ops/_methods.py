@@ -15,8 +15,8 @@ transpose_ swapaxes_ swapdims_
 index_select gather scatter scatter_ scatter_add scatter_add_ scatter_reduce scatter_reduce_ index_add index_add_
 index_copy index_copy_ index_fill index_fill_ index_put index_put_ masked_fill masked_fill_ masked_select
 masked_scatter masked_scatter_ take take_along_dim put put_ nonzero argwhere
-mm bmm mv dot vdot outer ger inner addmm addmv addbmm baddbmm addr addmm_ addmv_ addbmm_ baddbmm_ addr_ kron
-trace cross det logdet slogdet inverse pinverse cholesky cholesky_solve cholesky_inverse qr svd matrix_power
+outer ger inner addmm_ addmv_ addbmm_ baddbmm_ addr_ kron
+det logdet slogdet matrix_power
 matrix_exp
 square
 logit

@@ -15,7 +15,7 @@ import numpy as np
 from ... import _dtype as D
 from ..._tensor import Tensor, _wrap_dim
 from ...autograd.function import Function, _apply
-from .. import _autocast as _amp
+from .._registry import declare_op
 from .._util import xp_of
 from ._common import _check_not_bool, _check_tensor, _out, _same_device, _tname
 
@@ -296,6 +296,7 @@ def _sublist_to_str(sub):
     return out
 
 
+@declare_op(method=False)
 def einsum(*args):
     """Einstein summation, PyTorch's rules: ellipsis broadcasting, implicit
     output (sorted letters that occur once), repeated subscripts (diagonals,
@@ -310,9 +311,6 @@ def einsum(*args):
         >>> fabric.einsum("ii", fabric.eye(3))
         tensor(3.)
     """
-    if _amp.active and (c := _amp.cast("einsum", *args)):
-        with _amp.excluded():
-            return einsum(*c)
     if not args:
         raise TypeError("einsum(): must specify the equation string and at least one operand, or at least one "
                         "operand and its subscripts list")
@@ -349,12 +347,10 @@ def einsum(*args):
     return _einsum_core(in_subs, out_subs, list(operands))
 
 
+@declare_op(method=False)
 def tensordot(a, b, dims=2, out=None):
     """Contract ``dims`` dims of ``a`` and ``b``: an int (last ``dims`` of
     ``a`` with the first of ``b``) or a pair of dim lists."""
-    if _amp.active and out is None and (c := _amp.cast("tensordot", a, b, dims, out)):
-        with _amp.excluded():
-            return tensordot(*c)
     _check_tensor(a, "tensordot", "a", 1)
     _check_tensor(b, "tensordot", "b", 2)
     na, nb = a._data.ndim, b._data.ndim

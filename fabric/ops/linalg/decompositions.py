@@ -16,7 +16,7 @@ import numpy as np
 
 from ...autograd.function import Function, _apply
 from ...autograd.grad_mode import state as _grad_state
-from .. import _autocast as _amp
+from .._registry import declare_op
 from .._util import xp_of
 from ._common import (
     LinAlgError,
@@ -84,24 +84,20 @@ class LinalgCholesky(Function):
         return linalg_solve_triangular(L, P, upper=False, left=False), None
 
 
+@declare_op(method=False)
 def linalg_cholesky(A, *, upper=False, out=None):
     """Cholesky factor ``L`` (lower; ``upper=True`` gives ``L^T``) of a
     symmetric positive-definite matrix, reading its lower triangle.  Not
     positive-definite input raises ``fabric.linalg.LinAlgError``."""
-    if _amp.active and out is None and (c := _amp.cast("linalg_cholesky", A, upper)):
-        with _amp.excluded():
-            return linalg_cholesky(*c[:1], upper=c[1])
     a = _check_matrix(A, "linalg.cholesky")
     return _out(_apply(LinalgCholesky, (A, upper), (a, upper)), out)
 
 
+@declare_op(method=False)
 def linalg_cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """``(L, info)``: ``info`` (int32) is 0 on success, else the order of the
     first leading minor that is not positive-definite; ``L`` of such a
     matrix is NaN (LAPACK leaves a partial factor there)."""
-    if _amp.active and out is None and (c := _amp.cast("linalg_cholesky_ex", A, upper, check_errors)):
-        with _amp.excluded():
-            return linalg_cholesky_ex(*c[:1], upper=c[1], check_errors=c[2])
     a = _check_matrix(A, "linalg.cholesky_ex")
     try:
         L = linalg_cholesky(A, upper=upper)
@@ -116,11 +112,9 @@ def linalg_cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     return _out(linalg_cholesky_ex_t(L, _const(info)), out)
 
 
+@declare_op()
 def cholesky(input, upper=False, *, out=None):
     """``torch.cholesky`` (deprecated in PyTorch, which warns; so does fabric)."""
-    if _amp.active and out is None and (c := _amp.cast("cholesky", input, upper)):
-        with _amp.excluded():
-            return cholesky(*c)
     warnings.warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a future "
                   "PyTorch release.\nL = torch.cholesky(A)\nshould be replaced with\nL = torch.linalg.cholesky(A)\n"
                   "and\nU = torch.cholesky(A, upper=True)\nshould be replaced with\nU = torch.linalg.cholesky(A).mH",
@@ -171,14 +165,12 @@ class CholeskySolve(Function):
         return (gb if need_b else None), gL, None
 
 
+@declare_op()
 def cholesky_solve(B, L, upper=False, *, out=None):
     """Solve ``A X = B`` given the Cholesky factor of ``A`` (lower ``L``, or
     upper ``U`` with ``upper=True``); batch dims broadcast.  The forward reads
     only the factor's triangle; the gradient with respect to ``L`` is
     PyTorch's formula, which treats ``L`` as a full matrix."""
-    if _amp.active and out is None and (c := _amp.cast("cholesky_solve", B, L, upper)):
-        with _amp.excluded():
-            return cholesky_solve(*c)
     _check_tensor(B, "cholesky_solve", "input", 1)
     _check_tensor(L, "cholesky_solve", "input2", 2)
     b, l_ = B._data, L._data
@@ -216,13 +208,11 @@ class CholeskyInverse(Function):
         return (-(L @ common) if ctx.upper else -(common @ L)), None
 
 
+@declare_op()
 def cholesky_inverse(L, upper=False, *, out=None):
     """Inverse of ``A`` from its Cholesky factor (``A = L L^T``, or ``U^T U``
     with ``upper=True``), reading the factor's triangle; the gradient is
     PyTorch's formula (``L`` treated as a full matrix)."""
-    if _amp.active and out is None and (c := _amp.cast("cholesky_inverse", L, upper)):
-        with _amp.excluded():
-            return cholesky_inverse(*c)
     _check_tensor(L, "cholesky_inverse", "input", 1)
     l_ = L._data
     if l_.ndim < 2:
@@ -295,12 +285,10 @@ def _qr_backward_square(gQ, gR, Q, R):
     return linalg_solve_triangular(R.mT, B, upper=False, left=False)
 
 
+@declare_op(method=False)
 def linalg_qr(A, mode="reduced", *, out=None):
     """QR decomposition ``A = Q R`` (Householder, via LAPACK geqrf/orgqr):
     ``mode`` is 'reduced', 'complete' or 'r' (Q is then an empty tensor)."""
-    if _amp.active and out is None and (c := _amp.cast("linalg_qr", A, mode)):
-        with _amp.excluded():
-            return linalg_qr(*c)
     a = _check_matrix(A, "linalg.qr", square=False)
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', or "
@@ -308,12 +296,10 @@ def linalg_qr(A, mode="reduced", *, out=None):
     return _out(linalg_qr_t(*_apply(LinalgQr, (A, mode), (a, mode))), out)
 
 
+@declare_op()
 def qr(input, some=True, *, out=None):
     """``torch.qr`` (deprecated in PyTorch, which warns; so does fabric):
     ``some=True`` is mode 'reduced', ``some=False`` 'complete'."""
-    if _amp.active and out is None and (c := _amp.cast("qr", input, some)):
-        with _amp.excluded():
-            return qr(*c)
     warnings.warn("torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a future PyTorch "
                   "release.\nThe boolean parameter 'some' has been replaced with a string parameter 'mode'.\n"
                   "Q, R = torch.qr(A, some)\nshould be replaced with\n"
@@ -399,13 +385,11 @@ def _svd_backward(gU, gS, gVh, U, S, Vh, full):
     return gA
 
 
+@declare_op(method=False)
 def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
     """``A = U diag(S) Vh`` with ``S`` descending.  Gradients follow PyTorch's
     formula (defined for distinct singular values; U and Vh are unique only
     up to the signs of their columns/rows)."""
-    if _amp.active and out is None and (c := _amp.cast("linalg_svd", A, full_matrices, driver)):
-        with _amp.excluded():
-            return linalg_svd(*c[:2], driver=c[2])
     a = _check_matrix(A, "linalg.svd", square=False)
     if driver is not None:
         raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
@@ -417,25 +401,21 @@ def _needs_grad(*ts):
     return _grad_state.enabled and any(t._requires_grad for t in ts)
 
 
+@declare_op(method=False)
 def linalg_svdvals(A, *, driver=None, out=None):
     """Singular values in descending order (no U/V computed unless a gradient
     is needed)."""
-    if _amp.active and out is None and (c := _amp.cast("linalg_svdvals", A, driver)):
-        with _amp.excluded():
-            return linalg_svdvals(*c[:1], driver=c[1])
     a = _check_matrix(A, "linalg.svdvals", square=False)
     if _needs_grad(A):
         return _out(linalg_svd(A, full_matrices=False, driver=driver).S, out)
     return _out(_const(_lapack_svd(a, False, compute_uv=False)), out)
 
 
+@declare_op()
 def svd(input, some=True, compute_uv=True, *, out=None):
     """``torch.svd``: returns ``(U, S, V)`` with ``V`` (not ``Vh``);
     ``some=True`` gives the reduced decomposition.  With
     ``compute_uv=False``, U and V are zero-filled ``(m, m)``/``(n, n)``."""
-    if _amp.active and out is None and (c := _amp.cast("svd", input, some, compute_uv)):
-        with _amp.excluded():
-            return svd(*c)
     a = _check_matrix(input, "svd", square=False)
     if not compute_uv:
         S = linalg_svdvals(input)
@@ -483,23 +463,19 @@ def _check_uplo(UPLO, fn):
     return UPLO.upper()
 
 
+@declare_op(method=False)
 def linalg_eigh(A, UPLO="L", *, out=None):
     """Eigenvalues (ascending) and orthonormal eigenvectors of a symmetric
     matrix, reading the ``UPLO`` triangle.  Gradients are defined for
     distinct eigenvalues; eigenvectors are unique only up to sign."""
-    if _amp.active and out is None and (c := _amp.cast("linalg_eigh", A, UPLO)):
-        with _amp.excluded():
-            return linalg_eigh(*c)
     a = _check_matrix(A, "linalg.eigh")
     uplo = _check_uplo(UPLO, "linalg.eigh")
     return _out(linalg_eigh_t(*_apply(LinalgEigh, (A, uplo), (a, uplo))), out)
 
 
+@declare_op(method=False)
 def linalg_eigvalsh(A, UPLO="L", *, out=None):
     """Eigenvalues (ascending) of a symmetric matrix."""
-    if _amp.active and out is None and (c := _amp.cast("linalg_eigvalsh", A, UPLO)):
-        with _amp.excluded():
-            return linalg_eigvalsh(*c)
     a = _check_matrix(A, "linalg.eigvalsh")
     uplo = _check_uplo(UPLO, "linalg.eigvalsh")
     if _needs_grad(A):
@@ -517,19 +493,15 @@ def _complex_unsupported(name):
                               "fabric.linalg.eigh / eigvalsh.")
 
 
+@declare_op(method=False)
 def linalg_eig(A, *, out=None):
     """Not supported: results are complex (complex dtypes are out of scope)."""
-    if _amp.active and out is None and (c := _amp.cast("linalg_eig", A)):
-        with _amp.excluded():
-            return linalg_eig(*c)
     _complex_unsupported("eig")
 
 
+@declare_op(method=False)
 def linalg_eigvals(A, *, out=None):
     """Not supported: results are complex (complex dtypes are out of scope)."""
-    if _amp.active and out is None and (c := _amp.cast("linalg_eigvals", A)):
-        with _amp.excluded():
-            return linalg_eigvals(*c)
     _complex_unsupported("eigvals")
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from ... import _dtype as D
 from ..._tensor import Tensor, _wrap_dim
 from ...autograd.function import Function, _apply
-from .. import _autocast as _amp
+from .._registry import declare_op
 from .._util import xp_of
 from ..arith import _np_errstate, matmul
 from ._common import (
@@ -133,11 +133,9 @@ def linalg_pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=Non
     return _out(_apply(LinalgPinv, (A, None, None, None, hermitian), (a, atol, rtol, rcond, hermitian)), out)
 
 
+@declare_op()
 def pinverse(input, rcond=1e-15):
     """``torch.pinverse``: ``linalg.pinv(input, rtol=rcond)``."""
-    if _amp.active and (c := _amp.cast("pinverse", input, rcond)):
-        with _amp.excluded():
-            return pinverse(*c)
     return linalg_pinv(input, rcond=rcond)
 
 
@@ -187,6 +185,7 @@ class LinalgLstsq(Function):
 _LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 
+@declare_op(method=False)
 def linalg_lstsq(A, B, rcond=None, *, driver=None):
     """Least-squares solution of ``A X = B`` (minimum norm for rank-deficient
     ``A``), returned as ``(solution, residuals, rank, singular_values)``.
@@ -208,9 +207,6 @@ def linalg_lstsq(A, B, rcond=None, *, driver=None):
         tensor([[1.0000],
                 [2.0000]])
     """
-    if _amp.active and (c := _amp.cast("linalg_lstsq", A, B, rcond, driver)):
-        with _amp.excluded():
-            return linalg_lstsq(*c[:3], driver=c[3])
     a = _check_matrix(A, "torch.linalg.lstsq", square=False)
     _check_tensor(B, "linalg.lstsq", "B", 2)
     b = B._data
@@ -292,12 +288,10 @@ def matrix_power(input, n, *, out=None):
     return linalg_matrix_power(input, n, out=out)
 
 
+@declare_op(method=False)
 def linalg_matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None):
     """Number of singular values ``> max(atol, rtol * smax)`` (int64); ``tol``
     is PyTorch's legacy absolute tolerance."""
-    if _amp.active and out is None and (c := _amp.cast("linalg_matrix_rank", A, tol, hermitian, atol, rtol)):
-        with _amp.excluded():
-            return linalg_matrix_rank(*c[:3], atol=c[3], rtol=c[4])
     _check_tensor(A, "linalg.matrix_rank", "A", 1)
     a = A._data
     if a.ndim < 2:
@@ -453,11 +447,9 @@ def vander(x, N=None, increasing=False):
     return _vander(x, N, increasing, "vander")
 
 
+@declare_op(method=False)
 def linalg_tensorinv(A, ind=2, *, out=None):
     """Inverse of ``A`` viewed as a square matrix ``prod(shape[:ind]) x prod(shape[ind:])``."""
-    if _amp.active and out is None and (c := _amp.cast("linalg_tensorinv", A, ind)):
-        with _amp.excluded():
-            return linalg_tensorinv(*c)
     _check_tensor(A, "linalg.tensorinv", "A", 1)
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
@@ -469,11 +461,9 @@ def linalg_tensorinv(A, ind=2, *, out=None):
     return _out(linalg_inv(A.reshape(rows, cols)).reshape(shp[ind:] + shp[:ind]), out)
 
 
+@declare_op(method=False)
 def linalg_tensorsolve(A, B, dims=None, *, out=None):
     """``X`` with ``tensordot(A, X, X.ndim) == B``; ``dims`` are moved to the end of ``A`` first."""
-    if _amp.active and out is None and (c := _amp.cast("linalg_tensorsolve", A, B, dims)):
-        with _amp.excluded():
-            return linalg_tensorsolve(*c)
     _check_tensor(A, "linalg.tensorsolve", "A", 1)
     _check_tensor(B, "linalg.tensorsolve", "B", 2)
     if dims is not None:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..._tensor import Tensor
 from ...autograd.function import Function, _apply, once_differentiable
-from .. import _autocast as _amp
+from .._registry import declare_op
 from .._util import xp_of
 from ._common import (
     LinAlgError,
@@ -70,6 +70,7 @@ class LinalgInv(Function):
         return -(yt @ (gy @ yt))
 
 
+@declare_op(method=False)
 def linalg_inv(A, *, out=None):
     """Inverse of a (batch of) square matrices; singular input raises
     ``fabric.linalg.LinAlgError``.
@@ -80,29 +81,22 @@ def linalg_inv(A, *, out=None):
         tensor([[0.5000, 0.0000],
                 [0.0000, 0.2500]])
     """
-    if _amp.active and out is None and (c := _amp.cast("linalg_inv", A)):
-        with _amp.excluded():
-            return linalg_inv(*c)
     a = _check_matrix(A, "linalg.inv")
     return _out(_apply(LinalgInv, (A,), (a,)), out)
 
 
+@declare_op()
 def inverse(input, *, out=None):
     """``torch.inverse``: alias of ``linalg.inv``."""
-    if _amp.active and out is None and (c := _amp.cast("inverse", input)):
-        with _amp.excluded():
-            return inverse(*c)
     return linalg_inv(input, out=out)
 
 
+@declare_op(method=False)
 def linalg_inv_ex(A, *, check_errors=False, out=None):
     """``(inverse, info)``: ``info`` (int32) is 0 for invertible matrices and
     the 1-based index of the first zero pivot of the LU factorization
     otherwise; the inverse of such a matrix is NaN (LAPACK leaves partial
     results there)."""
-    if _amp.active and out is None and (c := _amp.cast("linalg_inv_ex", A, check_errors)):
-        with _amp.excluded():
-            return linalg_inv_ex(*c[:1], check_errors=c[1])
     a = _check_matrix(A, "linalg.inv_ex")
     try:
         inv = linalg_inv(A)
@@ -287,6 +281,7 @@ class LinalgSolve(Function):
         return ga, (gb if need_b else None), None, None
 
 
+@declare_op(method=False)
 def linalg_solve(A, B, *, left=True, out=None):
     """Solve ``A X = B`` (``X A = B`` when ``left=False``) for square ``A``.
     ``B`` is a batch of vectors when it is 1-D or has shape ``A.shape[:-1]``.
@@ -297,9 +292,6 @@ def linalg_solve(A, B, *, left=True, out=None):
         >>> fabric.linalg.solve(A, fabric.tensor([9.0, 8.0]))
         tensor([2., 3.])
     """
-    if _amp.active and out is None and (c := _amp.cast("linalg_solve", A, B, left)):
-        with _amp.excluded():
-            return linalg_solve(*c[:2], left=c[2])
     a = _check_matrix(A, "linalg.solve")
     _check_tensor(B, "linalg.solve", "B", 2)
     b = B._data
