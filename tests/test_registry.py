@@ -84,3 +84,42 @@ def test_declared_autocast_is_what_the_entry_applies():
         if d.autocast is not None:
             body = inspect.unwrap(d.function)
             assert body.__code__.co_names[:2] == ("__fabric_autocast__", "active"), key
+
+
+def _public(key):
+    obj = fabric
+    for part in key.split("."):
+        obj = getattr(obj, part, None)
+    return obj
+
+
+def test_each_declaration_is_the_public_function_at_its_name():
+    import fabric.nn.functional  # noqa: F401  (declares its ops)
+
+    wrong = [key for key, d in _registry.REGISTRY.items() if _public(key) is not d.function]
+    assert wrong == []
+
+
+def test_tensor_methods_come_from_declarations():
+    from fabric.ops import _methods
+
+    declared = _registry.tensor_methods()
+    for name, fn in declared.items():
+        if name in fabric.Tensor.__dict__ and fabric.Tensor.__dict__[name] is not fn:
+            continue  # the Tensor class defines its own (never overridden)
+        assert getattr(fabric.Tensor, name) is fn, name
+    # METHODS lists only what is not declared, and every op installed as a method is one or the other
+    assert [n for n in _methods.METHODS if n in declared] == []
+    for name, value in vars(fabric.Tensor).items():
+        if callable(value) and getattr(value, "__module__", "").startswith("fabric.ops.") and name[:2] != "__":
+            assert name in declared or name in _methods.METHODS, name
+
+
+def test_derived_all_holds_every_declared_name():
+    from fabric.ops import arith, inplace, join, reduce, sorting
+
+    for module in (arith, reduce, inplace, sorting, join, pointwise):
+        names = _registry.public_names(module.__name__)
+        assert names and set(names) <= set(module.__all__), module.__name__
+        assert len(module.__all__) == len(set(module.__all__)), module.__name__
+        assert set(names) <= set(fabric.ops.__all__)

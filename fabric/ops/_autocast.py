@@ -69,11 +69,13 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
+from ..autograd.grad_mode import state as _grad_state
 
 __all__ = [
     "DEVICE_TYPES",
     "active",
     "cast",
+    "clear_cache",
     "entry",
     "excluded",
     "get_dtype",
@@ -99,9 +101,17 @@ class _State(threading.local):
         self.cache_enabled = True
         self.nesting = 0
         self.excluded = 0  # > 0 inside an op that already autocast
+        self.cache = {}  # id(leaf) -> (leaf, its lower-precision cast): the weight-cast cache
+
+
 
 
 state = _State()
+
+
+def clear_cache() -> None:
+    """Drop the cached weight casts (the outermost autocast region ends, or ``clear_autocast_cache``)."""
+    state.cache.clear()
 
 
 def is_enabled(device_type: str) -> bool:
@@ -248,9 +258,20 @@ def _target(op, args):
 
 def _cast_one(a, dtype, cls):
     if isinstance(a, Tensor):
-        if _eligible(a, cls) and a._data.dtype != dtype.np:
-            return a.to(dtype)
-        return a
+        if not _eligible(a, cls) or a._data.dtype == dtype.np:
+            return a
+        # PyTorch's weight-cast cache: a float32 leaf that requires grad (a parameter) is cast to the
+        # lower-precision dtype once per outermost autocast region, so its uses share one ToCopy node
+        # (only while grad mode is on: a cast made under no_grad has no node to share).
+        if dtype is D.float16 and a._requires_grad and a.grad_fn is None and a._base is None \
+                and a._data.dtype == _F32 and state.cache_enabled and _grad_state.enabled:
+            hit = state.cache.get(id(a))
+            if hit is not None and hit[0] is a:
+                return hit[1]
+            r = a.to(dtype)
+            state.cache[id(a)] = (a, r)
+            return r
+        return a.to(dtype)
     if isinstance(a, (list, tuple)) and next(_tensors(a), None) is not None:
         return type(a)(_cast_one(t, dtype, cls) for t in a)
     return a

@@ -37,6 +37,7 @@ class OpDecl:
     function: Callable[..., Any]
     module: str
     method: str | None = None            # Tensor method name (None: no method)
+    method_function: Callable[..., Any] | None = None  # the method when it is not ``function`` (argument order)
     inplace: str | None = None           # in-place variant's name (a method too)
     inplace_function: Callable[..., Any] | None = None
     aliases: tuple[str, ...] = ()        # other public names of the same function (and in-place variant)
@@ -65,20 +66,23 @@ def _key(name: str, module: str) -> str:
     return f"{space}.{name}" if space else name
 
 
-def declare(function: Callable[..., Any], *, name: str | None = None, method: bool = True,
+def declare(function: Callable[..., Any], *, name: str | None = None, method: bool | Callable[..., Any] = True,
             inplace: Callable[..., Any] | None = None, aliases: tuple[str, ...] = (),
-            fusion: str | None = None, autocast: bool | str = True) -> OpDecl:
+            fusion: str | None = None, autocast: bool | str = True, namespace: str | None = None) -> OpDecl:
     """Register ``function`` as the op ``name`` (default: its ``__name__``) and return the declaration.
 
-    ``method``: PyTorch has it as ``Tensor.<name>``; ``inplace``: the function of ``name_`` (always a
-    Tensor method when given).  The autocast policy is the one the tables of ``ops/_autocast.py``
+    ``method``: PyTorch has it as ``Tensor.<name>`` (a function: the method, where its arguments are in
+    another order than the function's, as ``Tensor.where(condition, y)``); ``inplace``: the function of
+    ``name_`` (always a Tensor method when given).  The autocast policy is the one the tables of ``ops/_autocast.py``
     give ``name`` (or the table name ``autocast`` when it is a string: ``"linalg_vecdot"``);
     ``autocast=False`` records none.  When a policy applies, ``declaration.function`` is the op with
     its autocast entry (``ops._autocast.entry``), which the caller binds as the public function.
+    ``namespace``: where the op is public under ``fabric`` ("" for ``fabric.<name>``, "special" ...) when
+    that is not what its module's path says.
     """
     name = name or function.__name__
     module = function.__module__
-    key = _key(name, module)
+    key = _key(name, module) if namespace is None else f"{namespace}.{name}".lstrip(".")
     if key in REGISTRY:
         raise RuntimeError(f"op {key!r} is declared twice ({REGISTRY[key].module} and {module})")
     policy = autocast if isinstance(autocast, str) else name if autocast else None
@@ -91,15 +95,17 @@ def declare(function: Callable[..., Any], *, name: str | None = None, method: bo
 
         function = entry(function, policy)
     decl = OpDecl(name, function, module, method=name if method else None,
+                  method_function=method if callable(method) else None,
                   inplace=(name + "_") if inplace is not None else None, inplace_function=inplace,
                   aliases=tuple(aliases), autocast=policy, fusion=fusion)
     REGISTRY[key] = decl
     return decl
 
 
-def declare_op(*, name: str | None = None, method: bool = True, inplace: Callable[..., Any] | None = None,
-               aliases: tuple[str, ...] = (), fusion: str | None = None,
-               autocast: bool | str = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def declare_op(*, name: str | None = None, method: bool | Callable[..., Any] = True,
+               inplace: Callable[..., Any] | None = None, aliases: tuple[str, ...] = (), fusion: str | None = None,
+               autocast: bool | str = True, namespace: str | None = None
+               ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """:func:`declare` as a decorator: the decorated name is bound to the declared function.
 
     Example::
@@ -114,7 +120,7 @@ def declare_op(*, name: str | None = None, method: bool = True, inplace: Callabl
     """
     def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
         return declare(function, name=name, method=method, inplace=inplace, aliases=aliases, fusion=fusion,
-                       autocast=autocast).function
+                       autocast=autocast, namespace=namespace).function
 
     return decorate
 
@@ -141,7 +147,7 @@ def tensor_methods() -> dict[str, Callable[..., Any]]:
     for d in REGISTRY.values():
         names = ((d.name,) + d.aliases) if d.method else ()
         for n in names:
-            out[n] = d.function
+            out[n] = d.method_function or d.function
         if d.inplace_function is not None:
             for n in (d.name,) + d.aliases:
                 out[n + "_"] = d.inplace_function

@@ -28,6 +28,7 @@ from .. import _dtype as D
 from .._tensor import Tensor, _wrap_dim
 from ..autograd.function import Function, _apply
 from ..backends import backend_of
+from ._registry import declare_op
 from ._util import checked_scalar, scalar_value, xp_of
 
 __all__ = [
@@ -589,6 +590,7 @@ def _scatter_add(input, dim, index, src, inplace):
     return _apply(ScatterAddInplace if inplace else ScatterAdd, (input, d, a, src), (x, d, a, s))
 
 
+@declare_op()
 def scatter_add(input, dim, index, src):
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim``
     (repeated indices accumulate).
@@ -601,6 +603,7 @@ def scatter_add(input, dim, index, src):
     return _scatter_add(input, dim, index, src, False)
 
 
+@declare_op()
 def scatter_add_(self, dim, index, src):
     """In-place :func:`scatter_add`."""
     return _scatter_add(self, dim, index, src, True)
@@ -948,6 +951,7 @@ def _index_copy(input, dim, index, source, inplace):
     return _apply(IndexCopyInplace if inplace else IndexCopy, (input, d, a, source), (x, d, a, s))
 
 
+@declare_op()
 def index_copy(input, dim, index, source):
     """A copy of ``input`` with the slices of ``source`` written at ``index`` along ``dim``.
 
@@ -959,6 +963,7 @@ def index_copy(input, dim, index, source):
     return _index_copy(input, dim, index, source, False)
 
 
+@declare_op()
 def index_copy_(self, dim, index, source):
     """In-place :func:`index_copy`."""
     return _index_copy(self, dim, index, source, True)
@@ -1098,6 +1103,7 @@ def _index_put(input, indices, values, accumulate, inplace):
     return _apply(cls, (input, values, key, accumulate), (x, v, key, builtins.bool(accumulate)))
 
 
+@declare_op()
 def index_put(input, indices, values, accumulate=False):
     """``input[indices] = values`` on a copy (``accumulate=True`` adds,
     repeated indices accumulating).
@@ -1110,6 +1116,7 @@ def index_put(input, indices, values, accumulate=False):
     return _index_put(input, indices, values, accumulate, False)
 
 
+@declare_op()
 def index_put_(self, indices, values, accumulate=False):
     """In-place :func:`index_put`."""
     return _index_put(self, indices, values, accumulate, True)

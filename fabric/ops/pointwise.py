@@ -50,14 +50,14 @@ from ..autograd.function import (
     check_no_internal_overlap,
 )
 from ..autograd.grad_mode import state as _state
-from ._registry import declare
+from ._registry import declare, declare_op
 from ._registry import public_names as declared_names
 from ._util import _SCALARS, _same_device, binary_operands, checked_scalar, float_operands, scalar_value, xp_of
 from .arith import exp, pow
 from .inplace import copy_into_out
 
 __all__ = [  # and, at the end of the module, the ops declared in the registry
-    "addcdiv", "addcdiv_", "addcmul", "addcmul_", "allclose", "bitwise_and", "bitwise_and_", "bitwise_left_shift",
+    "allclose", "bitwise_and", "bitwise_and_", "bitwise_left_shift",
     "bitwise_left_shift_", "bitwise_not", "bitwise_not_", "bitwise_or", "bitwise_or_", "bitwise_right_shift",
     "bitwise_right_shift_", "bitwise_xor", "bitwise_xor_", "clamp", "clamp_", "clamp_max", "clamp_max_", "clamp_min",
     "clamp_min_", "clip", "clip_", "eq", "eq_", "equal", "exp_", "float_power", "float_power_", "ge", "ge_",
@@ -65,8 +65,8 @@ __all__ = [  # and, at the end of the module, the ops declared in the registry
     "isneginf", "isposinf", "isreal", "le", "le_", "lerp", "lerp_", "less", "less_", "less_equal", "less_equal_",
     "log_", "logical_and", "logical_and_", "logical_not", "logical_not_", "logical_or", "logical_or_", "logical_xor",
     "logical_xor_", "logit", "logit_", "lt", "lt_", "nan_to_num", "nan_to_num_", "ne", "ne_", "neg_", "negative_",
-    "not_equal", "not_equal_", "polygamma", "polygamma_", "positive", "pow_", "relu", "relu_", "round", "round_",
-    "signbit", "square", "square_", "true_divide_", "where",
+    "not_equal", "not_equal_", "positive", "pow_", "relu", "relu_", "round", "round_",
+    "signbit", "square", "square_", "true_divide_",
 ]
 
 _ndarray = np.ndarray
@@ -2001,6 +2001,7 @@ def _addc_value(rt, value):
     return builtins.int(value) if rt.kind in "iub" else value
 
 
+@declare_op()
 @_broadcasting
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     """``input + value * tensor1 * tensor2``.
@@ -2021,6 +2022,7 @@ _ADDCDIV_INT = ("Integer division with addcdiv is no longer supported, and in a 
                 "latter implementation: (input + value * tensor1 / tensor2), for all dtypes.")
 
 
+@declare_op()
 @_broadcasting
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     """``input + value * tensor1 / tensor2`` (tensor1 and tensor2 must not both be integer).
@@ -2038,6 +2040,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     return _out(_apply(Addcdiv, (input, tensor1, tensor2, None), arrays + [_addc_value(rt, value)]), out)
 
 
+@declare_op()
 @_broadcasting
 def addcmul_(self, tensor1, tensor2, *, value=1):
     """In-place :func:`addcmul`."""
@@ -2045,6 +2048,7 @@ def addcmul_(self, tensor1, tensor2, *, value=1):
     return _inplace(self, Addcmul, (self, tensor1, tensor2, None), arrays + [_addc_value(rt, value)], False)
 
 
+@declare_op()
 @_broadcasting
 def addcdiv_(self, tensor1, tensor2, *, value=1):
     """In-place :func:`addcdiv`."""
@@ -2101,14 +2105,13 @@ def scalar_tensor_like(value, ref):
     return Tensor._make(xp_of(ref._data).asarray(value, dtype=dt), False)
 
 
-def _install_tensor_methods():
-    """Methods whose argument order differs from the function's (``x.where(c, y)``,
-    ``x.polygamma(n)``); the rest are listed in ``_methods.METHODS``."""
-    Tensor.where = _tensor_where
-    Tensor.polygamma = lambda self, n: polygamma(n, self)
-    Tensor.polygamma.__doc__ = "``polygamma(n, self)``."
+def _tensor_polygamma(self, n):
+    """``Tensor.polygamma(n)`` is ``polygamma(n, self)``."""
+    return polygamma(n, self)
 
 
-_install_tensor_methods()
+# Methods whose argument order differs from the function's
+declare(where, method=_tensor_where)
+declare(polygamma, method=_tensor_polygamma, inplace=polygamma_)
 
 __all__ += declared_names(__name__)

@@ -353,6 +353,7 @@ class Hardshrink(_Elementwise):
         return _mask_scale(gy, ~((xd >= -lambd) & (xd <= lambd)))
 
 
+@declare_op()
 def hardshrink(input, lambd=0.5):
     """``input`` where ``|input| > lambd``, else 0.
 
@@ -754,7 +755,7 @@ class Prelu(Function):
         return gx, gw
 
 
-@declare_op(method=False)
+@declare_op()
 def prelu(input, weight):
     """``max(0, x) + weight * min(0, x)``, ``weight`` per channel (dim 1).
 
@@ -918,7 +919,7 @@ def _softmax_input(input, name, kernel, dtype):
     return input, x
 
 
-@declare_op(name="softmax")
+@declare_op(name="softmax", namespace="")
 def _softmax(input, dim, dtype=None):
     """``fabric.softmax(input, dim, dtype=None)`` / ``Tensor.softmax``."""
     input, x = _softmax_input(input, "softmax", "softmax_lastdim_kernel_impl", dtype)
@@ -926,7 +927,7 @@ def _softmax(input, dim, dtype=None):
     return _apply(Softmax, (input, axis), (x, axis))
 
 
-@declare_op(name="log_softmax")
+@declare_op(name="log_softmax", namespace="")
 def _log_softmax(input, dim, dtype=None):
     """``fabric.log_softmax(input, dim, dtype=None)`` / ``Tensor.log_softmax``."""
     input, x = _softmax_input(input, "log_softmax", "log_softmax_lastdim_kernel_impl", dtype)
@@ -1002,7 +1003,3 @@ def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
     y_hard = _const((classes == index).astype(y.dtype))
     return y_hard - y_soft.detach() + y_soft
 
-
-# Tensor.hardshrink / Tensor.prelu: installed from here, above Tensor (ops import nothing from nn).
-Tensor.hardshrink = hardshrink
-Tensor.prelu = prelu

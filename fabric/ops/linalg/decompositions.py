@@ -84,7 +84,7 @@ class LinalgCholesky(Function):
         return linalg_solve_triangular(L, P, upper=False, left=False), None
 
 
-@declare_op(method=False)
+@declare_op(name="cholesky", namespace="linalg", autocast="linalg_cholesky", method=False)
 def linalg_cholesky(A, *, upper=False, out=None):
     """Cholesky factor ``L`` (lower; ``upper=True`` gives ``L^T``) of a
     symmetric positive-definite matrix, reading its lower triangle.  Not
@@ -93,7 +93,7 @@ def linalg_cholesky(A, *, upper=False, out=None):
     return _out(_apply(LinalgCholesky, (A, upper), (a, upper)), out)
 
 
-@declare_op(method=False)
+@declare_op(name="cholesky_ex", namespace="linalg", autocast="linalg_cholesky_ex", method=False)
 def linalg_cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """``(L, info)``: ``info`` (int32) is 0 on success, else the order of the
     first leading minor that is not positive-definite; ``L`` of such a
@@ -285,7 +285,7 @@ def _qr_backward_square(gQ, gR, Q, R):
     return linalg_solve_triangular(R.mT, B, upper=False, left=False)
 
 
-@declare_op(method=False)
+@declare_op(name="qr", namespace="linalg", autocast="linalg_qr", method=False)
 def linalg_qr(A, mode="reduced", *, out=None):
     """QR decomposition ``A = Q R`` (Householder, via LAPACK geqrf/orgqr):
     ``mode`` is 'reduced', 'complete' or 'r' (Q is then an empty tensor)."""
@@ -385,7 +385,7 @@ def _svd_backward(gU, gS, gVh, U, S, Vh, full):
     return gA
 
 
-@declare_op(method=False)
+@declare_op(name="svd", namespace="linalg", autocast="linalg_svd", method=False)
 def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
     """``A = U diag(S) Vh`` with ``S`` descending.  Gradients follow PyTorch's
     formula (defined for distinct singular values; U and Vh are unique only
@@ -401,7 +401,7 @@ def _needs_grad(*ts):
     return _grad_state.enabled and any(t._requires_grad for t in ts)
 
 
-@declare_op(method=False)
+@declare_op(name="svdvals", namespace="linalg", autocast="linalg_svdvals", method=False)
 def linalg_svdvals(A, *, driver=None, out=None):
     """Singular values in descending order (no U/V computed unless a gradient
     is needed)."""
@@ -463,7 +463,7 @@ def _check_uplo(UPLO, fn):
     return UPLO.upper()
 
 
-@declare_op(method=False)
+@declare_op(name="eigh", namespace="linalg", autocast="linalg_eigh", method=False)
 def linalg_eigh(A, UPLO="L", *, out=None):
     """Eigenvalues (ascending) and orthonormal eigenvectors of a symmetric
     matrix, reading the ``UPLO`` triangle.  Gradients are defined for
@@ -473,7 +473,7 @@ def linalg_eigh(A, UPLO="L", *, out=None):
     return _out(linalg_eigh_t(*_apply(LinalgEigh, (A, uplo), (a, uplo))), out)
 
 
-@declare_op(method=False)
+@declare_op(name="eigvalsh", namespace="linalg", autocast="linalg_eigvalsh", method=False)
 def linalg_eigvalsh(A, UPLO="L", *, out=None):
     """Eigenvalues (ascending) of a symmetric matrix."""
     a = _check_matrix(A, "linalg.eigvalsh")
@@ -493,13 +493,13 @@ def _complex_unsupported(name):
                               "fabric.linalg.eigh / eigvalsh.")
 
 
-@declare_op(method=False)
+@declare_op(name="eig", namespace="linalg", autocast="linalg_eig", method=False)
 def linalg_eig(A, *, out=None):
     """Not supported: results are complex (complex dtypes are out of scope)."""
     _complex_unsupported("eig")
 
 
-@declare_op(method=False)
+@declare_op(name="eigvals", namespace="linalg", autocast="linalg_eigvals", method=False)
 def linalg_eigvals(A, *, out=None):
     """Not supported: results are complex (complex dtypes are out of scope)."""
     _complex_unsupported("eigvals")

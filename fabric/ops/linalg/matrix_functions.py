@@ -185,7 +185,7 @@ class LinalgLstsq(Function):
 _LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 
-@declare_op(method=False)
+@declare_op(name="lstsq", namespace="linalg", autocast="linalg_lstsq", method=False)
 def linalg_lstsq(A, B, rcond=None, *, driver=None):
     """Least-squares solution of ``A X = B`` (minimum norm for rank-deficient
     ``A``), returned as ``(solution, residuals, rank, singular_values)``.
@@ -288,7 +288,7 @@ def matrix_power(input, n, *, out=None):
     return linalg_matrix_power(input, n, out=out)
 
 
-@declare_op(method=False)
+@declare_op(name="matrix_rank", namespace="linalg", autocast="linalg_matrix_rank", method=False)
 def linalg_matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None):
     """Number of singular values ``> max(atol, rtol * smax)`` (int64); ``tol``
     is PyTorch's legacy absolute tolerance."""
@@ -447,7 +447,7 @@ def vander(x, N=None, increasing=False):
     return _vander(x, N, increasing, "vander")
 
 
-@declare_op(method=False)
+@declare_op(name="tensorinv", namespace="linalg", autocast="linalg_tensorinv", method=False)
 def linalg_tensorinv(A, ind=2, *, out=None):
     """Inverse of ``A`` viewed as a square matrix ``prod(shape[:ind]) x prod(shape[ind:])``."""
     _check_tensor(A, "linalg.tensorinv", "A", 1)
@@ -461,7 +461,7 @@ def linalg_tensorinv(A, ind=2, *, out=None):
     return _out(linalg_inv(A.reshape(rows, cols)).reshape(shp[ind:] + shp[:ind]), out)
 
 
-@declare_op(method=False)
+@declare_op(name="tensorsolve", namespace="linalg", autocast="linalg_tensorsolve", method=False)
 def linalg_tensorsolve(A, B, dims=None, *, out=None):
     """``X`` with ``tensordot(A, X, X.ndim) == B``; ``dims`` are moved to the end of ``A`` first."""
     _check_tensor(A, "linalg.tensorsolve", "A", 1)

@@ -50,7 +50,7 @@ def _check_ord(ord, fn):
     return float(ord)
 
 
-@declare_op(method=False)
+@declare_op(name="vector_norm", namespace="linalg", autocast="linalg_vector_norm", method=False)
 def linalg_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """The ``ord``-norm of ``x`` over ``dim`` (all dims when None), treating
     the selected dims as one flat vector.
@@ -78,7 +78,7 @@ def linalg_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=Non
 _MATRIX_ORDS = ("fro", "nuc", 1, -1, 2, -2, _inf, -_inf)
 
 
-@declare_op(method=False)
+@declare_op(name="matrix_norm", namespace="linalg", autocast="linalg_matrix_norm", method=False)
 def linalg_matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
     """Matrix norm over the two dims ``dim``: 'fro', 'nuc', 1, -1, 2, -2,
     inf, -inf (2/-2/'nuc' through the singular values).
@@ -150,7 +150,7 @@ def linalg_norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
     return linalg_vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype=dtype, out=out)
 
 
-@declare_op(method=False)
+@declare_op(name="cond", namespace="linalg", autocast="linalg_cond", method=False)
 def linalg_cond(A, p=None, *, out=None):
     """Condition number: ``smax / smin`` for p in (None, 2), ``smin / smax``
     for -2, else ``norm(A, p) * norm(inv(A), p)`` (square A)."""

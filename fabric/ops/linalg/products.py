@@ -572,7 +572,7 @@ def _multi_dot(mats, split, i, j):
     return matmul(_multi_dot(mats, split, i, k), _multi_dot(mats, split, k + 1, j))
 
 
-@declare_op(method=False)
+@declare_op(name="multi_dot", namespace="linalg", autocast="linalg_multi_dot", method=False)
 def linalg_multi_dot(tensors, *, out=None):
     """Product of a chain of matrices in the cheapest order; the first may be
     a 1-D row vector and the last a 1-D column vector."""
@@ -637,7 +637,7 @@ def chain_matmul(*matrices, out=None):
     return linalg_multi_dot(matrices, out=out)
 
 
-@declare_op(method=False)
+@declare_op(name="vecdot", namespace="linalg", autocast="linalg_vecdot", method=False)
 def linalg_vecdot(x, y, *, dim=-1, out=None):
     """``sum(x * y, dim)`` with broadcasting (``torch.linalg.vecdot``)."""
     _check_tensor(x, "linalg.vecdot", "x", 1)

@@ -70,7 +70,7 @@ class LinalgInv(Function):
         return -(yt @ (gy @ yt))
 
 
-@declare_op(method=False)
+@declare_op(name="inv", namespace="linalg", autocast="linalg_inv", method=False)
 def linalg_inv(A, *, out=None):
     """Inverse of a (batch of) square matrices; singular input raises
     ``fabric.linalg.LinAlgError``.
@@ -91,7 +91,7 @@ def inverse(input, *, out=None):
     return linalg_inv(input, out=out)
 
 
-@declare_op(method=False)
+@declare_op(name="inv_ex", namespace="linalg", autocast="linalg_inv_ex", method=False)
 def linalg_inv_ex(A, *, check_errors=False, out=None):
     """``(inverse, info)``: ``info`` (int32) is 0 for invertible matrices and
     the 1-based index of the first zero pivot of the LU factorization
@@ -281,7 +281,7 @@ class LinalgSolve(Function):
         return ga, (gb if need_b else None), None, None
 
 
-@declare_op(method=False)
+@declare_op(name="solve", namespace="linalg", autocast="linalg_solve", method=False)
 def linalg_solve(A, B, *, left=True, out=None):
     """Solve ``A X = B`` (``X A = B`` when ``left=False``) for square ``A``.
     ``B`` is a batch of vectors when it is 1-D or has shape ``A.shape[:-1]``.
