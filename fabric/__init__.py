@@ -48,9 +48,22 @@ import fabric.sparse as sparse  # noqa: E402,F401
 from .sparse import sparse_coo_tensor, spmm  # noqa: E402,F401
 from .serialization import save, load  # noqa: F401
 from ._torch_alias import install_torch_alias, uninstall_torch_alias  # noqa: F401
-from ._extras import *  # noqa: F401,F403,E402
+from ._device import get_default_device, set_default_device  # noqa: E402,F401
+from .backends._flags import (  # noqa: E402,F401
+    use_deterministic_algorithms, are_deterministic_algorithms_enabled, set_float32_matmul_precision,
+    get_float32_matmul_precision,
+)
 from ._threads import set_num_threads, get_num_threads, set_num_interop_threads, get_num_interop_threads  # noqa: F401,E501
 from . import nn, optim  # noqa: F401,E402
+from .nn.functional import (  # noqa: E402,F401  (torch's top-level aliases of functional ops)
+    adaptive_avg_pool1d, adaptive_max_pool1d, alpha_dropout, avg_pool1d, batch_norm, bilinear,
+    binary_cross_entropy_with_logits, celu, celu_, conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d,
+    conv_transpose3d, cosine_embedding_loss, cosine_similarity, ctc_loss, dropout, embedding, embedding_bag,
+    feature_alpha_dropout, group_norm, hardshrink, hinge_embedding_loss, instance_norm, kl_div, layer_norm,
+    margin_ranking_loss, max_pool1d, max_pool1d_with_indices, max_pool2d, max_pool3d, pairwise_distance, pdist,
+    pixel_shuffle, pixel_unshuffle, poisson_nll_loss, prelu, rms_norm, rrelu, rrelu_, selu, selu_, threshold,
+    threshold_, triplet_margin_loss,
+)
 from . import data, utils  # noqa: F401,E402
 from . import multiprocessing  # noqa: F401,E402
 from . import distributions  # noqa: E402,F401
@@ -86,6 +99,13 @@ def result_type(tensor1, tensor2):
     return _result_type(tensor1, tensor2)
 
 
+def compile(model=None, **kwargs):
+    """``torch.compile``: see :func:`fabric._dynamo.compile` (imported on first use, with ``fabric.fx``)."""
+    from ._dynamo import compile as impl
+
+    return impl(model, **kwargs)
+
+
 def is_tensor(obj) -> _builtins.bool:
     return isinstance(obj, Tensor)
 
@@ -106,11 +126,7 @@ ops.install_tensor_methods()  # the Tensor methods declared above ops (softmax, 
 
 
 def __getattr__(name):
-    """Top-level aliases of nn.functional ops (``fabric.conv2d`` ...), resolved lazily."""
-    from . import _extras
-
-    if name in _extras._FUNCTIONAL:
-        return getattr(_extras, name)
+    """Graph capture (``fabric.fx``, ``export``, ``onnx``, ``compiler``), imported on first use."""
     if name in ("fx", "export", "onnx", "compiler"):  # graph capture: imported on first use
         import importlib
         return importlib.import_module(f"fabric.{name}")

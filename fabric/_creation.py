@@ -424,3 +424,80 @@ def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     """Row and column indices (a 2 x N tensor) of the upper triangle."""
     r, c = np.triu_indices(row, offset, col)
     return _finish(np.stack([r, c]).astype(_np_dtype(dtype, D.int64)), device, False)
+
+
+# --- window functions ----------------------------------------------------------------------------------------------
+
+__all__ += ["hann_window", "hamming_window", "bartlett_window", "blackman_window"]
+
+
+def _window(n, periodic, fn, dtype, device, requires_grad):
+    if n == 0:
+        arr = np.zeros(0)
+    elif n == 1:
+        arr = np.ones(1)
+    else:
+        m = n + 1 if periodic else n
+        k = np.arange(m, dtype=np.float64)
+        arr = fn(k, m)[:n]
+    return _finish(arr.astype(_np_dtype(dtype)), device, requires_grad)
+
+
+def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
+    return _window(window_length, periodic, lambda k, m: 0.5 - 0.5 * np.cos(2 * np.pi * k / (m - 1)), dtype,
+                   device, requires_grad)
+
+
+def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None, layout=None, device=None,
+                   requires_grad=False):
+    return _window(window_length, periodic, lambda k, m: alpha - beta * np.cos(2 * np.pi * k / (m - 1)), dtype,
+                   device, requires_grad)
+
+
+def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
+    return _window(window_length, periodic, lambda k, m: 1 - np.abs(2 * k / (m - 1) - 1), dtype, device,
+                   requires_grad)
+
+
+def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
+    return _window(window_length, periodic, lambda k, m: 0.42 - 0.5 * np.cos(2 * np.pi * k / (m - 1))
+                   + 0.08 * np.cos(4 * np.pi * k / (m - 1)), dtype, device, requires_grad)
+
+
+# --- the legacy typed constructors (fabric.FloatTensor ...) --------------------------------------------------------
+
+__all__ += ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor",
+            "CharTensor", "ByteTensor", "BoolTensor"]
+
+
+class _LegacyTensorType(type):
+    """The legacy typed constructors (``fabric.FloatTensor`` ...): calling one
+    makes a CPU tensor of its dtype, ``isinstance`` checks dtype and device,
+    and ``Tensor.type(fabric.LongTensor)`` converts."""
+
+    def __call__(cls, *args, device=None):
+        return empty(0, dtype=cls._legacy_dtype, device=device).new(*args)
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj.dtype is cls._legacy_dtype and obj.device.type == "cpu"
+
+    def __repr__(cls):
+        return f"<class 'fabric.{cls.__name__}'>"
+
+
+def _legacy_type(name, dtype):
+    return _LegacyTensorType(name, (), {"_legacy_dtype": dtype, "dtype": dtype, "__module__": "fabric",
+                                        "__doc__": f"Legacy constructor of {dtype} CPU tensors, e.g. "
+                                                   f"``fabric.{name}([1, 2])``."})
+
+
+FloatTensor = _legacy_type("FloatTensor", D.float32)
+DoubleTensor = _legacy_type("DoubleTensor", D.float64)
+HalfTensor = _legacy_type("HalfTensor", D.float16)
+BFloat16Tensor = _legacy_type("BFloat16Tensor", D.bfloat16)
+LongTensor = _legacy_type("LongTensor", D.int64)
+IntTensor = _legacy_type("IntTensor", D.int32)
+ShortTensor = _legacy_type("ShortTensor", D.int16)
+CharTensor = _legacy_type("CharTensor", D.int8)
+ByteTensor = _legacy_type("ByteTensor", D.uint8)
+BoolTensor = _legacy_type("BoolTensor", D.bool)

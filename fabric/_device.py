@@ -88,3 +88,14 @@ def as_device(d) -> device:
 
         return device("cuda", cuda.current_device())
     return d
+
+
+# --- the default device --------------------------------------------------------------------------------------------
+
+def get_default_device():
+    return cpu
+
+
+def set_default_device(device) -> None:
+    if device is not None and as_device(device).type != "cpu":
+        raise NotImplementedError("fabric.set_default_device supports only 'cpu'; pass device= explicitly instead")

@@ -309,3 +309,60 @@ def hurwitz_zeta(xp, s, q):
     y = xp.where((q <= 0) & (q != xp.floor(q)) & (s != xp.floor(s)), math.nan, y)
     y = xp.where((q <= 0) & (q == xp.floor(q)), math.inf, y)
     return xp.where(s == 1, math.inf, xp.where(s < 1, math.nan, y))
+
+
+# --- modified Bessel functions I0, I1 (fabric.i0, special.i0/i1/i0e/i1e) ------------------
+#
+# I_nu(x) for nu in {0, 1} in float64: the power series
+#     sum_k (x/2)^(2k+nu) / (k! (k+nu)!)          (all terms positive: no cancellation)
+# for |x| <= 30 (48 terms reach 1e-18 relative there), and the asymptotic series
+#     e^x / sqrt(2 pi x) * sum_k (-1)^k a_k / x^k,  a_k = a_{k-1} (4 nu^2 - (2k-1)^2) / (8k)
+# beyond (25 terms: truncation error below 1e-19 at x = 30).  Measured against
+# torch.special.i0/i1 (Cephes) in float64: within a few 1e-15 relative.
+_SERIES_MAX = 30.0
+_SERIES_TERMS = 48
+_ASYMPTOTIC_TERMS = 25
+
+
+def _asymptotic_coeffs(nu):
+    a, out = 1.0, [1.0]
+    for k in range(1, _ASYMPTOTIC_TERMS + 1):
+        a *= (4.0 * nu * nu - (2 * k - 1) ** 2) / (8.0 * k)
+        out.append(a * (-1) ** k)
+    return out[::-1]  # highest power first, for Horner
+
+
+_ASYM = {0: _asymptotic_coeffs(0), 1: _asymptotic_coeffs(1)}
+
+
+def bessel_i(xp, x, nu, scaled=False):
+    """I_0 or I_1 of a float array, evaluated in float64 (``scaled``: ``exp(-|x|) I_nu(x)``,
+    finite for every finite x; fabric.special.i0e/i1e)."""
+    dt = x.dtype
+    with quiet():
+        a = xp.abs(x.astype(np.float64))
+        xs = xp.minimum(a, _SERIES_MAX) * 0.5
+        q = xs * xs
+        term = xs.copy() if nu else xp.ones_like(xs)
+        s = term.copy()
+        for k in range(1, _SERIES_TERMS):
+            term *= q
+            term /= k * (k + nu)
+            s += term
+        if scaled:
+            s *= xp.exp(-2.0 * xs)
+        big = a > _SERIES_MAX
+        if a.size and bool(big.any()):
+            xl = xp.maximum(a, _SERIES_MAX)
+            z = 1.0 / xl
+            c = _ASYM[nu]
+            acc = xp.full(xl.shape, c[0])
+            for ck in c[1:]:
+                acc *= z
+                acc += ck
+            scale = 1.0 if scaled else xp.exp(xl)
+            s = xp.where(big, scale / xp.sqrt(2.0 * math.pi * xl) * acc, s)
+        s = xp.where(xp.isnan(a), a, s)
+        if nu:
+            s = xp.copysign(s, x)
+    return s.astype(dt, copy=False)

@@ -29,8 +29,9 @@ from .nn.functional._activation import _log_softmax, _softmax
 from .ops import pointwise as _pw
 from .ops._util import float_operands, xp_of
 from .ops.arith import exp, log
-from .ops.more import I0, I1, _bessel_i
 from .ops.pointwise import (
+    I0,
+    I1,
     digamma,
     erf,
     erfc,
@@ -148,13 +149,13 @@ def _entr(xp, x):
     return xp.where(x > 0, v, xp.where(x == 0, 0.0, xp.where(x < 0, -math.inf, x)))
 
 
-# Modified Bessel functions I0, I1 and their scaled forms: fabric.ops.more's kernel.
+# Modified Bessel functions I0, I1 and their scaled forms: _special_functions.bessel_i.
 def _i0e(xp, x):
-    return _bessel_i(x, 0, scaled=True)
+    return _sf.bessel_i(xp, x, 0, scaled=True)
 
 
 def _i1e(xp, x):
-    return _bessel_i(x, 1, scaled=True)
+    return _sf.bessel_i(xp, x, 1, scaled=True)
 
 
 # Bessel functions J0, J1: power series for |x| <= 5, Miller's backward

@@ -34,7 +34,7 @@ def test_readme_example_runs():
                                     "fabric.autograd.grad_mode", "fabric.autograd.functional",
                                     "fabric.autograd.gradcheck", "fabric.serialization", "fabric.random",
                                     "fabric.optim.lr_scheduler", "fabric.optim.optimizer", "fabric.optim.lbfgs",
-                                    "fabric.ops.arith", "fabric.ops.inplace", "fabric.ops.convert", "fabric._extras"])
+                                    "fabric.ops.arith", "fabric.ops.inplace", "fabric.ops.convert", "fabric.ops.attributes"])
 def test_docstring_examples(module):
     import importlib
 

@@ -1,4 +1,4 @@
-"""Top-level composite ops and compatibility switches (fabric/_extras.py)."""
+"""Top-level composite ops (diff, cov, isin ... in their ops family modules) and compatibility switches."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
-"""Tests of fabric/ops/more.py (gap-filling methods and functions); the
+"""Tests of the less common Tensor methods and torch functions (once ops/more.py, now in their family
+modules: pointwise, reduce, indexing, shape, join, inplace, convert, attributes, linalg); the
 differentiable ones also have OpInfo entries in tests/opinfo/more.py."""
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 import fabric
 from fabric.autograd import gradcheck, gradgradcheck
-from fabric.ops import more
+from fabric.ops import pointwise
 
 METHODS = ("cumsum_ cumprod_ divide_ multiply_ subtract_ fill_diagonal_ is_inference is_nonzero is_same_size "
            "get_device is_shared share_memory_ sum_to_size narrow_copy hardshrink prelu resize_ resize_as_ "
@@ -24,15 +25,27 @@ def f64(*shape, seed=0, low=-2.0, high=2.0):
     return fabric.from_numpy(np.random.default_rng(seed).uniform(low, high, shape)).requires_grad_()
 
 
+# The names torch also has at the top level (``torch.frexp`` ...); the rest are Tensor methods only.
+TOP_LEVEL = ["is_inference", "get_device", "narrow_copy", "resize_as_", "unsafe_chunk", "unsafe_split",
+             "unsafe_split_with_sizes", "gcd_", "lcm_", "ldexp", "ldexp_", "frexp", "i0", "i0_", "mvlgamma",
+             "index_reduce", "gcd", "lcm", "slice_scatter", "select_scatter", "diagonal_scatter",
+             "triangular_solve", "is_nonzero", "is_same_size", "heaviside"]
+
+
 def test_docstring_examples():
     flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
-    assert doctest.testmod(more, optionflags=flags, extraglobs={"fabric": fabric}).failed == 0
+    finder, runner = doctest.DocTestFinder(recurse=False), doctest.DocTestRunner(optionflags=flags)
+    for name in sorted(set(METHODS + TOP_LEVEL) - {"hardshrink", "prelu"}):
+        fn = getattr(fabric.ops, name)
+        for test in finder.find(fn, name, globs={"fabric": fabric}):
+            runner.run(test)
+    assert runner.failures == 0
 
 
 def test_all_names_are_methods_and_torch_top_level_names_exist():
     missing = [n for n in METHODS if not hasattr(fabric.Tensor, n)]
     assert not missing
-    for name in more.TOP_LEVEL:
+    for name in TOP_LEVEL:
         assert hasattr(fabric, name), name
     assert not hasattr(fabric, "apply_") and not hasattr(fabric, "new")
 
@@ -42,7 +55,7 @@ def test_method_names_exist_in_torch():
     import torch
 
     assert all(hasattr(torch.Tensor, n) for n in METHODS + ["output_nr"])
-    assert all(hasattr(torch, n) for n in more.TOP_LEVEL)
+    assert all(hasattr(torch, n) for n in TOP_LEVEL)
 
 
 # --- in-place aliases and scans ------------------------------------------------------------
@@ -384,7 +397,7 @@ def test_i0_and_internal_i1_accuracy():
     ours = fabric.from_numpy(a).i0().numpy()
     theirs = torch.from_numpy(a).i0().numpy()
     np.testing.assert_allclose(ours, theirs, rtol=1e-13)
-    i1 = more._i1(fabric.from_numpy(a)).numpy()
+    i1 = pointwise._i1(fabric.from_numpy(a)).numpy()
     np.testing.assert_allclose(i1, torch.special.i1(torch.from_numpy(a)).numpy(), rtol=1e-13, atol=1e-300)
     x = fabric.from_numpy(np.array([-3.0, 0.0, 0.5, 40.0])).requires_grad_()
     x.i0().sum().backward()
@@ -399,7 +412,7 @@ def test_i0_and_internal_i1_accuracy():
 def test_i0_higher_derivatives():
     x = fabric.from_numpy(np.array([-3.0, 0.0, 0.5, 35.0])).requires_grad_()
     assert gradcheck(fabric.i0, (x,)) and gradgradcheck(fabric.i0, (x,))
-    assert gradgradcheck(more._i1, (x,))
+    assert gradgradcheck(pointwise._i1, (x,))
 
 
 @pytest.mark.torch

@@ -1,4 +1,4 @@
-"""fabric._rng: a CPU generator that reproduces PyTorch's numbers bit for bit.
+"""fabric._rng (mt19937.py, libm.py): a CPU generator that reproduces PyTorch's numbers bit for bit.
 
 Three kinds of tests:
 
@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 from fabric import _rng
-from fabric._rng import MT19937Generator
+from fabric._rng import MT19937Generator, libm, mt19937
 
 
 def bits(a: np.ndarray) -> np.ndarray:
@@ -302,7 +302,7 @@ def test_poisson_rewinds_to_exact_consumption():
     h = MT19937Generator(2)
     u = h._uniform53(4096).tolist()
     it = iter(u)
-    lgamma = _rng._lgamma_c()
+    lgamma = libm._lgamma_c()
     used = 0
 
     def uniform():
@@ -311,7 +311,7 @@ def test_poisson_rewinds_to_exact_consumption():
         return next(it)
 
     for lam in (0.0, 2.0, 50.0):
-        _rng._sample_poisson(lam, uniform, lgamma)
+        mt19937._sample_poisson(lam, uniform, lgamma)
     ref = MT19937Generator(2).random_u32(2 * used + 4)[2 * used:]
     assert (after == ref).all()
 
@@ -374,7 +374,7 @@ def test_fma64_is_correctly_rounded():
     c = rng.normal(size=n) * 10.0 ** rng.integers(-12, 12, n)
     c[:500] = -(a[:500] * b[:500])                    # heavy cancellation
     a[500:1000] = rng.integers(0, 2 ** 53, 500) * 2.0 ** -53   # uniform_ style
-    got = _rng._fma64(a, b, c)
+    got = libm._fma64(a, b, c)
     ref = np.array([_exact_fma(*t) for t in zip(a.tolist(), b.tolist(), c.tolist())])
     assert_same(got, ref)
 
@@ -389,7 +389,7 @@ def test_fma32_is_correctly_rounded():
     a[:200] = np.float32(1 + 2 ** -12)
     b[:200] = np.float32(1 + 2 ** -12)
     c[:200] = np.float32(2 ** -30)
-    got = _rng._fma32(a, b, c)
+    got = libm._fma32(a, b, c)
     exact = [Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))
              for x, y, z in zip(a, b, c)]
     ref = np.array([_round_to_float32(v) for v in exact], np.float32)
@@ -419,8 +419,8 @@ def test_libm_matches_math(name):
     else:
         x = rng.random(20000) * 2 * math.pi
     with np.errstate(divide="ignore"):
-        got = _rng._libm(name, x)
-        ref = _rng._call_elementwise(getattr(math, name), x)
+        got = libm._libm(name, x)
+        ref = libm._call_elementwise(getattr(math, name), x)
     assert_same(got, ref)
 
 
@@ -431,14 +431,14 @@ def test_vectorised_fisher_yates_matches_the_loop(n):
     for i, u in enumerate(raw.tolist()):
         z = i + u % (n - i)
         perm[i], perm[z] = perm[z], perm[i]
-    assert _rng._fisher_yates(raw, n).tolist() == perm
+    assert mt19937._fisher_yates(raw, n).tolist() == perm
 
 
 def test_avx2_kernels_close_to_libm():
     x = np.linspace(2 ** -24, 1, 10001, dtype=np.float32)
-    assert np.allclose(_rng._avx2_log(x), np.log(x.astype(np.float64)), rtol=3e-7, atol=3e-7)
+    assert np.allclose(libm._avx2_log(x), np.log(x.astype(np.float64)), rtol=3e-7, atol=3e-7)
     t = np.linspace(0, 2 * np.pi, 10001, dtype=np.float32)
-    s, c = _rng._avx2_sincos(t)
+    s, c = libm._avx2_sincos(t)
     assert np.allclose(s, np.sin(t.astype(np.float64)), atol=3e-7)
     assert np.allclose(c, np.cos(t.astype(np.float64)), atol=3e-7)
 

@@ -124,6 +124,9 @@ _deterministic_warn_only = False
 
 
 def use_deterministic_algorithms(mode, *, warn_only: bool = False) -> None:
+    """Ask for deterministic algorithms (PyTorch's switch): fabric's CPU ops are deterministic; on CUDA,
+    ``True`` switches embedding and max-pool backward from atomics to sort + segment sums (docs/cuda.md).
+    ``backends.cudnn.deterministic`` is a separate flag, as in PyTorch."""
     global _deterministic, _deterministic_warn_only
     _deterministic, _deterministic_warn_only = bool(mode), bool(warn_only)
 

@@ -53,7 +53,7 @@ FORMAT_VERSION = 1
 _PREFIX = "fabric_jit/"
 
 _OP_MODULE_PREFIXES = ("fabric.ops.", "fabric.nn.functional", "fabric.special", "fabric.linalg", "fabric._creation",
-                       "fabric._random_ops", "fabric._extras", "fabric._dtype", "fabric.fx.control_flow",
+                       "fabric._random_ops", "fabric._dtype", "fabric.fx.control_flow",
                        "fabric.jit._ops")
 _NAMESPACES = ("fabric", "fabric.nn.functional", "fabric.linalg", "fabric.special", "fabric.fx.control_flow",
                "fabric.jit._ops", "operator", "math", "builtins")

@@ -4,25 +4,28 @@ re-exported here and, where PyTorch has it, installed as a Tensor method.
 """
 from __future__ import annotations
 
-from . import arith, convert, indexing, inplace, join, linalg, more, pointwise, reduce, shape, sorting
-from ._methods import install_tensor_methods
+from . import arith, attributes, convert, indexing, inplace, join, linalg, pointwise, reduce, shape, sorting
+from ._methods import METHOD_ONLY, install_tensor_methods
 from .arith import *  # noqa: F403
+from .attributes import *  # noqa: F403
 from .convert import *  # noqa: F403
 from .indexing import *  # noqa: F403
 from .inplace import *  # noqa: F403
 from .join import *  # noqa: F403
 from .linalg import *  # noqa: F403
-from .more import *  # noqa: F403
 from .pointwise import *  # noqa: F403
 from .reduce import *  # noqa: F403
 from .shape import *  # noqa: F403
-
-# catalogue modules: one line each
 from .sorting import *  # noqa: F403
 
-# ``from fabric.ops import *`` exports the ops only, not the submodules.
-__all__ = sorted({name for _m in (arith, reduce, shape, join, inplace, convert, sorting, indexing, linalg, pointwise)
-                  for name in _m.__all__})
-__all__ = sorted(set(__all__) | set(more.TOP_LEVEL))  # more.py: only the names torch has at top level
+# The helpers behind Tensor's operators and ``Tensor.to`` (``x[k]``, ``x[k] = v``, ``2 / x``): fabric.ops has
+# them, fabric does not (PyTorch has no torch.getitem).
+_OPERATOR_HELPERS = frozenset({"getitem", "setitem", "rdiv", "to_copy"})
+
+# ``from fabric.ops import *`` exports the ops only, not the submodules, the operator helpers, or the Tensor
+# methods that PyTorch has no top-level function for (``METHOD_ONLY``: ``Tensor.cumsum_``, no ``torch.cumsum_``).
+__all__ = sorted({name for _m in (arith, attributes, reduce, shape, join, inplace, convert, sorting, indexing, linalg,
+                                  pointwise)
+                  for name in _m.__all__} - METHOD_ONLY - _OPERATOR_HELPERS)
 
 install_tensor_methods()

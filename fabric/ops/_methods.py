@@ -37,7 +37,15 @@ share_memory_ sum_to_size narrow_copy resize_ resize_as_ unsafe_chunk unsafe_spl
 unsafe_split_with_sizes apply_ map_ gcd gcd_ lcm lcm_ heaviside heaviside_ ldexp ldexp_ frexp i0 i0_ mvlgamma mvlgamma_
 slice_scatter select_scatter diagonal_scatter index_reduce index_reduce_ new
 triangular_solve
+diff cov corrcoef dist
 """.split()
+
+# Tensor methods PyTorch has no top-level function for: fabric.ops has them (the methods are installed from
+# it) but leaves them out of its ``__all__``, so ``fabric.cumsum_`` does not exist, as ``torch.cumsum_`` does not.
+METHOD_ONLY = frozenset("""
+apply_ cumprod_ cumsum_ divide_ fill_diagonal_ heaviside_ index_reduce_ is_shared map_ multiply_ mvlgamma_ new resize_
+share_memory_ subtract_ sum_to_size
+""".split())
 
 
 def install_tensor_methods(names=None):

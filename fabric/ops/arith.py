@@ -27,7 +27,7 @@ from ._util import binary_operands, checked_scalar, float_array, float_operands,
 _ndarray = np.ndarray
 _make = Tensor._make
 
-__all__: list[str] = []  # + the declared ops (end of module)
+__all__ = ["rdiv"]  # (the reflected ``/``, an operator helper) + the declared ops (end of module)
 
 
 def _out(result, out):
@@ -501,7 +501,6 @@ divide = div
 true_divide = div
 
 
-@declare_op(method=False)
 def rdiv(input, other):
     """``other / input`` (the reflected ``/``)."""
     a, b, x, y = float_operands(other, input)

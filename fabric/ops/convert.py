@@ -8,8 +8,12 @@ Example::
 """
 from __future__ import annotations
 
+import builtins
+import numbers
+
 import numpy as np
 
+from .._tensor import Size, Tensor
 from ..autograd.function import Function, _apply
 from ..backends import backend_for, backend_of
 
@@ -63,3 +67,52 @@ class _ToCopy(Function):
         if str(gy.device) != ctx.src_device:
             gy = gy.to(ctx.src_device)
         return gy, None, None, None
+
+
+__all__ += ["new"]
+
+
+# --- Tensor.new ---------------------------------------------------------------------------------------
+
+def new(self, *args, device=None):
+    """Legacy constructor of ``self``'s dtype and device: ``new()`` is empty,
+    ``new(2, 3)`` / ``new(Size)`` zeros of that size (PyTorch: uninitialised),
+    ``new(data)`` a tensor of the data, ``new(tensor)`` shares its memory.
+
+    Example::
+
+        >>> import fabric
+        >>> fabric.zeros(1, dtype=fabric.int32).new([1, 2])
+        tensor([1, 2], dtype=fabric.int32)
+    """
+    from .._creation import tensor as _tensor
+    from .._creation import zeros
+
+    dev = self.device if device is None else device
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        t = args[0]
+        if t._data.dtype != self._data.dtype:
+            raise TypeError(f"expected {self.dtype} (got {t.dtype})")
+        return Tensor._make(t._data, False, None, 0, t._shared_vc())
+    if not args:
+        return zeros(0, dtype=self.dtype, device=dev)
+    if all(isinstance(a, numbers.Integral) and not isinstance(a, builtins.bool) for a in args):
+        return zeros(*args, dtype=self.dtype, device=dev)
+    if len(args) == 1 and isinstance(args[0], Size):
+        return zeros(*args[0], dtype=self.dtype, device=dev)
+    if len(args) == 1:
+        return _tensor(args[0], dtype=self.dtype, device=dev)
+    raise TypeError(f"new() received an invalid combination of arguments: {args!r}")
+
+
+# --- detach, to_dlpack ---------------------------------------------------------------------------------------------
+
+__all__ += ["detach", "to_dlpack"]
+
+
+def detach(input):
+    return input.detach()
+
+
+def to_dlpack(tensor):
+    return tensor.__dlpack__()

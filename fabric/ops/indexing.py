@@ -1,6 +1,9 @@
-"""Indexing ops: index_select, gather/scatter (and scatter_add,
-scatter_reduce), index_add/copy/fill/put, masked_fill/select/scatter,
-take/put, take_along_dim, nonzero/argwhere, with their in-place forms.
+"""Indexing ops: ``x[key]`` and ``x[key] = value`` (getitem / setitem, with
+PyTorch's rules for basic and advanced keys), index_select, gather/scatter
+(and scatter_add, scatter_reduce, index_reduce), index_add/copy/fill/put,
+masked_fill/select/scatter, take/put, take_along_dim, nonzero/argwhere, the
+slice/select/diagonal_scatter functions, fill_diagonal_ and unravel_index,
+with their in-place forms.
 
 Accumulation with repeated indices goes through ``Backend.scatter_add`` on a
 1-D linear index (bincount or sort + reduceat on NumPy, atomics on CuPy),
@@ -20,13 +23,17 @@ Example::
 from __future__ import annotations
 
 import builtins
+import math
+import numbers
 import warnings
 
 import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor, _wrap_dim
-from ..autograd.function import Function, _apply
+from ..autograd.function import Function, _apply, _apply1, _make_view, _record1, check_no_internal_overlap
+from ..autograd.grad_mode import state as _state
+from ..autograd.observe import hook as _hook
 from ..backends import backend_of
 from ._registry import declare_op
 from ._util import checked_scalar, scalar_value, xp_of
@@ -1041,7 +1048,7 @@ class IndexPut(Function):
 
     @staticmethod
     def backward(ctx, gy):
-        from .shape import MaskOut, _index_key, reshape
+        from .shape import reshape
 
         need_x, need_v = ctx.needs_input_grad[:2]
         gx = gv = None
@@ -1066,8 +1073,6 @@ class IndexPutInplace(IndexPut):
 
 
 def _index_put_into(out, values, key, accumulate):
-    from .shape import _index_put_acc
-
     basic, adv = key
     view = out[basic]
     if not accumulate:
@@ -1083,8 +1088,6 @@ def _index_put_into(out, values, key, accumulate):
 
 
 def _index_put(input, indices, values, accumulate, inplace):
-    from .shape import _adv_layout, _compile_key, _fit_value
-
     if not isinstance(indices, (tuple, list)):
         raise TypeError(f"index_put(): argument 'indices' must be tuple of Tensors, not {type(indices).__name__}")
     for i, t_ in enumerate(indices):
@@ -1529,3 +1532,833 @@ def nonzero(input, *, out=None, as_tuple=False):
 def argwhere(input):
     """``nonzero(input)``: one row of indices per non-zero element."""
     return nonzero(input)
+
+
+__all__ += ["fill_diagonal_", "slice_scatter", "select_scatter", "diagonal_scatter", "index_reduce", "index_reduce_"]
+
+
+# --- fill_diagonal_ ---------------------------------------------------------------------------
+
+def _diagonal_positions(shape, wrap):
+    """Index arrays (host side) of the main diagonal of ``shape``, PyTorch's
+    (and NumPy's ``fill_diagonal``) rules: all dims equal beyond 2-D; a tall
+    matrix restarts every ``cols + 1`` rows when ``wrap``."""
+    if len(shape) < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if len(shape) > 2 and any(s != shape[0] for s in shape):
+        raise RuntimeError("all dimensions of input must be of equal length")
+    if len(shape) == 2:
+        rows, cols = shape
+        if wrap and rows > cols + 1:
+            flat = np.arange(0, rows * cols, cols + 1)
+            return (flat // cols, flat % cols) if cols else (flat[:0], flat[:0])
+        n = min(rows, cols)
+        return (np.arange(n),) * 2
+    return (np.arange(shape[0]),) * len(shape)
+
+
+class FillDiagonal(Function):
+    _array_forward = True
+    _is_inplace = True
+    _node_name = "FillDiagonalBackward0"
+
+    @staticmethod
+    def forward(ctx, x, key, value):
+        ctx.key = key
+        x[key] = value
+        return x
+
+    @staticmethod
+    def backward(ctx, gy):
+        if gy._requires_grad:  # double backward: a differentiable product with a constant mask
+            mask = xp_of(gy._data).ones(gy._data.shape, gy._data.dtype)
+            mask[ctx.key] = 0
+            return gy * _const(mask), None, None
+        from .shape import clone  # shape imports indexing
+
+        g = clone(gy)
+        g._data[ctx.key] = 0  # a fresh tensor outside any graph
+        return g, None, None
+
+
+def fill_diagonal_(self, fill_value, wrap=False):
+    """Fill the main diagonal with ``fill_value`` in place (2-D, or N-D with
+    all dims equal); ``wrap`` restarts the diagonal below a tall matrix.
+
+    Example::
+
+        >>> fabric.zeros(5, 2).fill_diagonal_(1, wrap=True)
+        tensor([[1., 0.],
+                [0., 1.],
+                [0., 0.],
+                [1., 0.],
+                [0., 1.]])
+    """
+    if isinstance(fill_value, Tensor):
+        if fill_value._data.ndim != 0:
+            raise TypeError("fill_diagonal_(): argument 'fill_value' (position 1) must be Number, not Tensor")
+        fill_value = fill_value.item()
+    if not isinstance(fill_value, numbers.Number):
+        raise TypeError(f"fill_diagonal_(): argument 'fill_value' (position 1) must be Number, not "
+                        f"{type(fill_value).__name__}")
+    x = self._data
+    rows_cols = _diagonal_positions(x.shape, wrap)
+    xp = xp_of(x)
+    key = rows_cols if xp is np else tuple(xp.asarray(k) for k in rows_cols)
+    return _apply(FillDiagonal, (self, None, None), (x, key, fill_value))
+
+
+# --- slice_scatter / select_scatter / diagonal_scatter -------------------------------------------
+
+def _size_error(src_shape, slice_shape):
+    return RuntimeError(f"expected src to have a size equal to the slice of self. src size = {list(src_shape)}, "
+                        f"slice size = {list(slice_shape)}")
+
+
+class _EmbedScatter(Function):
+    """``input`` with the region ``where`` (a key or a diagonal spec)
+    replaced by ``src``: backward gives ``input`` the gradient outside the
+    region and ``src`` the region's gradient, both with differentiable ops."""
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, x, src, spec):
+        ctx.spec = spec
+        out = x.copy()
+        _region_assign(out, spec, src)
+        return out
+
+    @staticmethod
+    def backward(ctx, gy):
+        spec = ctx.spec
+        gx = gsrc = None
+        region = _region_of(gy, spec)
+        if ctx.needs_input_grad[0]:
+            gx = _embed(gy, region * 0, spec)
+        if ctx.needs_input_grad[1]:
+            from .shape import clone  # shape imports indexing
+
+            gsrc = clone(region)
+        return gx, gsrc, None
+
+
+def _region_assign(out, spec, src):
+    kind, arg = spec
+    if kind == "key":
+        out[arg] = src
+    else:
+        offset, d1, d2 = arg
+        xp = xp_of(out)
+        moved = xp.moveaxis(out, (d1, d2), (-2, -1))
+        n1, n2 = moved.shape[-2:]
+        if offset >= 0:
+            n = builtins.max(builtins.min(n1, n2 - offset), 0)
+            r, c = xp.arange(n), xp.arange(n) + offset
+        else:
+            n = builtins.max(builtins.min(n1 + offset, n2), 0)
+            r, c = xp.arange(n) - offset, xp.arange(n)
+        moved[..., r, c] = src
+
+
+def _region_of(t, spec):
+    kind, arg = spec
+    return t[arg] if kind == "key" else t.diagonal(*arg)
+
+
+def _embed(input, src, spec):
+    s = src._data
+    if s.dtype != input._data.dtype:
+        s = s.astype(input._data.dtype)
+    return _apply(_EmbedScatter, (input, src, spec), (input._data, s, spec))
+
+
+def _check_src(input, src, spec, name):
+    if not isinstance(src, Tensor):
+        raise TypeError(f"{name}(): argument 'src' (position 2) must be Tensor, not {type(src).__name__}")
+    slice_shape = _region_of(input.detach(), spec)._data.shape
+    if src._data.shape != slice_shape:
+        raise _size_error(src._data.shape, slice_shape)
+
+
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    """A copy of ``input`` with ``input[..., start:end:step, ...]`` (along
+    ``dim``) replaced by ``src``; differentiable in both.
+
+    Example::
+
+        >>> fabric.zeros(2, 4).slice_scatter(fabric.ones(2, 2), 1, 0, None, 2)
+        tensor([[1., 0., 1., 0.],
+                [1., 0., 1., 0.]])
+    """
+    if step is None:
+        step = 1
+    if step <= 0:
+        raise RuntimeError("slice step must be positive")
+    d = _wrap_dim(dim, input._data.ndim)
+    spec = ("key", (slice(None),) * d + (slice(start, end, step),))
+    _check_src(input, src, spec, "slice_scatter")
+    return _embed(input, src, spec)
+
+
+def select_scatter(input, src, dim, index):
+    """A copy of ``input`` with ``input.select(dim, index)`` replaced by ``src``.
+
+    Example::
+
+        >>> fabric.zeros(2, 2).select_scatter(fabric.ones(2), 0, -1)
+        tensor([[0., 0.],
+                [1., 1.]])
+    """
+    x = input._data
+    d = _wrap_dim(dim, x.ndim)
+    n = x.shape[d] if x.ndim else 1
+    if not -n <= index < n:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(x.shape)} at dimension {d}")
+    spec = ("key", (slice(None),) * d + (builtins.int(index) % n,))
+    _check_src(input, src, spec, "select_scatter")
+    return _embed(input, src, spec)
+
+
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    """A copy of ``input`` with ``input.diagonal(offset, dim1, dim2)``
+    replaced by ``src``.
+
+    Example::
+
+        >>> fabric.zeros(2, 2).diagonal_scatter(fabric.ones(2))
+        tensor([[1., 0.],
+                [0., 1.]])
+    """
+    nd = input._data.ndim
+    d1, d2 = _wrap_dim(dim1, nd), _wrap_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    spec = ("diag", (builtins.int(offset), d1, d2))
+    _check_src(input, src, spec, "diagonal_scatter")
+    return _embed(input, src, spec)
+
+
+# --- index_reduce -----------------------------------------------------------------------------------
+
+class IndexReduce(ScatterReduce):
+    """``index_reduce`` is ``scatter_reduce`` with the index broadcast along
+    ``dim``: the forward and the gradient formulas are scatter_reduce's."""
+    _node_name = "IndexReduceBackward0"
+
+
+class IndexReduceInplace(ScatterReduceInplace):
+    _node_name = "IndexReduceBackward0"
+
+
+_INDEX_REDUCTIONS = ("prod", "mean", "amax", "amin")
+
+
+def _index_reduce(input, dim, index, source, reduce, include_self, inplace):
+    name = "index_reduce_"
+    if reduce not in _INDEX_REDUCTIONS:
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    x = input._data
+    if not isinstance(source, Tensor):
+        raise TypeError(f"index_reduce(): argument 'source' must be Tensor, not {type(source).__name__}")
+    if isinstance(index, Tensor) and index._data.dtype.kind != "i" and index._data.dtype != np.uint8:
+        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index but got: {index.dtype}".replace(
+            "torch.", "").replace("float32", "Float").replace("float64", "Double"))
+    a = _index(index, x, name)
+    d = _wrap_dim(dim, x.ndim)
+    s = source._data
+    if s.__class__ is not x.__class__:
+        raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices!")
+    if a.ndim > 1:
+        raise IndexError(f"{name}(): Index is supposed to be a vector, but got dim: {a.ndim} with type: "
+                         f"{_tname(a.dtype)} and size: {list(a.shape)}")
+    _index_dim_checks(x, d, a, s, name, exc=IndexError)
+    xp = xp_of(x)
+    a = a.reshape(-1).astype(np.int64, copy=False)
+    a = xp.where(a < 0, a + (x.shape[d] if x.ndim else 1), a)
+    if x.ndim:
+        full = xp.ascontiguousarray(xp.broadcast_to(a.reshape((-1,) + (1,) * (x.ndim - d - 1)), s.shape))
+    else:
+        full = a.reshape(())
+    cls = IndexReduceInplace if inplace else IndexReduce
+    return _apply(cls, (input, d, full, source, reduce, include_self), (x, d, full, s, reduce, include_self))
+
+
+def index_reduce(input, dim, index, source, reduce, *, include_self=True):
+    """A copy of ``input`` where ``source``'s slices along ``dim`` are
+    combined into the slices ``index`` names, with ``reduce`` in ``prod``,
+    ``mean``, ``amax``, ``amin`` (``include_self=False`` leaves out the
+    original values of the slices that receive something); differentiable.
+
+    Example::
+
+        >>> x = fabric.full((3, 2), 2.0)
+        >>> x.index_reduce(0, fabric.tensor([0, 2, 0]), fabric.tensor([[1., 2.], [3., 4.], [5., 6.]]), "prod")
+        tensor([[10., 24.],
+                [ 2.,  2.],
+                [ 6.,  8.]])
+    """
+    return _index_reduce(input, dim, index, source, reduce, include_self, False)
+
+
+def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
+    """In-place :func:`index_reduce`."""
+    return _index_reduce(self, dim, index, source, reduce, include_self, True)
+
+
+__all__ += ["unravel_index"]
+
+
+def unravel_index(indices, shape):
+    """Tuple of coordinate tensors for flat ``indices`` into ``shape``."""
+    idx = indices._data if isinstance(indices, Tensor) else np.asarray(indices)
+    if idx.dtype.kind not in "iu":
+        raise TypeError("expected 'indices' to be integer dtype, but got " + str(idx.dtype))
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    total = math.prod(shape)
+    if ((idx < -total) | (idx >= total)).any():
+        raise RuntimeError("'indices' must be in range [-prod(shape), prod(shape) - 1]")
+    coords = np.unravel_index(np.where(idx < 0, idx + total, idx), shape)
+    return tuple(Tensor._make(np.asarray(c, dtype=np.int64), False) for c in coords)
+
+
+# --- x[key] and x[key] = value -----------------------------------------------------
+
+__all__ += ["getitem", "setitem"]
+
+_SLICE = slice(None)
+
+#
+# A key is compiled into ``(basic, adv)``: ``basic`` holds ints, slices and
+# None (NumPy basic indexing, always a view; ints select first, as in
+# PyTorch), ``adv`` (or None) the integer index arrays applied to that view,
+# with full slices for the other dims, so NumPy's placement rule for the
+# result dims (adjacent index arrays stay in place, else go first) matches
+# PyTorch's.  Bool masks become their nonzero() arrays; a bool scalar adds a
+# dim indexed by [0] (True) or [] (False).
+
+_K_INT, _K_SLICE, _K_NONE, _K_ELL, _K_BOOL, _K_MASK, _K_ARR = range(7)
+_INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32))
+_FLOAT_INDEX = ("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices "
+                "(got {})")
+
+
+def _seq_as_tuple(seq):
+    """PyTorch's legacy rule: ``x[[0, slice(None)]]`` indexes like a tuple."""
+    if len(seq) >= 32:
+        return False
+    return any(k is None or k is Ellipsis or isinstance(k, (slice, Tensor, list, tuple)) for k in seq)
+
+
+def _on_device(arr, x):
+    if arr.__class__ is x.__class__:
+        return arr
+    if x.__class__ is np.ndarray:
+        raise RuntimeError("indices should be either on cpu or on the same device as the indexed tensor (cpu)")
+    return backend_of(x).xp.asarray(arr)
+
+
+def _slice_int(v):
+    if v is None or v.__class__ is builtins.int:
+        return v
+    if isinstance(v, Tensor):
+        return builtins.int(v.item())
+    import operator
+
+    return operator.index(v)
+
+
+def _norm_slice(k):
+    start, stop, step = k.start, k.stop, k.step
+    if ((start is None or start.__class__ is builtins.int) and (stop is None or stop.__class__ is builtins.int)
+            and (step is None or (step.__class__ is builtins.int and step > 0))):
+        return k
+    start, stop, step = _slice_int(start), _slice_int(stop), _slice_int(step)
+    if step is not None:
+        if step == 0:
+            raise ValueError("slice step cannot be zero")
+        if step < 0:
+            raise ValueError("step must be greater than zero")
+    return slice(start, stop, step)
+
+
+def _classify_array(arr, x, from_tensor):
+    dt = arr.dtype
+    if dt == np.bool_ or dt == np.uint8:
+        if dt == np.uint8:
+            warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool "
+                          "instead.", UserWarning, stacklevel=4)
+            arr = arr.astype(bool)
+        if arr.ndim == 0:
+            return _K_BOOL, builtins.bool(arr)
+        return _K_MASK, _on_device(arr, x)
+    if dt in _INDEX_DTYPES or (not from_tensor and dt.kind in "iu"):
+        if arr.ndim == 0 and arr.__class__ is np.ndarray:
+            return _K_INT, builtins.int(arr)  # a 0-d CPU index tensor selects (a view), as in PyTorch
+        return _K_ARR, _on_device(arr, x)
+    raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+
+
+def _seq_to_array(seq):
+    from .._tensor import _to_array
+
+    try:
+        arr = _to_array(seq)
+    except ValueError:
+        raise IndexError("index sequences must be rectangular (nested lists of equal length)") from None
+    if arr.size == 0:
+        return arr.astype(np.int64)
+    if arr.dtype.kind == "f":
+        return arr.astype(np.int64)  # PyTorch truncates floats inside index lists
+    if arr.dtype.kind not in "iub":
+        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+    return arr
+
+
+def _classify(k, x):
+    cls = k.__class__
+    if cls is builtins.int:
+        return _K_INT, k
+    if cls is slice:
+        return _K_SLICE, _norm_slice(k)
+    if k is None:
+        return _K_NONE, None
+    if k is Ellipsis:
+        return _K_ELL, None
+    if cls is builtins.bool or cls is np.bool_:
+        return _K_BOOL, builtins.bool(k)
+    if isinstance(k, Tensor):
+        return _classify_array(k._data, x, True)
+    if isinstance(k, np.integer):
+        return _K_INT, builtins.int(k)
+    if isinstance(k, np.ndarray):
+        if k.dtype.kind == "f":
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        return _classify_array(k, x, False)
+    if isinstance(k, (list, tuple, range)):
+        return _classify_array(_seq_to_array(k), x, False)
+    if isinstance(k, (builtins.float, np.floating)):
+        raise IndexError(_FLOAT_INDEX.format("float"))
+    if isinstance(k, str):
+        raise TypeError("new(): invalid data type 'str'")
+    if hasattr(k, "__index__"):
+        import operator
+
+        return _K_INT, operator.index(k)
+    raise IndexError(_FLOAT_INDEX.format(type(k).__name__))
+
+
+def _check_bounds(arr, n, dim):
+    if arr.size:
+        lo, hi = builtins.int(arr.min()), builtins.int(arr.max())
+        if lo < -n or hi >= n:
+            bad = lo if lo < -n else hi
+            raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {n}")
+
+
+def _compile_key(key, x):
+    """PyTorch index -> ``(basic, adv)`` (see the comment above)."""
+    if key.__class__ is not tuple:
+        if isinstance(key, list) and _seq_as_tuple(key):
+            warnings.warn("Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed "
+                          "in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be "
+                          "interpreted as tensor index, x[torch.tensor(seq)], which will result either in an error or "
+                          "a different result", UserWarning, stacklevel=3)
+            key = tuple(key)
+        else:
+            key = (key,)
+    items = [_classify(k, x) for k in key]
+    shape = x.shape
+    nd = len(shape)
+    consumed = 0
+    for kind, v in items:
+        if kind in (_K_INT, _K_SLICE, _K_ARR):
+            consumed += 1
+        elif kind == _K_MASK:
+            consumed += v.ndim
+    if consumed > nd:
+        if nd == 0 and any(kind == _K_INT for kind, _ in items):
+            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
+                             "C++ to convert a 0-dim tensor to a number")
+        raise IndexError(f"too many indices for tensor of dimension {nd}")
+    basic, adv, pending = [], [], []
+    dim = 0
+    has_adv = seen_ellipsis = False
+    for kind, v in items:
+        if kind == _K_INT:
+            n = shape[dim]
+            if not -n <= v < n:
+                raise IndexError(f"index {v} is out of bounds for dimension {dim} with size {n}")
+            basic.append(v)
+            dim += 1
+        elif kind == _K_SLICE:
+            basic.append(v)
+            adv.append(_SLICE)
+            dim += 1
+        elif kind == _K_NONE:
+            basic.append(None)
+            adv.append(_SLICE)
+        elif kind == _K_ELL:
+            cnt = 0 if seen_ellipsis else nd - consumed
+            seen_ellipsis = True
+            basic.extend((_SLICE,) * cnt)
+            adv.extend((_SLICE,) * cnt)
+            dim += cnt
+        elif kind == _K_BOOL:
+            basic.append(None)
+            adv.append(xp_of(x).zeros(1 if v else 0, np.int64))
+            has_adv = True
+        elif kind == _K_MASK:
+            k = v.ndim
+            for j in range(k):
+                if v.shape[j] != shape[dim + j]:
+                    raise IndexError(f"The shape of the mask {list(v.shape)} at index {j} does not match the shape of "
+                                     f"the indexed tensor {list(shape)} at index {dim + j}")
+            basic.extend((_SLICE,) * k)
+            adv.extend(v.nonzero())
+            dim += k
+            has_adv = True
+        else:
+            pending.append((len(adv), shape[dim], dim))
+            basic.append(_SLICE)
+            adv.append(v)
+            dim += 1
+            has_adv = True
+    basic.append(Ellipsis)
+    if not has_adv:
+        return tuple(basic), None
+    while adv[-1].__class__ is slice:
+        adv.pop()
+    shapes = [a.shape for a in adv if a.__class__ is not slice]
+    if len(shapes) > 1:
+        try:
+            np.broadcast_shapes(*shapes)
+        except ValueError:
+            raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
+                             + ", ".join(str(list(s)) for s in shapes)) from None
+    if pending:
+        basic = tuple(basic)
+        if _prod(_adv_layout(x[basic].shape, adv)[0]):
+            for pos, n, d in pending:
+                _check_bounds(adv[pos], n, d)
+        else:  # an empty result reads nothing: PyTorch does not check the indices then
+            for pos, _n, _d in pending:
+                adv[pos] = xp_of(x).zeros(adv[pos].shape, np.int64)
+    return tuple(basic), tuple(adv)
+
+
+def _adv_layout(vshape, adv):
+    """``(result shape, positions of the index arrays, their broadcast
+    shape, whether they are adjacent)`` for ``view[adv]``."""
+    pos = [i for i, a in enumerate(adv) if a.__class__ is not slice]
+    b = np.broadcast_shapes(*(adv[i].shape for i in pos))
+    adjacent = pos[-1] - pos[0] + 1 == len(pos)
+    if adjacent:
+        shape = vshape[:pos[0]] + b + vshape[pos[-1] + 1:]
+    else:
+        shape = b + tuple(s for i, s in enumerate(vshape) if i not in pos)
+    return shape, pos, b, adjacent
+
+
+def _index_put_acc(target, adv, values):
+    """``target[adv] += values`` with repeated indices accumulating (in place).
+
+    The index arrays are folded into one linear index over their dims, so
+    the accumulation is a single 1-D ``Backend.scatter_add`` into a
+    ``(positions, rest)`` buffer (fast on both backends)."""
+    xp = xp_of(target)
+    rshape, pos, b, adjacent = _adv_layout(target.shape, adv)
+    if values.shape != rshape:
+        values = xp.broadcast_to(values, rshape)
+    nb = len(b)
+    if adjacent and pos[0] and nb:
+        values = xp.moveaxis(values, tuple(range(pos[0], pos[0] + nb)), tuple(range(nb)))
+    sizes = [target.shape[i] for i in pos]
+    rest = [i for i in range(target.ndim) if i not in pos]
+    rsizes = [target.shape[i] for i in rest]
+    lin = None
+    for i, n in zip(pos, sizes):
+        a = adv[i].astype(np.int64, copy=False)
+        a = xp.where(a < 0, a + n, a)
+        lin = a if lin is None else lin * n + a
+    lin = xp.broadcast_to(lin, b).reshape(-1)
+    rows, cols = _prod(sizes), _prod(rsizes)
+    vals = values.reshape(lin.shape[0], cols)
+    if pos[-1] == len(pos) - 1 and target.flags.c_contiguous:  # leading index dims: accumulate in place
+        backend_of(target).scatter_add(target.reshape(rows, cols), lin, vals)
+        return
+    buf = xp.zeros((rows, cols), target.dtype)
+    backend_of(target).scatter_add(buf, lin, vals)
+    perm = pos + rest
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    target += buf.reshape(sizes + rsizes).transpose(inv)
+
+
+def _index_array(x, key):
+    basic, adv = key
+    y = x[basic]
+    return y if adv is None else y[adv]
+
+
+class Slice(Function):
+    """Basic indexing (ints, slices, None): a view."""
+    _array_forward = True
+    _ctx_slots = ("shape", "key")
+    _exact_grads = True
+    _is_view = True
+    _node_name = "SliceBackward0"
+
+    @staticmethod
+    def forward(ctx, x, key):
+        ctx.shape, ctx.key = x.shape, key
+        return x[key[0]]
+
+    @staticmethod
+    def backward(ctx, gy):
+        return _apply(IndexBackward, (gy, ctx.shape, ctx.key), (gy._data, ctx.shape, ctx.key)), None
+
+
+class Select(Slice):
+    """``x[i]`` and keys whose last effective item is an int (PyTorch's node name)."""
+    _node_name = "SelectBackward0"
+
+
+class UnsqueezeIndex(Slice):
+    """Keys whose last effective item is None."""
+    _node_name = "UnsqueezeBackward0"
+
+
+class AliasIndex(Slice):
+    """Keys of full slices and Ellipsis only (``x[:]``, ``x[...]``)."""
+    _node_name = "AliasBackward0"
+
+
+def _view_fn(basic, shape):
+    """The Function for a basic key, named like the last op PyTorch applies
+    for it (full slices are skipped there): Select, Slice, Unsqueeze or Alias."""
+    fn = AliasIndex
+    dim = 0
+    for k in basic:
+        if k is None:
+            fn = UnsqueezeIndex
+        elif k.__class__ is slice:
+            # PyTorch skips a slice in a tuple key when start is 0, step 1 and stop >= the length
+            if k is not _SLICE and (k.start not in (None, 0) or k.step not in (None, 1)
+                                    or (k.stop is not None and k.stop < shape[dim])):
+                fn = Slice
+            dim += 1
+        elif k is not Ellipsis:
+            fn = Select
+            dim += 1
+    return fn
+
+
+class Index(Function):
+    """Advanced indexing (integer arrays, bool masks): a copy."""
+    _array_forward = True
+    _ctx_slots = ("shape", "key")
+    _exact_grads = True
+
+    @staticmethod
+    def forward(ctx, x, key):
+        ctx.shape, ctx.key = x.shape, key
+        return _index_array(x, key)
+
+    backward = Slice.backward
+
+
+class IndexBackward(Function):
+    """Scatter ``gy`` into zeros of the input shape (duplicates add up)."""
+    _array_forward = True
+    _node_name = "IndexPutBackward0"
+
+    @staticmethod
+    def forward(ctx, gy, shape, key):
+        ctx.key = key
+        z = xp_of(gy).zeros(shape, gy.dtype)
+        basic, adv = key
+        if adv is None:
+            z[basic] = gy
+        else:
+            _index_put_acc(z[basic], adv, gy)
+        return z
+
+    @staticmethod
+    def backward(ctx, gg):
+        return _index_key(gg, ctx.key), None, None
+
+
+def _index_key(t, key):
+    """``t`` indexed by a compiled key (differentiable)."""
+    return _apply(Slice if key[1] is None else Index, (t, key), (t._data, key))
+
+
+def _plain_slice(key):
+    """A slice of Python ints/None with a positive step (the common case)."""
+    start, stop, step = key.start, key.stop, key.step
+    return ((start is None or start.__class__ is builtins.int) and (stop is None or stop.__class__ is builtins.int)
+            and (step is None or (step.__class__ is builtins.int and step > 0)))
+
+
+def getitem(input, key):
+    """``input[key]`` with PyTorch's indexing rules: ints, slices (positive
+    steps), None, Ellipsis, integer tensors/lists/arrays, bool masks and
+    bool scalars, in any mix. Basic indexing gives a view, advanced a copy.
+
+    Example::
+
+        >>> x = fabric.arange(12).reshape(3, 4)
+        >>> x[1, 1:3]
+        tensor([5, 6])
+        >>> x[[0, 2], -1]
+        tensor([ 3, 11])
+        >>> x[x > 9]
+        tensor([10, 11])
+    """
+    x = input._data
+    if key.__class__ is builtins.int and x.ndim:
+        n = x.shape[0]
+        if not -n <= key < n:
+            raise IndexError(f"index {key} is out of bounds for dimension 0 with size {n}")
+        k = ((key, Ellipsis), None)
+        return _apply1(Select, input, (x, k))
+    if key.__class__ is slice and x.ndim and _plain_slice(key):  # a slice alone always gives NumPy a view
+        if (not input._requires_grad or not _state.enabled) and _hook.observer is None:  # Slice.forward's call
+            return _make_view(input, x[key], False, None)
+        return _record1(Slice, input, (x, (key, None)))
+    k = _compile_key(key, x)
+    if k[1] is not None:
+        return _apply(Index, (input, k), (x, k))
+    # a slice alone is always SliceBackward0 in PyTorch, even x[:]
+    return _apply(Slice if key.__class__ is slice else _view_fn(k[0], x.shape), (input, k), (x, k))
+
+
+class SetItem(Function):
+    """``x[key] = value`` recorded as an in-place op on ``x``."""
+    _array_forward = True
+    _is_inplace = True
+    _node_name = "CopySlices"
+
+    @staticmethod
+    def forward(ctx, x, value, key, vshape):
+        ctx.key, ctx.vshape = key, vshape
+        basic, adv = key
+        if adv is None:
+            x[basic] = value
+        else:
+            x[basic][adv] = value
+        return x
+
+    @staticmethod
+    def backward(ctx, gy):
+        need_x, need_v = ctx.needs_input_grad[:2]
+        gx = gv = None
+        if need_v:
+            gv = _index_key(gy, ctx.key)
+            extra = len(ctx.vshape) - gv._data.ndim
+            if extra > 0:
+                from .shape import reshape  # shape imports indexing
+
+                gv = reshape(gv, (1,) * extra + gv._data.shape)
+        if need_x:
+            gx = _apply(MaskOut, (gy, ctx.key), (gy._data, ctx.key))
+        return gx, gv, None, None
+
+
+class MaskOut(Function):
+    """Copy of ``g`` with ``g[key] = 0`` (the gradient of overwritten elements)."""
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, g, key):
+        ctx.key = key
+        out = g.copy()
+        basic, adv = key
+        if adv is None:
+            out[basic] = 0
+        else:
+            out[basic][adv] = 0
+        return out
+
+    @staticmethod
+    def backward(ctx, gg):
+        return _apply(MaskOut, (gg, ctx.key), (gg._data, ctx.key)), None
+
+
+def _value_array(input, value, x):
+    """``value`` (Tensor, number, sequence) as something NumPy/CuPy can assign into ``x``."""
+    if isinstance(value, Tensor):
+        v = value._data
+        if v.__class__ is not x.__class__:
+            if v.ndim != 0:
+                from ._util import device_mismatch
+
+                device_mismatch(input, value)
+            v = backend_of(x).xp.asarray(backend_of(v).to_numpy(v)) if x.__class__ is not np.ndarray else \
+                backend_of(v).to_numpy(v)
+        return v if v.dtype == x.dtype else v.astype(x.dtype)
+    if isinstance(value, (builtins.bool, builtins.int, builtins.float, np.generic)):
+        return checked_scalar(scalar_value(value), x.dtype)
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return xp_of(x).asarray(np.asarray(value), dtype=x.dtype)
+    raise TypeError(f"can't assign a {type(value).__name__} to a {input.type()}")
+
+
+def _fit_value(v, tshape, advanced):
+    """Check that ``v`` broadcasts to the indexed shape (leading 1s may be
+    dropped, as in PyTorch) and drop them."""
+    vs = v.shape
+    while len(vs) > len(tshape) and vs[0] == 1:
+        vs = vs[1:]
+    if len(vs) <= len(tshape) and all(a == b or a == 1 for a, b in zip(vs[::-1], tshape[::-1])):
+        return v.reshape(vs) if len(vs) != v.ndim else v
+    if advanced:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(v.shape)} cannot be broadcast to indexing "
+                           f"result of shape {list(tshape)}")
+    if len(vs) > len(tshape):
+        raise RuntimeError(f"expand(torch.FloatTensor{{{list(v.shape)}}}, size={list(tshape)}): the number of sizes "
+                           f"provided ({len(tshape)}) must be greater or equal to the number of dimensions in the "
+                           f"tensor ({len(v.shape)})")
+    lead = len(tshape) - len(vs)
+    for i in range(len(vs) - 1, -1, -1):
+        if vs[i] != 1 and vs[i] != tshape[lead + i]:
+            raise RuntimeError(f"The expanded size of the tensor ({tshape[lead + i]}) must match the existing size "
+                               f"({vs[i]}) at non-singleton dimension {lead + i}.  Target sizes: {list(tshape)}.  "
+                               f"Tensor sizes: {list(v.shape)}")
+    raise AssertionError("unreachable")
+
+
+def setitem(input, key, value):
+    """``input[key] = value``: in place, bumps the version, differentiable
+    (on non-leaf tensors; on leaves that require grad only under no_grad).
+
+    Example::
+
+        >>> x = fabric.zeros(2, 3)
+        >>> x[:, [0, 2]] = fabric.tensor([1., 2.])
+        >>> x
+        tensor([[1., 0., 2.],
+                [1., 0., 2.]])
+    """
+    x = input._data
+    k = _compile_key(key, x) if not (key.__class__ is builtins.int and x.ndim and -x.shape[0] <= key < x.shape[0]) \
+        else ((key, Ellipsis), None)
+    v = _value_array(input, value, x)
+    basic, adv = k
+    view = x[basic]
+    check_no_internal_overlap(view)
+    if hasattr(v, "shape"):
+        tshape = view.shape if adv is None else _adv_layout(view.shape, adv)[0]
+        vshape = v.shape
+        v = _fit_value(v, tshape, adv is not None)
+    else:
+        vshape = ()
+    if _state.enabled and (input._requires_grad or (isinstance(value, Tensor) and value._requires_grad)):
+        _apply(SetItem, (input, value, k, vshape), (x, v, k, vshape))
+        return
+    if adv is None:
+        view[...] = v
+    else:
+        view[adv] = v
+    input._bump_version()

@@ -13,6 +13,8 @@ Example::
 """
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 from .. import _dtype as D
@@ -283,6 +285,81 @@ def copy_into_out(out, result):
     out._data[...] = result._data
     out._bump_version()
     return out
+
+
+# --- in-place aliases ----------------------------------------------------------------------------------
+
+__all__ += ["divide_", "multiply_", "subtract_", "apply_", "map_"]
+
+divide_ = div_
+multiply_ = mul_
+subtract_ = sub_
+
+
+# --- apply_ / map_ -------------------------------------------------------------------------------
+
+_ndarray = np.ndarray
+
+
+def _python_caster(dtype):
+    return builtins.bool if dtype.kind == "b" else builtins.int if dtype.kind in "iu" else builtins.float
+
+
+def _check_callable_target(self, name):
+    if self._data.__class__ is not _ndarray:
+        raise TypeError(f"{name} is only implemented on CPU tensors")
+    if self._requires_grad:
+        raise RuntimeError(f"Can't call {name}() on Variable that requires grad. Use var.detach().{name}() instead.")
+
+
+def apply_(self, callable):
+    """Replace every element ``v`` by ``callable(v)`` (a Python number), in
+    place; CPU only, and slow (one Python call per element).
+
+    Example::
+
+        >>> import fabric
+        >>> fabric.tensor([1, 2, 3]).apply_(lambda v: v * 10)
+        tensor([10, 20, 30])
+    """
+    _check_callable_target(self, "apply_")
+    x = self._data
+    cast = _python_caster(x.dtype)
+    vals = np.fromiter((cast(callable(v)) for v in x.ravel().tolist()), x.dtype, count=x.size)
+    x[...] = vals.reshape(x.shape)
+    self._bump_version()
+    return self
+
+
+def map_(self, tensor, callable):
+    """``self[i] = callable(self[i], tensor[i])`` elementwise in place
+    (``tensor`` broadcast to ``self``'s shape, of ``self``'s dtype); CPU only.
+
+    Example::
+
+        >>> import fabric
+        >>> fabric.tensor([1., 2.]).map_(fabric.tensor([10., 20.]), lambda a, b: a + b)
+        tensor([11., 22.])
+    """
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"map_(): argument 'other' (position 1) must be Tensor, not {type(tensor).__name__}")
+    _check_callable_target(self, "map_")
+    x, y = self._data, tensor._data
+    if y.dtype != x.dtype:
+        raise TypeError(f"map_: expected {self.type()} for 'other' (got {tensor.type()})")
+    if y.__class__ is not _ndarray:
+        raise TypeError("map_ is only implemented on CPU tensors")
+    try:
+        yb = np.broadcast_to(y, x.shape)
+    except ValueError:
+        raise RuntimeError(f"The expanded size of the tensor must match the existing size: cannot expand "
+                           f"{list(y.shape)} to {list(x.shape)}") from None
+    cast = _python_caster(x.dtype)
+    vals = np.fromiter((cast(callable(a, b)) for a, b in zip(x.ravel().tolist(), yb.ravel().tolist())), x.dtype,
+                       count=x.size)
+    x[...] = vals.reshape(x.shape)
+    self._bump_version()
+    return self
 
 
 __all__ += declared_names(__name__)

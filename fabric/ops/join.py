@@ -377,4 +377,42 @@ def dsplit(input, indices_or_sections):
     return _dir_split(input, indices_or_sections, 2, "dsplit", 3)
 
 
+__all__ += ["unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes"]
+
+
+# --- unsafe splits ------------------------------------------------------------------------------
+
+class UnsafeSplit(Split):
+    """Like ``split`` but the pieces are not tracked as views (they share
+    memory with the input; modifying one in place is allowed, as in PyTorch)."""
+    _node_name = "UnsafeSplitBackward0"
+
+
+def _unsafe(input, pieces, dim):
+    if not pieces:
+        return ()
+    d = _wrap_dim(dim, input._data.ndim)
+    bounds, start = [], 0
+    for p in pieces:
+        bounds.append((start, start + p._data.shape[d]))
+        start += p._data.shape[d]
+    bounds = tuple(bounds)
+    return _apply(UnsafeSplit, (input, d, bounds), (input._data, d, bounds))
+
+
+def unsafe_chunk(input, chunks, dim=0):
+    """:func:`fabric.chunk` without view tracking."""
+    return _unsafe(input, chunk(input.detach(), chunks, dim), dim)
+
+
+def unsafe_split(input, split_size, dim=0):
+    """:func:`fabric.split` without view tracking."""
+    return _unsafe(input, split(input.detach(), split_size, dim), dim)
+
+
+def unsafe_split_with_sizes(input, split_sizes, dim=0):
+    """:func:`fabric.split_with_sizes` without view tracking."""
+    return _unsafe(input, split_with_sizes(input.detach(), split_sizes, dim), dim)
+
+
 __all__ += declared_names(__name__)

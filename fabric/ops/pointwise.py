@@ -33,6 +33,7 @@ from __future__ import annotations
 import builtins
 import functools
 import math
+import numbers
 
 import numpy as np
 
@@ -43,6 +44,7 @@ from .._tensor import Tensor
 from ..autograd.function import (
     Function,
     _apply,
+    _apply1,
     _apply_elementwise,
     _check_inplace,
     _normalize,
@@ -52,9 +54,20 @@ from ..autograd.function import (
 from ..autograd.grad_mode import state as _state
 from ._registry import declare, declare_op
 from ._registry import public_names as declared_names
-from ._util import _SCALARS, _same_device, binary_operands, checked_scalar, float_operands, scalar_value, xp_of
-from .arith import exp, pow
+from ._util import (
+    _SCALARS,
+    _same_device,
+    binary_operands,
+    checked_scalar,
+    float_array,
+    float_operands,
+    scalar_value,
+    xp_of,
+)
+from .arith import exp, mul, pow
 from .inplace import copy_into_out
+from .reduce import _return_type
+from .reduce import sum as _sum
 
 __all__ = [  # and, at the end of the module, the ops declared in the registry
     "allclose", "bitwise_and", "bitwise_and_", "bitwise_left_shift",
@@ -2115,3 +2128,283 @@ declare(where, method=_tensor_where)
 declare(polygamma, method=_tensor_polygamma, inplace=polygamma_)
 
 __all__ += declared_names(__name__)
+
+
+# --- the composite in-place helper, gcd / lcm / heaviside, ldexp / frexp, i0, mvlgamma -----------------
+
+__all__ += ["gcd", "gcd_", "lcm", "lcm_", "heaviside", "heaviside_", "ldexp", "ldexp_", "frexp", "i0", "i0_",
+            "mvlgamma", "mvlgamma_"]
+
+
+def _const(array):
+    return Tensor._make(array, False)
+
+
+def _inplace_from(self, compute, others=(), saves_self=True):
+    """``self.<op>_(...)`` for a composite op: ``compute(t)`` builds the
+    out-of-place result from ``t`` (``self`` or, when autograd records and
+    backward reads ``self``'s old value, a copy keeping its history), which
+    is then written into ``self`` (see :func:`fabric.ops.pointwise._inplace`)."""
+    if _recording(self, (self,) + tuple(others)):
+        src = self
+        if saves_self:
+            src = Tensor._make(self._data.copy(), self._requires_grad, self.grad_fn, self._output_nr)
+        return _commit(self, compute(src), True)
+    return _commit(self, compute(self), False)
+
+
+# --- gcd / lcm / heaviside ---------------------------------------------------------------------
+
+def _integer_operands(input, other, name):
+    if not isinstance(other, Tensor):
+        raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+    _, _, x, y = binary_operands(input, other)
+    if x.dtype.kind not in "iu":
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_tname(x.dtype)}'")
+    return x, y
+
+
+def gcd(input, other):
+    """Elementwise greatest common divisor of integer tensors (non-negative).
+
+    Example::
+
+        >>> fabric.gcd(fabric.tensor([12, -4, 0]), fabric.tensor([18, 6, 0]))
+        tensor([6, 2, 0])
+    """
+    x, y = _integer_operands(input, other, "gcd")
+    return _const(xp_of(x).gcd(x, y))
+
+
+def lcm(input, other):
+    """Elementwise least common multiple of integer tensors (non-negative).
+
+    Example::
+
+        >>> fabric.tensor([4, 3]).lcm(fabric.tensor([6, -5]))
+        tensor([12, 15])
+    """
+    x, y = _integer_operands(input, other, "lcm")
+    return _const(xp_of(x).lcm(x, y))
+
+
+def gcd_(input, other):
+    """In-place :func:`gcd`."""
+    return _commit(input, gcd(input, other), False)
+
+
+def lcm_(input, other):
+    """In-place :func:`lcm`."""
+    return _commit(input, lcm(input, other), False)
+
+
+class Heaviside(Function):
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, x, v):
+        xp = xp_of(x)
+        return xp.where(x == 0, v, (x > 0).astype(x.dtype)).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, gy):
+        raise RuntimeError("derivative for aten::heaviside is not implemented")
+
+
+def _heaviside_checks(input, values, name, position):
+    if not isinstance(values, Tensor):
+        raise TypeError(f"{name}(): argument 'values' (position {position}) must be Tensor, "
+                        f"not {type(values).__name__}")
+    if values._data.dtype != input._data.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+
+
+def heaviside(input, values, *, out=None):
+    """0 where ``input < 0``, ``values`` where ``input == 0``, 1 where ``input > 0``
+    (``values`` a tensor of ``input``'s dtype, broadcast; no derivative, as PyTorch).
+
+    Example::
+
+        >>> fabric.heaviside(fabric.tensor([-1.0, 0.0, 2.0]), fabric.tensor([0.5]))
+        tensor([0.0000, 0.5000, 1.0000])
+    """
+    _heaviside_checks(input, values, "heaviside", 2)
+    x, v = _same_device(input, values, input._data, values._data)
+    r = _apply(Heaviside, (input, values), (x, v))
+    if out is not None:
+        return copy_into_out(out, r)
+    return r
+
+
+def heaviside_(self, values):
+    """In-place ``heaviside``: 0 where ``self < 0``, ``values`` where
+    ``self == 0``, 1 where ``self > 0`` (``values`` of ``self``'s dtype)."""
+    _heaviside_checks(self, values, "heaviside_", 1)
+    return _inplace(self, Heaviside, (self, values), [self._data, values._data], False)
+
+
+# --- ldexp / frexp ----------------------------------------------------------------------------
+
+def ldexp(input, other, *, out=None):
+    """``input * 2 ** other`` (a float result, differentiable in both).
+
+    Example::
+
+        >>> fabric.ldexp(fabric.tensor([1.0, 3.0]), fabric.tensor([2, -1]))
+        tensor([4.0000, 1.5000])
+    """
+    if not isinstance(other, Tensor):
+        raise TypeError(f"ldexp(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+    rt = D.result_type(input, other)
+    if not rt.is_floating_point:
+        rt = D.get_default_dtype()
+    # 2 ** other in the result dtype (float64 reaches 2 ** 1023); exact for integer exponents
+    r = mul(input if input.dtype is rt else input.to(rt), exp2(other if other.dtype is rt else other.to(rt)))
+    if out is not None:
+        return copy_into_out(out, r)
+    return r
+
+
+def ldexp_(input, other):
+    """In-place :func:`ldexp` (``input`` must be floating)."""
+    if input._data.dtype.kind != "f":
+        raise RuntimeError(f"ldexp can't be cast to the desired output type {_tname(input._data.dtype)}")
+    if not isinstance(other, Tensor):
+        raise TypeError(f"ldexp_(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
+    return _inplace_from(input, lambda t: ldexp(t, other), (other,), saves_self=True)
+
+
+_frexp_t = _return_type("frexp", ("mantissa", "exponent"))
+
+
+class Frexp(Function):
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, x):
+        xp = xp_of(x)
+        m, e = xp.frexp(x)
+        e = e.astype(np.int32, copy=False)
+        ctx.e = e
+        return m, e
+
+    @staticmethod
+    def backward(ctx, gm, ge):
+        e = ctx.e
+        xp = xp_of(e)
+        scale = xp.ldexp(xp.ones((), gm._data.dtype), -e)
+        return gm * _const(scale)
+
+
+def frexp(input, *, out=None):
+    """``input = mantissa * 2 ** exponent`` with ``0.5 <= |mantissa| < 1``;
+    returns ``(mantissa, exponent)`` (exponent int32).
+
+    Example::
+
+        >>> fabric.frexp(fabric.tensor([8.0, 0.75]))
+        fabric.return_types.frexp(
+        mantissa=tensor([0.5000, 0.7500]),
+        exponent=tensor([4, 0], dtype=fabric.int32))
+    """
+    if input._data.dtype.kind != "f":
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    m, e = _apply1(Frexp, input, (input._data,))
+    if out is not None:
+        copy_into_out(out[0], m)
+        copy_into_out(out[1], e)
+        return _frexp_t(out[0], out[1])
+    return _frexp_t(m, e)
+
+
+# --- i0 (and i1, its derivative); the kernel is _special_functions.bessel_i -------------------------
+
+class I0(Function):
+    _array_forward = True
+    _node_name = "I0Backward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return _sf.bessel_i(xp_of(x), x, 0)
+
+    @staticmethod
+    def backward(ctx, gy):
+        x, = ctx.saved_tensors
+        return gy * _i1(x)
+
+
+class I1(Function):
+    _array_forward = True
+    _node_name = "SpecialI1Backward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return _sf.bessel_i(xp_of(x), x, 1)
+
+    @staticmethod
+    def backward(ctx, gy):
+        x, = ctx.saved_tensors
+        zero = x == 0
+        safe = where(zero, 1.0, x)  # I1'(x) = I0(x) - I1(x)/x, -> 1/2 at 0
+        return gy * where(zero, 0.5, i0(x) - _i1(safe) / safe)
+
+
+def _i1(x):
+    return _apply1(I1, x, (x._data,))
+
+
+def i0(input, *, out=None):
+    """Modified Bessel function of the first kind, order 0 (float result;
+    its gradient is I1, computed internally).
+
+    Example::
+
+        >>> fabric.i0(fabric.tensor([0.0, 1.0]))
+        tensor([1.0000, 1.2661])
+    """
+    r = _apply1(I0, input, (float_array(input._data),))
+    if out is not None:
+        return copy_into_out(out, r)
+    return r
+
+
+def i0_(input):
+    """In-place :func:`i0` (floating tensors)."""
+    if input._data.dtype.kind != "f":
+        raise RuntimeError(f"result type Float can't be cast to the desired output type {_tname(input._data.dtype)}")
+    return _inplace(input, I0, (input,), [input._data], True)
+
+
+# --- mvlgamma -------------------------------------------------------------------------------------
+
+def mvlgamma(input, p):
+    """Multivariate log-gamma of dimension ``p``:
+    ``p(p-1)/4 log(pi) + sum_{j<p} lgamma(input - j/2)``.
+
+    Example::
+
+        >>> fabric.mvlgamma(fabric.tensor([2.5]), 2)
+        tensor([0.8570])
+    """
+    if isinstance(p, builtins.bool) or not isinstance(p, numbers.Integral):
+        raise TypeError(f"mvlgamma(): argument 'p' must be int, not {type(p).__name__}")
+    p = builtins.int(p)
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    x = input
+    if x._data.dtype.kind != "f":
+        x = x.to(D.get_default_dtype())
+    xd = x._data
+    offsets = _const(xp_of(xd).arange(p, dtype=xd.dtype) * xd.dtype.type(-0.5))
+    r = _sum(lgamma(x.unsqueeze(-1) + offsets), -1)
+    return r + (p * (p - 1) / 4.0) * math.log(math.pi)
+
+
+def mvlgamma_(input, p):
+    """In-place :func:`mvlgamma` (floating tensors)."""
+    if input._data.dtype.kind != "f":
+        raise RuntimeError(f"mvlgamma: result type {_tname(input._data.dtype)} can't be cast to the desired output "
+                           "type Float")
+    return _inplace_from(input, lambda t: mvlgamma(t, p), (), saves_self=True)

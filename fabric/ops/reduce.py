@@ -48,7 +48,9 @@ from ..autograd.observe import hook as _hook
 from ..backends import backend_of
 from ._registry import declare_op
 from ._registry import public_names as declared_names
-from ._util import normalize_dims, xp_of
+from ._util import normalize_dims, shape_args, xp_of
+from .join import cat
+from .shape import narrow
 
 __all__ = ["return_types"]  # + the declared ops (end of module)
 
@@ -1405,6 +1407,151 @@ def count_nonzero(input, dim=None):
     x = input._data
     dims = _dims(dim, x.ndim)
     return _const(xp_of(x).asarray((x != 0).sum(axis=dims), dtype=np.int64))
+
+
+# --- in-place scans -------------------------------------------------------------------------------------
+
+__all__ += ["cumsum_", "cumprod_", "sum_to_size"]
+
+
+def _scan_(self, dim, dtype, fn, name, saves_self):
+    x = self._data
+    if dtype is not None and D.to_dtype(dtype).np != x.dtype:
+        names = {"int64": "long int", "float32": "float", "float64": "double", "int32": "int", "float16": "c10::Half",
+                 "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
+        raise RuntimeError(f"Bad in-place call: input tensor dtype {names.get(str(x.dtype), x.dtype)} and output "
+                           f"tensor dtype {names.get(str(D.to_dtype(dtype).np), dtype)} should match")
+    if x.dtype == np.bool_:
+        raise NotImplementedError(f"\"{name}_out_cpu\" not implemented for 'Bool'")
+    from .pointwise import _inplace_from  # pointwise imports reduce
+
+    return _inplace_from(self, lambda t: fn(t, dim), (), saves_self)
+
+
+def cumsum_(self, dim, *, dtype=None):
+    """In-place :func:`fabric.cumsum` (``dtype``, if given, must be ``self``'s).
+
+    Example::
+
+        >>> fabric.tensor([1., 2., 3.]).cumsum_(0)
+        tensor([1., 3., 6.])
+    """
+    return _scan_(self, dim, dtype, cumsum, "cumsum", False)
+
+
+def cumprod_(self, dim, *, dtype=None):
+    """In-place :func:`fabric.cumprod`.
+
+    Example::
+
+        >>> fabric.tensor([1, 2, 3]).cumprod_(0)
+        tensor([1, 2, 6])
+    """
+    return _scan_(self, dim, dtype, cumprod, "cumprod", True)
+
+
+# --- sum_to_size ------------------------------------------------------------------------------------------
+
+def sum_to_size(self, *size):
+    """Sum ``self`` down to ``size`` (the reverse of ``expand``); returns
+    ``self`` when the sizes already match.
+
+    Example::
+
+        >>> fabric.ones(2, 3).sum_to_size(1, 3)
+        tensor([[2., 2., 2.]])
+    """
+    size = shape_args(size, "size")
+    shape = self._data.shape
+    lead = len(shape) - len(size)
+    if lead < 0 or builtins.any(s != 1 and s != shape[lead + i] for i, s in enumerate(size)):
+        raise RuntimeError(f"size {{{list(size)}}} is not expandable to size {{{list(shape)}}}.")
+    if size == shape:
+        return self
+    r = self
+    if lead:
+        r = sum(r, tuple(range(lead)))
+    keep = tuple(i for i, s in enumerate(size) if s == 1 and shape[lead + i] != 1)
+    if keep:
+        r = sum(r, keep, keepdim=True)
+    return r
+
+
+# --- composites: diff, cov, corrcoef, trapezoid --------------------------------------------------------------------
+
+__all__ += ["diff", "cov", "corrcoef", "trapezoid", "trapz", "cumulative_trapezoid"]
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """n-th forward difference along ``dim`` (bool inputs use xor, as PyTorch).
+
+    Example::
+
+        >>> fabric.diff(fabric.tensor([1, 4, 9, 16]))
+        tensor([3, 5, 7])
+    """
+    from .pointwise import logical_xor  # pointwise imports reduce
+
+    x = input
+    if prepend is not None or append is not None:
+        parts = ([prepend] if prepend is not None else []) + [x] + ([append] if append is not None else [])
+        parts = [p if isinstance(p, Tensor) else x.new_tensor(p).expand(
+            *[s if i != (dim % x.ndim) else 1 for i, s in enumerate(x.shape)]) for p in parts]
+        x = cat(parts, dim)
+    for _ in range(n):
+        size = x.shape[dim]
+        if size == 0:
+            break
+        a, b = narrow(x, dim, 1, size - 1), narrow(x, dim, 0, size - 1)
+        x = logical_xor(a, b) if x.dtype is D.bool else a - b
+    return x
+
+
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    """Covariance of the rows of ``input`` (variables) over its columns (observations)."""
+    if fweights is not None or aweights is not None:
+        raise NotImplementedError("fabric.cov does not support fweights/aweights yet")
+    x = input if input.ndim == 2 else input.reshape(1, -1)
+    if not x.is_floating_point():
+        x = x.to(D.get_default_dtype())
+    n = x.shape[1]
+    xc = x - x.mean(1, keepdim=True)
+    c = (xc @ xc.t()) / builtins.max(n - correction, 0)
+    return c.squeeze() if input.ndim < 2 else c
+
+
+def corrcoef(input):
+    """Pearson correlation coefficients of the rows of ``input``."""
+    from .pointwise import clamp  # pointwise imports reduce
+
+    c = cov(input)
+    if c.ndim == 0:
+        return c / c
+    d = c.diagonal().sqrt()
+    return clamp(c / d[:, None] / d[None, :], -1, 1)
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    """Trapezoidal rule along ``dim``."""
+    n = y.shape[dim]
+    if n == 0:
+        return y.sum(dim)
+    left, right = narrow(y, dim, 0, n - 1), narrow(y, dim, 1, n - 1)
+    if x is None:
+        return ((left + right) * (0.5 * (1.0 if dx is None else dx))).sum(dim)
+    spacing = diff(x, dim=dim if x.ndim == y.ndim else -1)
+    return ((left + right) * spacing * 0.5).sum(dim)
+
+
+trapz = trapezoid
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    n = y.shape[dim]
+    left, right = narrow(y, dim, 0, builtins.max(n - 1, 0)), narrow(y, dim, 1, builtins.max(n - 1, 0))
+    if x is None:
+        return ((left + right) * (0.5 * (1.0 if dx is None else dx))).cumsum(dim)
+    return ((left + right) * diff(x, dim=dim if x.ndim == y.ndim else -1) * 0.5).cumsum(dim)
 
 
 __all__ += declared_names(__name__)

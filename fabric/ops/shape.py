@@ -1,7 +1,7 @@
 """Shape and view ops: reshape/view, transpose/permute/movedim, expand and
 broadcasting, squeeze/unsqueeze (and their in-place forms), flips and rolls,
 diagonals and triangles, ``as_strided``/``unfold``, meshgrid and friends,
-and ``__getitem__`` / ``__setitem__``.
+narrow_copy, resize_.  ``x[key]`` / ``x[key] = v`` are in ``indexing.py``.
 
 Views share memory and the version counter with their base (``_base`` is
 the root tensor that owns the memory).
@@ -28,11 +28,12 @@ import numpy as np
 from .. import _dtype as D
 from .. import _layout
 from .._tensor import Size, Tensor, _wrap_dim
-from ..autograd.function import Function, _apply, _apply1, _make_view, _record1, check_no_internal_overlap
+from ..autograd.function import Function, _apply, _apply1, _make_view, _record1
 from ..autograd.grad_mode import state as _state
 from ..autograd.observe import hook as _hook
 from ..backends import backend_of
-from ._util import checked_scalar, infer_size, scalar_value, shape_args, xp_of
+from ._util import infer_size, shape_args, xp_of
+from .indexing import _SLICE, Slice
 
 __all__ = [
     "adjoint",
@@ -59,7 +60,6 @@ __all__ = [
     "flip",
     "fliplr",
     "flipud",
-    "getitem",
     "meshgrid",
     "moveaxis",
     "movedim",
@@ -73,7 +73,6 @@ __all__ = [
     "roll",
     "rot90",
     "select",
-    "setitem",
     "squeeze",
     "squeeze_",
     "swapaxes",
@@ -99,9 +98,6 @@ __all__ = [
 ]
 
 _int = builtins.int
-
-_SLICE = slice(None)
-
 
 _prod = math.prod
 
@@ -1522,537 +1518,59 @@ def combinations(input, r=2, with_replacement=False):
     return stack([index_select(input, 0, Tensor._make(xp.asarray(g[mask]), False)) for g in grids], 1)
 
 
-# --- indexing: x[key] and x[key] = value --------------------------------------------
-#
-# A key is compiled into ``(basic, adv)``: ``basic`` holds ints, slices and
-# None (NumPy basic indexing, always a view; ints select first, as in
-# PyTorch), ``adv`` (or None) the integer index arrays applied to that view,
-# with full slices for the other dims, so NumPy's placement rule for the
-# result dims (adjacent index arrays stay in place, else go first) matches
-# PyTorch's.  Bool masks become their nonzero() arrays; a bool scalar adds a
-# dim indexed by [0] (True) or [] (False).
+# --- narrow_copy ----------------------------------------------------------------------------------------
 
-_K_INT, _K_SLICE, _K_NONE, _K_ELL, _K_BOOL, _K_MASK, _K_ARR = range(7)
-_INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32))
-_FLOAT_INDEX = ("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices "
-                "(got {})")
+__all__ += ["narrow_copy", "resize_", "resize_as_"]
 
 
-def _seq_as_tuple(seq):
-    """PyTorch's legacy rule: ``x[[0, slice(None)]]`` indexes like a tuple."""
-    if len(seq) >= 32:
-        return False
-    return any(k is None or k is Ellipsis or isinstance(k, (slice, Tensor, list, tuple)) for k in seq)
-
-
-def _on_device(arr, x):
-    if arr.__class__ is x.__class__:
-        return arr
-    if x.__class__ is np.ndarray:
-        raise RuntimeError("indices should be either on cpu or on the same device as the indexed tensor (cpu)")
-    return backend_of(x).xp.asarray(arr)
-
-
-def _slice_int(v):
-    if v is None or v.__class__ is builtins.int:
-        return v
-    if isinstance(v, Tensor):
-        return builtins.int(v.item())
-    import operator
-
-    return operator.index(v)
-
-
-def _norm_slice(k):
-    start, stop, step = k.start, k.stop, k.step
-    if ((start is None or start.__class__ is builtins.int) and (stop is None or stop.__class__ is builtins.int)
-            and (step is None or (step.__class__ is builtins.int and step > 0))):
-        return k
-    start, stop, step = _slice_int(start), _slice_int(stop), _slice_int(step)
-    if step is not None:
-        if step == 0:
-            raise ValueError("slice step cannot be zero")
-        if step < 0:
-            raise ValueError("step must be greater than zero")
-    return slice(start, stop, step)
-
-
-def _classify_array(arr, x, from_tensor):
-    dt = arr.dtype
-    if dt == np.bool_ or dt == np.uint8:
-        if dt == np.uint8:
-            warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool "
-                          "instead.", UserWarning, stacklevel=4)
-            arr = arr.astype(bool)
-        if arr.ndim == 0:
-            return _K_BOOL, builtins.bool(arr)
-        return _K_MASK, _on_device(arr, x)
-    if dt in _INDEX_DTYPES or (not from_tensor and dt.kind in "iu"):
-        if arr.ndim == 0 and arr.__class__ is np.ndarray:
-            return _K_INT, builtins.int(arr)  # a 0-d CPU index tensor selects (a view), as in PyTorch
-        return _K_ARR, _on_device(arr, x)
-    raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-
-
-def _seq_to_array(seq):
-    from .._tensor import _to_array
-
-    try:
-        arr = _to_array(seq)
-    except ValueError:
-        raise IndexError("index sequences must be rectangular (nested lists of equal length)") from None
-    if arr.size == 0:
-        return arr.astype(np.int64)
-    if arr.dtype.kind == "f":
-        return arr.astype(np.int64)  # PyTorch truncates floats inside index lists
-    if arr.dtype.kind not in "iub":
-        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-    return arr
-
-
-def _classify(k, x):
-    cls = k.__class__
-    if cls is builtins.int:
-        return _K_INT, k
-    if cls is slice:
-        return _K_SLICE, _norm_slice(k)
-    if k is None:
-        return _K_NONE, None
-    if k is Ellipsis:
-        return _K_ELL, None
-    if cls is builtins.bool or cls is np.bool_:
-        return _K_BOOL, builtins.bool(k)
-    if isinstance(k, Tensor):
-        return _classify_array(k._data, x, True)
-    if isinstance(k, np.integer):
-        return _K_INT, builtins.int(k)
-    if isinstance(k, np.ndarray):
-        if k.dtype.kind == "f":
-            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-        return _classify_array(k, x, False)
-    if isinstance(k, (list, tuple, range)):
-        return _classify_array(_seq_to_array(k), x, False)
-    if isinstance(k, (builtins.float, np.floating)):
-        raise IndexError(_FLOAT_INDEX.format("float"))
-    if isinstance(k, str):
-        raise TypeError("new(): invalid data type 'str'")
-    if hasattr(k, "__index__"):
-        import operator
-
-        return _K_INT, operator.index(k)
-    raise IndexError(_FLOAT_INDEX.format(type(k).__name__))
-
-
-def _check_bounds(arr, n, dim):
-    if arr.size:
-        lo, hi = builtins.int(arr.min()), builtins.int(arr.max())
-        if lo < -n or hi >= n:
-            bad = lo if lo < -n else hi
-            raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {n}")
-
-
-def _compile_key(key, x):
-    """PyTorch index -> ``(basic, adv)`` (see the comment above)."""
-    if key.__class__ is not tuple:
-        if isinstance(key, list) and _seq_as_tuple(key):
-            warnings.warn("Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed "
-                          "in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be "
-                          "interpreted as tensor index, x[torch.tensor(seq)], which will result either in an error or "
-                          "a different result", UserWarning, stacklevel=3)
-            key = tuple(key)
-        else:
-            key = (key,)
-    items = [_classify(k, x) for k in key]
-    shape = x.shape
-    nd = len(shape)
-    consumed = 0
-    for kind, v in items:
-        if kind in (_K_INT, _K_SLICE, _K_ARR):
-            consumed += 1
-        elif kind == _K_MASK:
-            consumed += v.ndim
-    if consumed > nd:
-        if nd == 0 and any(kind == _K_INT for kind, _ in items):
-            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
-                             "C++ to convert a 0-dim tensor to a number")
-        raise IndexError(f"too many indices for tensor of dimension {nd}")
-    basic, adv, pending = [], [], []
-    dim = 0
-    has_adv = seen_ellipsis = False
-    for kind, v in items:
-        if kind == _K_INT:
-            n = shape[dim]
-            if not -n <= v < n:
-                raise IndexError(f"index {v} is out of bounds for dimension {dim} with size {n}")
-            basic.append(v)
-            dim += 1
-        elif kind == _K_SLICE:
-            basic.append(v)
-            adv.append(_SLICE)
-            dim += 1
-        elif kind == _K_NONE:
-            basic.append(None)
-            adv.append(_SLICE)
-        elif kind == _K_ELL:
-            cnt = 0 if seen_ellipsis else nd - consumed
-            seen_ellipsis = True
-            basic.extend((_SLICE,) * cnt)
-            adv.extend((_SLICE,) * cnt)
-            dim += cnt
-        elif kind == _K_BOOL:
-            basic.append(None)
-            adv.append(xp_of(x).zeros(1 if v else 0, np.int64))
-            has_adv = True
-        elif kind == _K_MASK:
-            k = v.ndim
-            for j in range(k):
-                if v.shape[j] != shape[dim + j]:
-                    raise IndexError(f"The shape of the mask {list(v.shape)} at index {j} does not match the shape of "
-                                     f"the indexed tensor {list(shape)} at index {dim + j}")
-            basic.extend((_SLICE,) * k)
-            adv.extend(v.nonzero())
-            dim += k
-            has_adv = True
-        else:
-            pending.append((len(adv), shape[dim], dim))
-            basic.append(_SLICE)
-            adv.append(v)
-            dim += 1
-            has_adv = True
-    basic.append(Ellipsis)
-    if not has_adv:
-        return tuple(basic), None
-    while adv[-1].__class__ is slice:
-        adv.pop()
-    shapes = [a.shape for a in adv if a.__class__ is not slice]
-    if len(shapes) > 1:
-        try:
-            np.broadcast_shapes(*shapes)
-        except ValueError:
-            raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
-                             + ", ".join(str(list(s)) for s in shapes)) from None
-    if pending:
-        basic = tuple(basic)
-        if _prod(_adv_layout(x[basic].shape, adv)[0]):
-            for pos, n, d in pending:
-                _check_bounds(adv[pos], n, d)
-        else:  # an empty result reads nothing: PyTorch does not check the indices then
-            for pos, _n, _d in pending:
-                adv[pos] = xp_of(x).zeros(adv[pos].shape, np.int64)
-    return tuple(basic), tuple(adv)
-
-
-def _adv_layout(vshape, adv):
-    """``(result shape, positions of the index arrays, their broadcast
-    shape, whether they are adjacent)`` for ``view[adv]``."""
-    pos = [i for i, a in enumerate(adv) if a.__class__ is not slice]
-    b = np.broadcast_shapes(*(adv[i].shape for i in pos))
-    adjacent = pos[-1] - pos[0] + 1 == len(pos)
-    if adjacent:
-        shape = vshape[:pos[0]] + b + vshape[pos[-1] + 1:]
-    else:
-        shape = b + tuple(s for i, s in enumerate(vshape) if i not in pos)
-    return shape, pos, b, adjacent
-
-
-def _index_put_acc(target, adv, values):
-    """``target[adv] += values`` with repeated indices accumulating (in place).
-
-    The index arrays are folded into one linear index over their dims, so
-    the accumulation is a single 1-D ``Backend.scatter_add`` into a
-    ``(positions, rest)`` buffer (fast on both backends)."""
-    xp = xp_of(target)
-    rshape, pos, b, adjacent = _adv_layout(target.shape, adv)
-    if values.shape != rshape:
-        values = xp.broadcast_to(values, rshape)
-    nb = len(b)
-    if adjacent and pos[0] and nb:
-        values = xp.moveaxis(values, tuple(range(pos[0], pos[0] + nb)), tuple(range(nb)))
-    sizes = [target.shape[i] for i in pos]
-    rest = [i for i in range(target.ndim) if i not in pos]
-    rsizes = [target.shape[i] for i in rest]
-    lin = None
-    for i, n in zip(pos, sizes):
-        a = adv[i].astype(np.int64, copy=False)
-        a = xp.where(a < 0, a + n, a)
-        lin = a if lin is None else lin * n + a
-    lin = xp.broadcast_to(lin, b).reshape(-1)
-    rows, cols = _prod(sizes), _prod(rsizes)
-    vals = values.reshape(lin.shape[0], cols)
-    if pos[-1] == len(pos) - 1 and target.flags.c_contiguous:  # leading index dims: accumulate in place
-        backend_of(target).scatter_add(target.reshape(rows, cols), lin, vals)
-        return
-    buf = xp.zeros((rows, cols), target.dtype)
-    backend_of(target).scatter_add(buf, lin, vals)
-    perm = pos + rest
-    inv = [0] * len(perm)
-    for i, p in enumerate(perm):
-        inv[p] = i
-    target += buf.reshape(sizes + rsizes).transpose(inv)
-
-
-def _index_array(x, key):
-    basic, adv = key
-    y = x[basic]
-    return y if adv is None else y[adv]
-
-
-class Slice(Function):
-    """Basic indexing (ints, slices, None): a view."""
-    _array_forward = True
-    _ctx_slots = ("shape", "key")
-    _exact_grads = True
-    _is_view = True
-    _node_name = "SliceBackward0"
-
-    @staticmethod
-    def forward(ctx, x, key):
-        ctx.shape, ctx.key = x.shape, key
-        return x[key[0]]
-
-    @staticmethod
-    def backward(ctx, gy):
-        return _apply(IndexBackward, (gy, ctx.shape, ctx.key), (gy._data, ctx.shape, ctx.key)), None
-
-
-class Select(Slice):
-    """``x[i]`` and keys whose last effective item is an int (PyTorch's node name)."""
-    _node_name = "SelectBackward0"
-
-
-class UnsqueezeIndex(Slice):
-    """Keys whose last effective item is None."""
-    _node_name = "UnsqueezeBackward0"
-
-
-class AliasIndex(Slice):
-    """Keys of full slices and Ellipsis only (``x[:]``, ``x[...]``)."""
-    _node_name = "AliasBackward0"
-
-
-def _view_fn(basic, shape):
-    """The Function for a basic key, named like the last op PyTorch applies
-    for it (full slices are skipped there): Select, Slice, Unsqueeze or Alias."""
-    fn = AliasIndex
-    dim = 0
-    for k in basic:
-        if k is None:
-            fn = UnsqueezeIndex
-        elif k.__class__ is slice:
-            # PyTorch skips a slice in a tuple key when start is 0, step 1 and stop >= the length
-            if k is not _SLICE and (k.start not in (None, 0) or k.step not in (None, 1)
-                                    or (k.stop is not None and k.stop < shape[dim])):
-                fn = Slice
-            dim += 1
-        elif k is not Ellipsis:
-            fn = Select
-            dim += 1
-    return fn
-
-
-class Index(Function):
-    """Advanced indexing (integer arrays, bool masks): a copy."""
-    _array_forward = True
-    _ctx_slots = ("shape", "key")
-    _exact_grads = True
-
-    @staticmethod
-    def forward(ctx, x, key):
-        ctx.shape, ctx.key = x.shape, key
-        return _index_array(x, key)
-
-    backward = Slice.backward
-
-
-class IndexBackward(Function):
-    """Scatter ``gy`` into zeros of the input shape (duplicates add up)."""
-    _array_forward = True
-    _node_name = "IndexPutBackward0"
-
-    @staticmethod
-    def forward(ctx, gy, shape, key):
-        ctx.key = key
-        z = xp_of(gy).zeros(shape, gy.dtype)
-        basic, adv = key
-        if adv is None:
-            z[basic] = gy
-        else:
-            _index_put_acc(z[basic], adv, gy)
-        return z
-
-    @staticmethod
-    def backward(ctx, gg):
-        return _index_key(gg, ctx.key), None, None
-
-
-def _index_key(t, key):
-    """``t`` indexed by a compiled key (differentiable)."""
-    return _apply(Slice if key[1] is None else Index, (t, key), (t._data, key))
-
-
-def _plain_slice(key):
-    """A slice of Python ints/None with a positive step (the common case)."""
-    start, stop, step = key.start, key.stop, key.step
-    return ((start is None or start.__class__ is builtins.int) and (stop is None or stop.__class__ is builtins.int)
-            and (step is None or (step.__class__ is builtins.int and step > 0)))
-
-
-def getitem(input, key):
-    """``input[key]`` with PyTorch's indexing rules: ints, slices (positive
-    steps), None, Ellipsis, integer tensors/lists/arrays, bool masks and
-    bool scalars, in any mix. Basic indexing gives a view, advanced a copy.
+def narrow_copy(input, dim, start, length):
+    """A copy (not a view) of ``input.narrow(dim, start, length)``.
 
     Example::
 
-        >>> x = fabric.arange(12).reshape(3, 4)
-        >>> x[1, 1:3]
-        tensor([5, 6])
-        >>> x[[0, 2], -1]
-        tensor([ 3, 11])
-        >>> x[x > 9]
-        tensor([10, 11])
+        >>> fabric.arange(5).narrow_copy(0, 1, 2)
+        tensor([1, 2])
     """
-    x = input._data
-    if key.__class__ is builtins.int and x.ndim:
-        n = x.shape[0]
-        if not -n <= key < n:
-            raise IndexError(f"index {key} is out of bounds for dimension 0 with size {n}")
-        k = ((key, Ellipsis), None)
-        return _apply1(Select, input, (x, k))
-    if key.__class__ is slice and x.ndim and _plain_slice(key):  # a slice alone always gives NumPy a view
-        if (not input._requires_grad or not _state.enabled) and _hook.observer is None:  # Slice.forward's call
-            return _make_view(input, x[key], False, None)
-        return _record1(Slice, input, (x, (key, None)))
-    k = _compile_key(key, x)
-    if k[1] is not None:
-        return _apply(Index, (input, k), (x, k))
-    # a slice alone is always SliceBackward0 in PyTorch, even x[:]
-    return _apply(Slice if key.__class__ is slice else _view_fn(k[0], x.shape), (input, k), (x, k))
+    return clone(narrow(input, dim, start, length))
 
 
-class SetItem(Function):
-    """``x[key] = value`` recorded as an in-place op on ``x``."""
-    _array_forward = True
-    _is_inplace = True
-    _node_name = "CopySlices"
+# --- resize_ ------------------------------------------------------------------------------------
 
-    @staticmethod
-    def forward(ctx, x, value, key, vshape):
-        ctx.key, ctx.vshape = key, vshape
-        basic, adv = key
-        if adv is None:
-            x[basic] = value
-        else:
-            x[basic][adv] = value
-        return x
-
-    @staticmethod
-    def backward(ctx, gy):
-        need_x, need_v = ctx.needs_input_grad[:2]
-        gx = gv = None
-        if need_v:
-            gv = _index_key(gy, ctx.key)
-            extra = len(ctx.vshape) - gv._data.ndim
-            if extra > 0:
-                gv = reshape(gv, (1,) * extra + gv._data.shape)
-        if need_x:
-            gx = _apply(MaskOut, (gy, ctx.key), (gy._data, ctx.key))
-        return gx, gv, None, None
-
-
-class MaskOut(Function):
-    """Copy of ``g`` with ``g[key] = 0`` (the gradient of overwritten elements)."""
-    _array_forward = True
-
-    @staticmethod
-    def forward(ctx, g, key):
-        ctx.key = key
-        out = g.copy()
-        basic, adv = key
-        if adv is None:
-            out[basic] = 0
-        else:
-            out[basic][adv] = 0
-        return out
-
-    @staticmethod
-    def backward(ctx, gg):
-        return _apply(MaskOut, (gg, ctx.key), (gg._data, ctx.key)), None
-
-
-def _value_array(input, value, x):
-    """``value`` (Tensor, number, sequence) as something NumPy/CuPy can assign into ``x``."""
-    if isinstance(value, Tensor):
-        v = value._data
-        if v.__class__ is not x.__class__:
-            if v.ndim != 0:
-                from ._util import device_mismatch
-
-                device_mismatch(input, value)
-            v = backend_of(x).xp.asarray(backend_of(v).to_numpy(v)) if x.__class__ is not np.ndarray else \
-                backend_of(v).to_numpy(v)
-        return v if v.dtype == x.dtype else v.astype(x.dtype)
-    if isinstance(value, (builtins.bool, builtins.int, builtins.float, np.generic)):
-        return checked_scalar(scalar_value(value), x.dtype)
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return xp_of(x).asarray(np.asarray(value), dtype=x.dtype)
-    raise TypeError(f"can't assign a {type(value).__name__} to a {input.type()}")
-
-
-def _fit_value(v, tshape, advanced):
-    """Check that ``v`` broadcasts to the indexed shape (leading 1s may be
-    dropped, as in PyTorch) and drop them."""
-    vs = v.shape
-    while len(vs) > len(tshape) and vs[0] == 1:
-        vs = vs[1:]
-    if len(vs) <= len(tshape) and all(a == b or a == 1 for a, b in zip(vs[::-1], tshape[::-1])):
-        return v.reshape(vs) if len(vs) != v.ndim else v
-    if advanced:
-        raise RuntimeError(f"shape mismatch: value tensor of shape {list(v.shape)} cannot be broadcast to indexing "
-                           f"result of shape {list(tshape)}")
-    if len(vs) > len(tshape):
-        raise RuntimeError(f"expand(torch.FloatTensor{{{list(v.shape)}}}, size={list(tshape)}): the number of sizes "
-                           f"provided ({len(tshape)}) must be greater or equal to the number of dimensions in the "
-                           f"tensor ({len(v.shape)})")
-    lead = len(tshape) - len(vs)
-    for i in range(len(vs) - 1, -1, -1):
-        if vs[i] != 1 and vs[i] != tshape[lead + i]:
-            raise RuntimeError(f"The expanded size of the tensor ({tshape[lead + i]}) must match the existing size "
-                               f"({vs[i]}) at non-singleton dimension {lead + i}.  Target sizes: {list(tshape)}.  "
-                               f"Tensor sizes: {list(v.shape)}")
-    raise AssertionError("unreachable")
-
-
-def setitem(input, key, value):
-    """``input[key] = value``: in place, bumps the version, differentiable
-    (on non-leaf tensors; on leaves that require grad only under no_grad).
+def resize_(self, *sizes, memory_format=None):
+    """Change the shape in place, keeping the leading elements (in C order);
+    new elements are zeros.  Raises for tensors that require grad and for
+    views (a view cannot change its base's memory).
 
     Example::
 
-        >>> x = fabric.zeros(2, 3)
-        >>> x[:, [0, 2]] = fabric.tensor([1., 2.])
-        >>> x
-        tensor([[1., 0., 2.],
-                [1., 0., 2.]])
+        >>> fabric.arange(6.).resize_(2, 2)
+        tensor([[0., 1.],
+                [2., 3.]])
     """
-    x = input._data
-    k = _compile_key(key, x) if not (key.__class__ is builtins.int and x.ndim and -x.shape[0] <= key < x.shape[0]) \
-        else ((key, Ellipsis), None)
-    v = _value_array(input, value, x)
-    basic, adv = k
-    view = x[basic]
-    check_no_internal_overlap(view)
-    if hasattr(v, "shape"):
-        tshape = view.shape if adv is None else _adv_layout(view.shape, adv)[0]
-        vshape = v.shape
-        v = _fit_value(v, tshape, adv is not None)
+    shape = shape_args(sizes, "size")
+    for s in shape:
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(shape)}")
+    if self._requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    x = self._data
+    if shape == x.shape:
+        return self
+    if self._base is not None:
+        raise RuntimeError("resize_(): fabric cannot resize a view to a new shape (its memory belongs to the base "
+                           "tensor); resize a copy (.clone()) or the base instead")
+    n = math.prod(shape)
+    if n <= x.size and x.flags.c_contiguous:
+        new = x.reshape(-1)[:n].reshape(shape)  # same memory: other views keep seeing it
     else:
-        vshape = ()
-    if _state.enabled and (input._requires_grad or (isinstance(value, Tensor) and value._requires_grad)):
-        _apply(SetItem, (input, value, k, vshape), (x, v, k, vshape))
-        return
-    if adv is None:
-        view[...] = v
-    else:
-        view[adv] = v
-    input._bump_version()
+        new = xp_of(x).zeros(shape, x.dtype)
+        k = builtins.min(n, x.size)
+        new.reshape(-1)[:k] = x.reshape(-1)[:k]
+    self._data = new
+    self._bump_version()
+    return self
+
+
+def resize_as_(input, the_template, *, memory_format=None):
+    """:func:`resize_` to ``the_template``'s shape (the dtype is kept)."""
+    return resize_(input, the_template._data.shape)

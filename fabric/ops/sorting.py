@@ -43,6 +43,7 @@ import numpy as np
 
 from .._tensor import Tensor, _wrap_dim
 from ..autograd.function import Function, _apply
+from ..backends import backend_of
 from ._registry import declare_op
 from ._registry import public_names as declared_names
 from ._util import xp_of
@@ -827,6 +828,17 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
         widths = xp.diff(edges)
         hist = hist / (hist.sum() * widths)
     return _out_tuple(return_types.histogram(_const(hist), _const(edges)), out)
+
+
+__all__ += ["isin"]
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """Whether each element is in ``test_elements`` (a bool tensor)."""
+    e = elements._data if isinstance(elements, Tensor) else np.asarray(elements)
+    t = test_elements._data if isinstance(test_elements, Tensor) else np.asarray(test_elements)
+    xp = backend_of(e).xp
+    return Tensor._make(xp.isin(e, t, assume_unique=assume_unique, invert=invert), False)
 
 
 __all__ += declared_names(__name__)

@@ -1,4 +1,4 @@
-"""OpInfo entries for the gap-filling ops of ``fabric/ops/more.py``
+"""OpInfo entries for less common ops (once ``fabric/ops/more.py``, now in their family modules)
 (``ldexp``, ``frexp``, ``i0``, ``mvlgamma``, ``sum_to_size``, ``narrow_copy``,
 the ``*_scatter`` functions, ``index_reduce``)."""
 from __future__ import annotations
@@ -172,14 +172,10 @@ OPS = [
            lambda d, r: [SampleInput(make(r, (4, 5), d), (1, 1, 3)), SampleInput(make(r, (4, 5), d), (0, 2, 2)),
                          SampleInput(make(r, (4, 3), d, noncontig=True), (0, 1, 2), name="noncontig")],
            dtypes=FLOATS + INTS),
-    OpInfo("ops.more.slice_scatter", _np_slice_scatter, _slice_scatter_samples, dtypes=FLOATS + INTS,
-           method="slice_scatter", torch_name="slice_scatter",
-           notes="differentiable in `input` and `src`; the `fabric.slice_scatter` function comes from "
-                 "fabric/_extras.py"),
-    OpInfo("ops.more.select_scatter", _np_select_scatter, _select_scatter_samples, dtypes=FLOATS + INTS,
-           method="select_scatter", torch_name="select_scatter"),
-    OpInfo("ops.more.diagonal_scatter", _np_diagonal_scatter, _diagonal_scatter_samples, dtypes=FLOATS + INTS,
-           method="diagonal_scatter", torch_name="diagonal_scatter"),
+    OpInfo("slice_scatter", _np_slice_scatter, _slice_scatter_samples, dtypes=FLOATS + INTS,
+           notes="differentiable in `input` and `src`"),
+    OpInfo("select_scatter", _np_select_scatter, _select_scatter_samples, dtypes=FLOATS + INTS),
+    OpInfo("diagonal_scatter", _np_diagonal_scatter, _diagonal_scatter_samples, dtypes=FLOATS + INTS),
     OpInfo("index_reduce", _np_index_reduce, _index_reduce_samples, dtypes=FLOATS + INTS, inplace="index_reduce_",
            notes="`scatter_reduce`'s forward and gradient with the index broadcast along `dim`"),
 ]

@@ -172,3 +172,9 @@ def linalg_cond(A, p=None, *, out=None):
     return _out(r, out)
 
 
+__all__ += ["dist"]
+
+
+def dist(input, other, p=2):
+    """p-norm of ``input - other``."""
+    return linalg_vector_norm(input - other, p)

@@ -16,6 +16,7 @@ import numpy as np
 from ...autograd.function import Function, _apply
 from .._util import xp_of
 from ..arith import _np_errstate
+from ..reduce import _return_type
 from ._common import _batch_shape_broadcast, _check_matrix, _check_tensor, _out, _same_device, _tname, _tri
 
 __all__ = ["linalg_solve_triangular"]
@@ -100,3 +101,53 @@ def linalg_solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=
                 out)
 
 
+__all__ += ["triangular_solve"]
+
+
+# --- triangular_solve (the deprecated spelling of linalg.solve_triangular) ---------------------
+
+_triangular_solve_t = _return_type("triangular_solve", ("solution", "cloned_coefficient"))
+_TRIANGULAR_SOLVE_WARNED = [False]
+
+
+def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False, *, out=None):
+    """Solve ``op(A) X = input`` for triangular ``A`` (``op`` transposes when
+    ``transpose``); returns ``(solution, cloned_coefficient)``, batches
+    broadcast. Deprecated in PyTorch in favour of ``linalg.solve_triangular``.
+
+    Example::
+
+        >>> A = fabric.tensor([[2.0, 1.0], [0.0, 4.0]])
+        >>> fabric.triangular_solve(fabric.tensor([[3.0], [4.0]]), A).solution
+        tensor([[1.],
+                [1.]])
+    """
+    import warnings
+
+    for t, name in ((input, "b"), (A, "A")):
+        if t.dim() < 2:
+            raise RuntimeError(f"torch.triangular_solve: Expected {name} to have at least 2 dimensions, but it has "
+                               f"{t.dim()} dimensions instead")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"A must be batches of square matrices, but they are {A.shape[-2]} by {A.shape[-1]} "
+                           "matrices")
+    if input.dtype is not A.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type {_tname(input._data.dtype)} "
+                           f"and A of type {_tname(A._data.dtype)} instead.")
+    if not _TRIANGULAR_SOLVE_WARNED[0]:  # PyTorch warns once per process
+        _TRIANGULAR_SOLVE_WARNED[0] = True
+        warnings.warn("torch.triangular_solve is deprecated in favor of torch.linalg.solve_triangular and will be "
+                      "removed in a future PyTorch release.", UserWarning, stacklevel=2)
+    batch = tuple(np.broadcast_shapes(tuple(input.shape[:-2]), tuple(A.shape[:-2])))
+    a = A.expand(*batch, *A.shape[-2:]) if tuple(A.shape[:-2]) != batch else A
+    b = input.expand(*batch, *input.shape[-2:]) if tuple(input.shape[:-2]) != batch else input
+    x = linalg_solve_triangular(a.mT if transpose else a, b, upper=bool(upper) != bool(transpose),
+                                unitriangular=unitriangular)
+    coeff = a.clone()
+    if out is not None:
+        from ..inplace import copy_into_out
+
+        copy_into_out(out[0], x)
+        copy_into_out(out[1], coeff)
+        return _triangular_solve_t(out[0], out[1])
+    return _triangular_solve_t(x, coeff)

@@ -1,448 +1,43 @@
-"""PyTorch-compatible CPU random number generation, in pure NumPy.
-
-After ``gen.manual_seed(s)`` every method of :class:`MT19937Generator`
-returns the same numbers, bit for bit, as the matching PyTorch 2.x CPU op
-after ``torch.manual_seed(s)``, and leaves the stream where PyTorch leaves
-it, so that interleaved calls stay in step::
-
-    >>> MT19937Generator(0).uniform((3,), np.float32)     # torch.rand(3)
-    array([0.4962566 , 0.7682218 , 0.08847743], dtype=float32)
-    >>> MT19937Generator(0).randint(0, 10, (4,))          # torch.randint(0, 10, (4,))
-    array([4, 9, 3, 0])
-
-How PyTorch draws, and how this module reproduces it
-----------------------------------------------------
-* The engine is mt19937 seeded with ``init_genrand(seed & 0xffffffff)``.
-  NumPy's ``MT19937`` with ``_legacy_seeding`` produces the identical raw
-  stream, so every op makes one ``random_raw(n)`` call.  ``random64`` is two
-  draws, the first one the high word.
-* ``uniform_``: float32/float16 use 24 bits (``(u32 & 0xffffff) * 2**-24``),
-  float64 53 bits of ``random64``; then ``x * (to - from) + from`` in the
-  op-math type, and a result that rounds to ``to`` becomes ``from``.
-* ``normal_`` on >= 16 contiguous elements: all uniforms are drawn first, a
-  Box-Muller transform runs on each block of 16 (8 pairs), and when the size
-  is not a multiple of 16 the last 16 outputs are recomputed from 16 fresh
-  uniforms.  float16 draws 16 per block instead (see ``_normal_fill``).
-  Smaller or non-contiguous tensors use the per-element double Box-Muller of
-  ``at::normal_distribution``, which caches the second value of each pair in
-  the generator (the cache is part of :meth:`get_state`).
-* ``bernoulli_(float p)``, ``exponential_``, ``geometric_``, ``cauchy_``,
-  ``log_normal_``, ``multinomial`` and ``poisson`` draw one double (53 bits)
-  per uniform.  ``bernoulli_(p tensor)`` draws a float (24 bits) unless ``p``
-  is float64.  PyTorch 2.13 does not route ``bernoulli_(float)`` or
-  ``exponential_`` through MKL's VSL (that path is compiled only into
-  fbcode builds since pytorch#132395), so there is no MCG31 stream to
-  emulate: dropout masks come from the mt19937 stream like everything else.
-* ``random_``/``randint``: ``u % range + from`` with ``u`` a 32-bit draw when
-  ``range < 2**28`` and a ``random64`` otherwise.
-* ``randperm(n)`` for ``n < 2**32 / 20``: Fisher-Yates,
-  ``swap(r[i], r[i + u32 % (n - i)])`` for ``i < n - 1``; the swap chain is
-  resolved with sorting and pointer jumping instead of a Python loop.
-
-Bit-exact floating point
-------------------------
-PyTorch's kernels are compiled with contraction of ``a * b + c`` into FMA and
-call the C library's ``log``/``sin``/... .  Both are reproduced exactly:
-
-* FMA is emulated with error-free transformations (``_fma64``, ``_fma32``).
-* libm results come from ``math`` (which calls the same libm).  For speed,
-  large arrays are evaluated in 80-bit long double and only the results that
-  lie near a rounding boundary go through ``math`` (``_libm``).
-* float32 ``normal_`` on x86-64 uses the AVX2 kernel (Cephes polynomials from
-  ``avx_mathfun.h``), whose every operation, including the multiply-adds the
-  compiler fused, is replayed in float32 (``_avx2_log``, ``_avx2_sincos``).
-
-The build flavour matters: on x86-64 PyTorch dispatches to its AVX2/AVX512
-kernels (fused multiply-adds, AVX2 ``normal_``); with
-``ATEN_CPU_CAPABILITY=default`` or on a CPU without AVX2 it runs the generic
-kernels (no fusion, scalar ``logf``/``sinf``/``cosf`` ``normal_``).  The
-flavour is detected at import, honours ``ATEN_CPU_CAPABILITY``, and can be
-changed with :func:`set_kernel_flavor`.  On other architectures (aarch64) the
-flavour is a best guess (fused, scalar ``normal_``) and has not been checked
-against PyTorch.
-
-What is not reproduced
-----------------------
-* bfloat16 needs the optional ``ml_dtypes`` package (NumPy has no such
-  dtype); without it only float16/32/64 and the integer dtypes exist.
-* ``multinomial`` without replacement when ``num_samples`` exceeds the number
-  of non-zero probabilities: PyTorch's ``topk`` orders the tied zeros in an
-  unspecified way; here the lower index comes first.
-* ``randperm`` for ``n >= 2**32 / 20`` is exact but runs a Python loop.
-* ``poisson`` is exact but samples element by element in Python
-  (rejection sampling consumes a data-dependent number of draws).
-* Threads: one generator must not be used from several threads at once.
-* Argument errors raise RuntimeError (NotImplementedError, a subclass, for
-  unsupported dtypes), as PyTorch does; messages are PyTorch's where cheap.
-"""
+"""The CPU generator: :class:`MT19937Generator`, PyTorch's mt19937 stream
+and samplers reproduced bit for bit (the package docstring says how)."""
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import math
 import os
-import platform
 
 import numpy as np
 
-__all__ = [
-    "MT19937Generator",
-    "kernel_flavor",
-    "set_kernel_flavor",
-]
-
-_DEFAULT_SEED = 67280421310721
-_INT64_MIN = -(1 << 63)
-_U64_MASK = (1 << 64) - 1
-
-_F16 = np.dtype(np.float16)
-_F32 = np.dtype(np.float32)
-_F64 = np.dtype(np.float64)
-_FLOATS = (_F16, _F32, _F64)
-_DIGITS = {_F16: 11, _F32: 24, _F64: 53}
-_FLOAT_RANGE = {dt: (float(np.finfo(dt).min), float(np.finfo(dt).max)) for dt in _FLOATS}
-try:  # bfloat16 exists in NumPy only through the optional ml_dtypes package
-    import ml_dtypes as _ml_dtypes
-
-    _BF16 = np.dtype(_ml_dtypes.bfloat16)
-    _FLOATS += (_BF16,)
-    _DIGITS[_BF16] = 8
-    _FLOAT_RANGE[_BF16] = (float(_ml_dtypes.finfo(_BF16).min), float(_ml_dtypes.finfo(_BF16).max))
-except ImportError:
-    _BF16 = None
-# Computed in float and rounded down; c10::Half and c10::BFloat16 are built
-# from a float, so casts from double go through float32.
-_REDUCED = tuple(dt for dt in (_F16, _BF16) if dt is not None)
-
-
-# --------------------------------------------------------------------------
-# Build flavour of the PyTorch kernels being matched
-# --------------------------------------------------------------------------
-
-_FMA = True          # a * b + c contracted to an FMA in the vectorised builds
-_AVX2_NORMAL = True  # float normal_ through avx_mathfun.h rather than libm
-
-
-def _cpu_has_avx2() -> bool:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    flags = line.split()
-                    return "avx2" in flags and "fma" in flags
-    except OSError:
-        pass
-    return True
-
-
-def set_kernel_flavor(capability: str) -> None:
-    """Match PyTorch running with ``ATEN_CPU_CAPABILITY=capability``.
-
-    ``"avx2"``/``"avx512"`` (the x86-64 default): fused multiply-adds and the
-    AVX2 float ``normal_``.  ``"default"``: neither.  ``"fma"``: fused
-    multiply-adds with the scalar float ``normal_`` (presumed aarch64 build).
-
-    >>> previous = kernel_flavor()
-    >>> set_kernel_flavor("default"); kernel_flavor()
-    'default'
-    >>> set_kernel_flavor(previous)
-    """
-    global _FMA, _AVX2_NORMAL
-    cap = capability.lower()
-    if cap in ("avx2", "avx512", "avx512_vnni", "avx512_bf16", "amx"):
-        _FMA, _AVX2_NORMAL = True, True
-    elif cap == "default":
-        _FMA, _AVX2_NORMAL = False, False
-    elif cap == "fma":
-        _FMA, _AVX2_NORMAL = True, False
-    else:
-        raise ValueError(f"unknown CPU capability {capability!r}")
-
-
-def kernel_flavor() -> str:
-    """The flavour set by :func:`set_kernel_flavor`: ``'avx2'``,
-    ``'default'`` or ``'fma'``."""
-    if _AVX2_NORMAL:
-        return "avx2"
-    return "fma" if _FMA else "default"
-
-
-def _detect_flavor() -> str:
-    env = os.environ.get("ATEN_CPU_CAPABILITY", "").lower()
-    if platform.machine().lower() in ("x86_64", "amd64", "x86", "i686"):
-        if env == "default" or not _cpu_has_avx2():
-            return "default"
-        return "avx2"
-    return "default" if env == "default" else "fma"
-
-
-set_kernel_flavor(_detect_flavor())
-
-
-# --------------------------------------------------------------------------
-# Exact floating-point helpers
-# --------------------------------------------------------------------------
-
-def _two_sum_err(a, b, s):
-    """The rounding error of ``s = a + b`` (exact, Knuth)."""
-    bb = s - a
-    return (a - (s - bb)) + (b - bb)
-
-
-def _fma64(a, b, c):
-    """Correctly rounded ``a * b + c`` in float64 (arrays or scalars).
-
-    Boldo & Melquiond's emulation: exact product (Dekker), exact sum of its
-    high part with ``c``, the low parts added with rounding to odd, one final
-    rounding.  Exact barring overflow/underflow.
-    """
-    a = np.asarray(a, np.float64)
-    b = np.asarray(b, np.float64)
-    c = np.asarray(c, np.float64)
-    p = a * b
-    t = 134217729.0 * a
-    ah = t - (t - a)
-    al = a - ah
-    t = 134217729.0 * b
-    bh = t - (t - b)
-    bl = b - bh
-    pl = ((ah * bh - p) + ah * bl + al * bh) + al * bl
-    th = c + p
-    tl = _two_sum_err(c, p, th)
-    v = np.asarray(tl + pl)
-    err = _two_sum_err(tl, pl, v)
-    bits = v.view(np.int64)
-    fix = (err != 0) & ((bits & 1) == 0)
-    if np.count_nonzero(fix):
-        bits = np.where(fix, bits + np.where((err > 0) == (v > 0), 1, -1), bits)
-        v = bits.view(np.float64)
-    return th + v
-
-
-def _fma32(a, b, c):
-    """Correctly rounded float32 ``a * b + c`` for float32 inputs.
-
-    The product is exact in float64; the float64 sum is rounded once more to
-    float32, which can only go wrong when it lands exactly on a float32
-    halfway point, so only those elements are corrected.
-    """
-    s = np.multiply(a, b, dtype=np.float64)
-    if s.shape == np.shape(c) or np.ndim(c) == 0:
-        s += c
-    else:
-        s = s + c
-    tie = (s.view(np.int64) & 0x1FFFFFFF) == 0x10000000
-    if np.count_nonzero(tie):
-        tie = np.flatnonzero(tie)
-        flat = s.reshape(-1)
-        st = flat[tie]
-        p = np.multiply(_pick(a, tie), _pick(b, tie), dtype=np.float64)
-        err = _two_sum_err(p, _pick(c, tie).astype(np.float64), st)
-        step = np.where(err == 0, 0, np.where((err > 0) == (st > 0), 1, -1))
-        flat[tie] = (st.view(np.int64) + step).view(np.float64)
-    return s.astype(np.float32)
-
-
-def _pick(x, idx):
-    """``x.ravel()[idx]`` for an array, ``x`` itself for a scalar."""
-    if np.ndim(x) == 0:
-        return np.asarray(x)
-    return x.reshape(-1)[idx]
-
-
-def _madd32(a, b, c):
-    """float32 ``a * b + c`` as PyTorch's build computes it (fused or not)."""
-    if _FMA:
-        return _chunked(_fma32, a, b, c, np.float32)
-    return np.asarray(a * b + c, np.float32)
-
-
-def _madd64(a, b, c):
-    """float64 ``a * b + c`` as PyTorch's build computes it (fused or not)."""
-    if _FMA:
-        return _chunked(_fma64, a, b, c, np.float64)
-    return a * b + c
-
-
-_CHUNK = 1 << 14
-
-
-def _chunked(fn, a, b, c, dtype):
-    """Elementwise ``fn(a, b, c)`` evaluated in slices of ``_CHUNK``
-    elements, so that its many temporaries stay in cache (about 3x faster
-    on large arrays)."""
-    shape = np.broadcast_shapes(np.shape(a), np.shape(b), np.shape(c))
-    size = math.prod(shape)
-    if size <= 2 * _CHUNK:
-        return fn(a, b, c)
-    ops = [np.asarray(x) if np.ndim(x) == 0 else np.broadcast_to(x, shape).reshape(-1)
-           for x in (a, b, c)]
-    out = np.empty(size, dtype)
-    for i in range(0, size, _CHUNK):
-        out[i:i + _CHUNK] = fn(*(x if x.ndim == 0 else x[i:i + _CHUNK] for x in ops))
-    return out.reshape(shape)
-
-
-def _call_elementwise(fn, x, dtype=np.float64):
-    """``fn`` (a scalar libm function) over ``x``; C's results for the
-    arguments where Python's ``math`` raises instead (log(0) = -inf ...)."""
-    flat = x.ravel().tolist()
-    try:
-        out = np.fromiter(map(fn, flat), dtype, len(flat))
-    except (ValueError, OverflowError):
-        out = np.empty(len(flat), dtype)
-        with np.errstate(all="ignore"):
-            for i, v in enumerate(flat):
-                try:
-                    out[i] = fn(v)
-                except (ValueError, OverflowError):
-                    out[i] = getattr(np, fn.__name__)(np.float64(v))
-    return out.reshape(x.shape)
-
-
-# Largest distance from a float64 rounding boundary (in ulps) at which glibc
-# may still round differently from the exact value: the documented error
-# bounds are 0.519 ulp (log) and 0.511 ulp (exp); the margin covers the
-# 80-bit evaluation's own error (< 0.001 ulp).
-_LIBM_BAND = {"log": 0.47, "exp": 0.47, "sin": 0.44, "cos": 0.44}
-_LONG_DOUBLE_OK = (
-    np.finfo(np.longdouble).nmant >= 63 and platform.libc_ver()[0] == "glibc"
+from . import libm
+from .base import (
+    _DEFAULT_SEED,
+    _DIGITS,
+    _F32,
+    _F64,
+    _FLOAT_RANGE,
+    _FLOATS,
+    _REDUCED,
+    _U64_MASK,
+    _cast,
+    _dtype,
+    _float_dtype,
+    _random_range,
+    _shape_of,
+    _to_float_scalar,
 )
-_numpy_matches_libm: dict[str, bool] = {}
-
-
-def _numpy_is_libm(name: str) -> bool:
-    """Whether NumPy's float64 ``name`` calls libm (true for sin/cos in
-    NumPy 2.x; log/exp/tan/log1p use NumPy's own SIMD code instead)."""
-    ok = _numpy_matches_libm.get(name)
-    if ok is None:
-        probe = np.linspace(0.001, 6.283, 2039)
-        ok = bool(np.array_equal(getattr(np, name)(probe),
-                                 _call_elementwise(getattr(math, name), probe)))
-        _numpy_matches_libm[name] = ok
-    return ok
-
-
-def _libm(name: str, x: np.ndarray) -> np.ndarray:
-    """C's ``name(x)`` elementwise on float64, bit for bit.
-
-    ``name`` is one of log, log1p, exp, sin, cos, tan.
-    """
-    fn = getattr(math, name)
-    if x.size < 64:
-        return _call_elementwise(fn, x)
-    if name in ("sin", "cos") and _numpy_is_libm(name):
-        return getattr(np, name)(x)
-    band = _LIBM_BAND.get(name)
-    if band is None or not _LONG_DOUBLE_OK:
-        return _call_elementwise(fn, x)
-    with np.errstate(all="ignore"):
-        yl = getattr(np, name)(x.astype(np.longdouble))
-        y = yl.astype(np.float64)
-        frac = np.abs((yl - y).astype(np.float64) / np.spacing(y))
-    # At a power of two the ulp below is half np.spacing: decide those by libm.
-    hard = ~(frac <= band) | ((y.view(np.int64) & 0xFFFFFFFFFFFFF) == 0)
-    if hard.any():
-        y[hard] = _call_elementwise(fn, x[hard])
-    return y
-
-
-_libm_c = None
-
-
-def _libm_f32(name: str, x: np.ndarray) -> np.ndarray:
-    """C's float function ``name`` (``logf``, ``sinf``, ...) elementwise."""
-    global _libm_c
-    if _libm_c is None:
-        _libm_c = ctypes.CDLL(ctypes.util.find_library("m") or None)
-    fn = getattr(_libm_c, name)
-    fn.restype = ctypes.c_float
-    fn.argtypes = [ctypes.c_float]
-    return np.fromiter(map(fn, x.ravel().tolist()), np.float32, x.size).reshape(x.shape)
-
-
-def _lgamma_c():
-    """libm's ``lgamma`` (CPython's ``math.lgamma`` is its own code)."""
-    try:
-        lib = ctypes.CDLL(ctypes.util.find_library("m") or None)
-        fn = lib.lgamma
-        fn.restype = ctypes.c_double
-        fn.argtypes = [ctypes.c_double]
-        return fn
-    except (OSError, AttributeError):
-        return math.lgamma
-
-
-# --------------------------------------------------------------------------
-# The AVX2 float Box-Muller of PyTorch (avx_mathfun.h), replayed in float32
-# --------------------------------------------------------------------------
-
-_f32 = np.float32
-_LOG_POLY = [_f32(v) for v in (
-    7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1,
-    1.4249322787e-1, -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1,
-    3.3333331174e-1)]
-_SQRTHF = _f32(0.707106781186547524)
-_LOG_Q1 = _f32(-2.12194440e-4)
-_LOG_Q2 = _f32(0.693359375)
-_FOPI = _f32(1.27323954473516)
-_DP1 = _f32(-0.78515625)
-_DP2 = _f32(-2.4187564849853515625e-4)
-_DP3 = _f32(-3.77489497744594108e-8)
-_COS_POLY = [_f32(v) for v in (2.443315711809948e-5, -1.388731625493765e-3,
-                               4.166664568298827e-2)]
-_SIN_POLY = [_f32(v) for v in (-1.9515295891e-4, 8.3321608736e-3,
-                               -1.6666654611e-1)]
-_ONE = _f32(1.0)
-_HALF = _f32(0.5)
-_TWO_PI_F = _f32(2.0 * math.pi)
-
-
-def _avx2_log(x: np.ndarray) -> np.ndarray:
-    """``log256_ps`` for float32 ``x`` in (0, 1], multiply-adds fused as
-    GCC compiles them."""
-    bits = x.view(np.int32)
-    e = ((bits >> 23) - 126).astype(np.float32)
-    m = ((bits & np.int32(-0x7F800001)) | np.int32(0x3F000000)).view(np.float32)
-    small = m < _SQRTHF
-    e = e - small.astype(np.float32)
-    x = (m - _ONE) + np.where(small, m, _f32(0))
-    z = x * x
-    y = _fma32(_LOG_POLY[0], x, _LOG_POLY[1])
-    for p in _LOG_POLY[2:]:
-        y = _fma32(y, x, p)
-    y = y * x
-    y = _fma32(y, z, e * _LOG_Q1)
-    y = y - z * _HALF                 # z * 0.5 is exact: fusing changes nothing
-    x = x + y
-    return _fma32(e, _LOG_Q2, x)
-
-
-def _avx2_sincos(x: np.ndarray):
-    """``sincos256_ps`` for float32 ``x >= 0``; returns (sin, cos)."""
-    j = (x * _FOPI).astype(np.int32)
-    j = (j + 1) & ~1
-    y = j.astype(np.float32)
-    # y is a small even integer, so y * DP1 and y * DP2 are exact.
-    x = (x + y * _DP1) + y * _DP2
-    x = _fma32(y, _DP3, x)
-    z = x * x
-    yc = _fma32(_COS_POLY[0], z, _COS_POLY[1])
-    yc = _fma32(yc, z, _COS_POLY[2])
-    yc = yc * z
-    yc = _fma32(yc, z, -(z * _HALF))
-    yc = yc + _ONE
-    ys = _fma32(_SIN_POLY[0], z, _SIN_POLY[1])
-    ys = _fma32(ys, z, _SIN_POLY[2])
-    ys = ys * z
-    ys = _fma32(ys, x, x)
-    first = (j & 2) == 0
-    s = np.where(first, ys, yc)
-    c = np.where(first, yc, ys)
-    s = np.where((j & 4) != 0, -s, s)
-    c = np.where(((j - 2) & 4) == 0, -c, c)
-    return s, c
-
+from .libm import (
+    _ONE,
+    _TWO_PI_F,
+    _avx2_log,
+    _avx2_sincos,
+    _f32,
+    _fma32,
+    _fma64,
+    _lgamma_c,
+    _libm,
+    _libm_f32,
+    _madd32,
+    _madd64,
+)
 
 # --------------------------------------------------------------------------
 # State layout of torch.get_rng_state() (CPUGeneratorImplState)
@@ -457,91 +52,6 @@ _STATE_DTYPE = np.dtype([
     ("_pad1", "u1", (3,)),
 ])
 assert _STATE_DTYPE.itemsize == 5056
-
-
-def _shape_of(shape) -> tuple:
-    if isinstance(shape, (int, np.integer)):
-        return (int(shape),)
-    return tuple(map(int, shape))
-
-
-def _cast(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """``static_cast<scalar_t>`` of float64/int64 values (float16 and
-    bfloat16 through float32)."""
-    if dtype in _REDUCED and values.dtype != _F32:
-        values = values.astype(np.float32)
-    return values.astype(dtype, copy=False)
-
-
-_DTYPES: dict = {}
-
-
-def _dtype(dtype) -> np.dtype:
-    """``np.dtype(dtype)``, memoised (it is on every call's path)."""
-    try:
-        return _DTYPES[dtype]
-    except (KeyError, TypeError):
-        dt = np.dtype(dtype)
-        try:
-            _DTYPES[dtype] = dt
-        except TypeError:
-            pass
-        return dt
-
-
-def _float_dtype(dtype, what: str) -> np.dtype:
-    dt = _dtype(dtype)
-    if dt not in _FLOAT_RANGE:
-        raise NotImplementedError(f"{what} expects a floating point dtype, got {dt}")
-    return dt
-
-
-def _to_float_scalar(v: float, dt: np.dtype) -> float:
-    """``v`` rounded to ``dt`` (float16/bfloat16 through float32)."""
-    if dt in _REDUCED:
-        return float(np.asarray(v, np.float32).astype(dt))
-    return float(dt.type(v))
-
-
-def _update_from(frm: int, dt: np.dtype) -> int:
-    """Smallest valid ``from`` for float ``dt`` (random_from_to_impl)."""
-    with np.errstate(over="ignore"):
-        f = _to_float_scalar(frm + 1, dt)
-    if not math.isfinite(f):
-        return frm
-    if int(f) < frm:
-        mag = abs(frm + 1)
-        n = mag.bit_length() - 1 if mag else 0
-        frm = int(f) + (1 << (n - _DIGITS[dt] + 1))
-    return frm
-
-
-def _update_to(to: int, dt: np.dtype) -> int:
-    with np.errstate(over="ignore"):
-        f = _to_float_scalar(to - 1, dt)
-    if not math.isfinite(f):
-        return to
-    if int(f) >= to:
-        mag = abs(to - 1)
-        n = mag.bit_length() - 1 if mag else 0
-        to = int(f) - (1 << (n - _DIGITS[dt] + 1))
-    return to
-
-
-def _check_in_range(frm: int, to_inc: int, dt: np.dtype) -> None:
-    if dt in _FLOATS:
-        lo, hi = _FLOAT_RANGE[dt]
-    elif dt == np.bool_:
-        lo, hi = 0, 1
-    else:
-        info = np.iinfo(dt)
-        lo, hi = int(info.min), int(info.max)
-        if dt == np.uint64:
-            hi = (1 << 63) - 1
-    if not lo <= frm <= hi:
-        raise RuntimeError(f"from is out of bounds for {dt}")
-    if not lo <= to_inc <= hi:
-        raise RuntimeError(f"to - 1 is out of bounds for {dt}")
 
 
 # --------------------------------------------------------------------------
@@ -1146,7 +656,7 @@ def _box_muller16_f32(u: np.ndarray, mean: float, std: float) -> np.ndarray:
     """normal_fill_16 for float on rows of 16 float32 uniforms."""
     u1 = _ONE - u[:, :8]
     u2 = u[:, 8:]
-    if _AVX2_NORMAL:
+    if libm._AVX2_NORMAL:  # read at call time: set_kernel_flavor changes it
         radius = np.sqrt(_f32(-2.0) * _avx2_log(u1))
         sin, cos = _avx2_sincos(_TWO_PI_F * u2)
     else:
@@ -1270,37 +780,3 @@ def _sample_poisson(lam: float, uniform, lgamma) -> float:
             x += 1
         else:
             return x
-
-
-def _random_range(low, high, dt):
-    """Resolve ``random_``'s bounds as PyTorch does (shared by the CPU and CUDA
-    generators): ``(span, base)`` for draws ``base + u % span``, or None for
-    the full int64 range (a raw 64-bit draw). Raises on invalid bounds."""
-    frm = 0 if low is None else int(low)
-    if high is not None:
-        to = int(high)
-        if frm >= to:
-            raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={frm} >= to={to}")
-        if dt in _FLOATS:
-            frm, to = _update_from(frm, dt), _update_to(to, dt)
-            if frm >= to:
-                raise RuntimeError("random_ expects 'from' casted to dtype to be less than 'to' casted to dtype")
-        _check_in_range(frm, to - 1, dt)
-        return (to - frm) & _U64_MASK, frm
-    if frm != _INT64_MIN:
-        if dt in _FLOATS:
-            to_inc = 1 << _DIGITS[dt]
-            frm = _update_from(frm, dt)
-            if frm >= to_inc:
-                raise RuntimeError("random_ expects 'from' casted to dtype to be less than or equal to 'to_inc' "
-                                   "casted to dtype")
-        elif dt == np.bool_:
-            to_inc = 1
-        else:
-            to_inc = int(np.iinfo(dt).max)
-        _check_in_range(frm, to_inc, dt)
-        return (to_inc - frm + 1) & _U64_MASK, frm
-    if dt not in (np.dtype(np.int64), _F32, _F64, _BF16):
-        raise NotImplementedError("random_ over the full int64 range handles only int64, float32, float64 and "
-                                  "bfloat16")
-    return None
