@@ -7,37 +7,15 @@ method.  The function's first parameter becomes ``self``.
 from __future__ import annotations
 
 METHODS = """
-reshape view view_as reshape_as flatten transpose swapaxes swapdims permute expand expand_as squeeze unsqueeze
-unbind t narrow
-unflatten ravel movedim moveaxis adjoint broadcast_to repeat repeat_interleave tile flip fliplr flipud roll rot90
-select diagonal diag diag_embed diagflat tril triu tril_ triu_ as_strided as_strided_ unfold t_ squeeze_ unsqueeze_
-transpose_ swapaxes_ swapdims_
-index_select gather scatter scatter_ scatter_reduce scatter_reduce_ index_add index_add_
-index_fill index_fill_ masked_fill masked_fill_ masked_select
-masked_scatter masked_scatter_ take take_along_dim put put_ nonzero argwhere
-outer ger inner addmm_ addmv_ addbmm_ baddbmm_ addr_ kron
-det logdet slogdet matrix_power
-matrix_exp
-square
-logit
-round relu nan_to_num positive isnan isinf isposinf isneginf isfinite isreal
-signbit logical_not bitwise_not float_power
 eq ne lt le gt ge greater greater_equal less less_equal not_equal
-logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor bitwise_left_shift bitwise_right_shift isclose
-allclose equal clamp clip clamp_min clamp_max lerp neg_ negative_
-square_ exp_ log_
-logit_
-round_ relu_ nan_to_num_
-logical_not_ bitwise_not_ float_power_
-pow_ true_divide_ eq_ ne_ lt_ le_ gt_ ge_ greater_ greater_equal_ less_ less_equal_ not_equal_
-logical_and_ logical_or_ logical_xor_ bitwise_and_ bitwise_or_ bitwise_xor_ bitwise_left_shift_ bitwise_right_shift_
-clamp_ clip_ clamp_min_ clamp_max_ lerp_
-cumsum_ cumprod_ divide_ multiply_ subtract_ fill_diagonal_ is_inference is_nonzero is_same_size get_device is_shared
-share_memory_ sum_to_size narrow_copy resize_ resize_as_ unsafe_chunk unsafe_split
-unsafe_split_with_sizes apply_ map_ gcd gcd_ lcm lcm_ heaviside heaviside_ ldexp ldexp_ frexp i0 i0_ mvlgamma mvlgamma_
-slice_scatter select_scatter diagonal_scatter index_reduce index_reduce_ new
-triangular_solve
-diff cov corrcoef dist
+logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor
+eq_ ne_ lt_ le_ gt_ ge_ greater_ greater_equal_ less_ less_equal_ not_equal_
+logical_and_ logical_or_ logical_xor_ bitwise_and_ bitwise_or_ bitwise_xor_
+cumsum_ cumprod_ divide_ multiply_ subtract_ fill_diagonal_ is_shared
+share_memory_ sum_to_size resize_ unsafe_chunk unsafe_split
+unsafe_split_with_sizes apply_ map_ heaviside_ mvlgamma_
+index_reduce_ new
+diff cov corrcoef
 """.split()
 
 # Tensor methods PyTorch has no top-level function for: fabric.ops has them (the methods are installed from

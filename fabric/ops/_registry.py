@@ -126,10 +126,11 @@ def declare_op(*, name: str | None = None, method: bool | Callable[..., Any] = T
 
 
 def public_names(module: str) -> list[str]:
-    """The names the ops declared in ``module`` add to its ``__all__``."""
+    """The names the ops declared in ``module`` add to its ``__all__`` (not those public in another namespace,
+    such as ``fabric.linalg.inv``, whose module keeps its own name for them)."""
     out = []
-    for d in REGISTRY.values():
-        if d.module != module:
+    for key, d in REGISTRY.items():
+        if d.module != module or key != d.name:
             continue
         out.append(d.name)
         if d.inplace:

@@ -69,18 +69,11 @@ from .inplace import copy_into_out
 from .reduce import _return_type
 from .reduce import sum as _sum
 
-__all__ = [  # and, at the end of the module, the ops declared in the registry
-    "allclose", "bitwise_and", "bitwise_and_", "bitwise_left_shift",
-    "bitwise_left_shift_", "bitwise_not", "bitwise_not_", "bitwise_or", "bitwise_or_", "bitwise_right_shift",
-    "bitwise_right_shift_", "bitwise_xor", "bitwise_xor_", "clamp", "clamp_", "clamp_max", "clamp_max_", "clamp_min",
-    "clamp_min_", "clip", "clip_", "eq", "eq_", "equal", "exp_", "float_power", "float_power_", "ge", "ge_",
-    "greater", "greater_", "greater_equal", "greater_equal_", "gt", "gt_", "isclose", "isfinite", "isinf", "isnan",
-    "isneginf", "isposinf", "isreal", "le", "le_", "lerp", "lerp_", "less", "less_", "less_equal", "less_equal_",
-    "log_", "logical_and", "logical_and_", "logical_not", "logical_not_", "logical_or", "logical_or_", "logical_xor",
-    "logical_xor_", "logit", "logit_", "lt", "lt_", "nan_to_num", "nan_to_num_", "ne", "ne_", "neg_", "negative_",
-    "not_equal", "not_equal_", "positive", "pow_", "relu", "relu_", "round", "round_",
-    "signbit", "square", "square_", "true_divide_",
-]
+# the ops declared in this module join __all__ at its end
+__all__ = ["bitwise_and", "bitwise_and_", "bitwise_or", "bitwise_or_", "bitwise_xor", "bitwise_xor_", "eq", "eq_",
+           "ge", "ge_", "greater", "greater_", "greater_equal", "greater_equal_", "gt", "gt_", "le", "le_", "less",
+           "less_", "less_equal", "less_equal_", "logical_and", "logical_and_", "logical_or", "logical_or_",
+           "logical_xor", "logical_xor_", "lt", "lt_", "ne", "ne_", "not_equal", "not_equal_"]
 
 _ndarray = np.ndarray
 _LN2 = math.log(2.0)
@@ -546,6 +539,7 @@ class RoundDecimals(Function):
         return _zeros_like(gy), None
 
 
+@declare_op()
 def round(input, *, decimals=0, out=None):
     """Round half to even, to ``decimals`` decimal places (integer tensors
     are unchanged when ``decimals`` is 0).
@@ -567,6 +561,7 @@ def round(input, *, decimals=0, out=None):
     return _out(r, out)
 
 
+@declare_op()
 def round_(self, *, decimals=0):
     """In-place :func:`round`."""
     x = _data(self, "round_")
@@ -577,6 +572,7 @@ def round_(self, *, decimals=0):
     return _inplace(self, RoundDecimals, (self, None), [x, builtins.int(decimals)], False)
 
 
+@declare_op()
 def relu(input):
     """``max(x, 0)`` (nan stays nan; integer tensors keep their dtype).
 
@@ -591,6 +587,7 @@ def relu(input):
     return _apply_elementwise(Relu, input, x)
 
 
+@declare_op()
 def relu_(input):
     """In-place :func:`relu`."""
     x = _data(input, "relu_")
@@ -603,6 +600,7 @@ def relu_(input):
     return _inplace(input, Relu, (input,), [x], False)
 
 
+@declare_op()
 def square(input, *, out=None):
     """``x * x`` (bool gives int64, as PyTorch's ``pow(x, 2)``).
 
@@ -615,6 +613,7 @@ def square(input, *, out=None):
     return _out(pow(input, 2), out)
 
 
+@declare_op()
 def square_(self):
     """In-place :func:`square`."""
     from .arith import PowScalar
@@ -623,6 +622,7 @@ def square_(self):
     return _inplace(self, PowScalar, (a, c), [x, c2], True)
 
 
+@declare_op()
 def positive(input):
     """``input`` itself (not for bool), as ``+x``."""
     x = _data(input, "positive")
@@ -655,6 +655,7 @@ class Logit(Function):
         return where((x < eps) | (x > 1 - eps), 0.0, g), None
 
 
+@declare_op()
 def logit(input, eps=None, *, out=None):
     """The inverse of :func:`sigmoid`; ``eps`` clamps the input to ``[eps, 1 - eps]``.
 
@@ -669,6 +670,7 @@ def logit(input, eps=None, *, out=None):
     return _out(_apply(Logit, (input, None), (x, None if eps is None else builtins.float(eps))), out)
 
 
+@declare_op()
 def logit_(self, eps=None):
     """In-place :func:`logit`."""
     _check_float_inplace(self, "logit_")
@@ -739,6 +741,7 @@ class NanToNum(Function):
         return gy * isfinite(x), None, None, None
 
 
+@declare_op()
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     """Replace nan, +inf and -inf (by default with 0 and the dtype's largest
     and smallest finite values); integer tensors are unchanged.
@@ -754,6 +757,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     return _out(_apply(NanToNum, (input, None, None, None), (x, nan, posinf, neginf)), out)
 
 
+@declare_op()
 def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
     """In-place :func:`nan_to_num`."""
     x = _data(self, "nan_to_num_")
@@ -765,6 +769,7 @@ def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
 
 # --- predicates (bool results, no graph) ---------------------------------------------
 
+@declare_op()
 def isnan(input):
     """True where the element is nan.
 
@@ -778,6 +783,7 @@ def isnan(input):
     return _wrap(xp.isnan(x) if x.dtype.kind == "f" else xp.zeros(x.shape, bool))
 
 
+@declare_op()
 def isinf(input):
     """True where the element is +inf or -inf."""
     x = _data(input, "isinf")
@@ -785,6 +791,7 @@ def isinf(input):
     return _wrap(xp.isinf(x) if x.dtype.kind == "f" else xp.zeros(x.shape, bool))
 
 
+@declare_op()
 def isposinf(input, *, out=None):
     """True where the element is +inf."""
     x = _data(input, "isposinf")
@@ -792,6 +799,7 @@ def isposinf(input, *, out=None):
     return _out(_wrap(x == math.inf if x.dtype.kind == "f" else xp.zeros(x.shape, bool)), out)
 
 
+@declare_op()
 def isneginf(input, *, out=None):
     """True where the element is -inf."""
     x = _data(input, "isneginf")
@@ -799,6 +807,7 @@ def isneginf(input, *, out=None):
     return _out(_wrap(x == -math.inf if x.dtype.kind == "f" else xp.zeros(x.shape, bool)), out)
 
 
+@declare_op()
 def isfinite(input):
     """True where the element is neither inf nor nan.
 
@@ -812,12 +821,14 @@ def isfinite(input):
     return _wrap(xp.isfinite(x) if x.dtype.kind == "f" else xp.ones(x.shape, bool))
 
 
+@declare_op()
 def isreal(input):
     """True everywhere: fabric tensors are real (complex dtypes are out of scope)."""
     x = _data(input, "isreal")
     return _wrap(xp_of(x).ones(x.shape, bool))
 
 
+@declare_op()
 def signbit(input, *, out=None):
     """True where the sign bit is set (also for -0.0).
 
@@ -833,6 +844,7 @@ def signbit(input, *, out=None):
     return _out(_wrap(x < 0 if x.dtype.kind == "i" else xp.zeros(x.shape, bool)), out)
 
 
+@declare_op()
 def logical_not(input, *, out=None):
     """True where the element is zero.
 
@@ -845,11 +857,13 @@ def logical_not(input, *, out=None):
     return _out(_wrap(xp_of(x).logical_not(x)), out)
 
 
+@declare_op()
 def logical_not_(self):
     """In-place :func:`logical_not` (the result is cast to ``self``'s dtype)."""
     return _inplace_no_grad(self, logical_not(self))
 
 
+@declare_op()
 def bitwise_not(input, *, out=None):
     """Bitwise NOT of integer tensors (logical NOT of bool tensors), ``~x``.
 
@@ -864,6 +878,7 @@ def bitwise_not(input, *, out=None):
     return _out(_wrap(xp_of(x).invert(x)), out)
 
 
+@declare_op()
 def bitwise_not_(self):
     """In-place :func:`bitwise_not`."""
     return _inplace_no_grad(self, bitwise_not(self))
@@ -1005,6 +1020,7 @@ def _no_bool(name, x, y):
 
 
 
+@declare_op()
 @_broadcasting
 def float_power(input, exponent, *, out=None):
     """``input ** exponent`` computed in float64 (either may be a number).
@@ -1024,6 +1040,7 @@ def float_power(input, exponent, *, out=None):
     return _out(pow(base, exponent), out)
 
 
+@declare_op()
 def float_power_(self, exponent):
     """In-place :func:`float_power` (``self`` must be float64)."""
     if self._data.dtype != np.float64:
@@ -1032,6 +1049,7 @@ def float_power_(self, exponent):
     return pow_(self, exponent.to(D.float64) if isinstance(exponent, Tensor) else builtins.float(exponent))
 
 
+@declare_op()
 @_broadcasting
 def pow_(self, exponent):
     """In-place :func:`fabric.pow`.
@@ -1047,6 +1065,7 @@ def pow_(self, exponent):
     return _inplace(self, PowTensor if isinstance(exponent, Tensor) else PowScalar, (a, b), [x, y])
 
 
+@declare_op()
 def true_divide_(self, other):
     """In-place true division (as ``div_``)."""
     from .inplace import div_
@@ -1511,6 +1530,7 @@ def _shift(xp, x, y, left):
     return xp.where(bad, fill, shifted).astype(x.dtype, copy=False)
 
 
+@declare_op()
 @_broadcasting
 def bitwise_left_shift(input, other, *, out=None):
     """``input << other`` for integer tensors (either may be a number).
@@ -1524,6 +1544,7 @@ def bitwise_left_shift(input, other, *, out=None):
     return _out(_wrap(_shift(_xp2(x, y), x, y, True)), out)
 
 
+@declare_op()
 @_broadcasting
 def bitwise_right_shift(input, other, *, out=None):
     """``input >> other`` (arithmetic shift) for integer tensors (either may be a number).
@@ -1537,16 +1558,19 @@ def bitwise_right_shift(input, other, *, out=None):
     return _out(_wrap(_shift(_xp2(x, y), x, y, False)), out)
 
 
+@declare_op()
 def bitwise_left_shift_(self, other):
     """In-place :func:`bitwise_left_shift`."""
     return _inplace_no_grad(self, bitwise_left_shift(self, other))
 
 
+@declare_op()
 def bitwise_right_shift_(self, other):
     """In-place :func:`bitwise_right_shift`."""
     return _inplace_no_grad(self, bitwise_right_shift(self, other))
 
 
+@declare_op()
 @_broadcasting
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """``|input - other| <= atol + rtol * |other|`` elementwise (and equal
@@ -1581,6 +1605,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return _wrap(close)
 
 
+@declare_op()
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Whether :func:`isclose` holds everywhere (a Python bool).
 
@@ -1592,6 +1617,7 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return builtins.bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
 
 
+@declare_op()
 def equal(input, other):
     """Whether both tensors have the same shape and the same values (a Python bool).
 
@@ -1777,6 +1803,7 @@ def _clamp_args(input, min, max, name):
     return ClampScalar, (input, None, None), [x.astype(rt, copy=False), lo, hi]
 
 
+@declare_op(aliases=("clip",))
 @_broadcasting
 def clamp(input, min=None, max=None, *, out=None):
     """Limit ``input`` to ``[min, max]`` (numbers or tensors; either may be
@@ -1797,6 +1824,7 @@ def clamp(input, min=None, max=None, *, out=None):
 clip = clamp
 
 
+@declare_op(aliases=("clip_",))
 @_broadcasting
 def clamp_(self, min=None, max=None):
     """In-place :func:`clamp`."""
@@ -1814,6 +1842,7 @@ def clamp_(self, min=None, max=None):
 clip_ = clamp_
 
 
+@declare_op()
 @_broadcasting
 def clamp_min(input, min):
     """``clamp(input, min=min)``.
@@ -1827,6 +1856,7 @@ def clamp_min(input, min):
     return _apply(ClampMin if F is ClampScalar else ClampMinTensor, args, arrays)
 
 
+@declare_op()
 @_broadcasting
 def clamp_max(input, max):
     """``clamp(input, max=max)``.
@@ -1840,6 +1870,7 @@ def clamp_max(input, max):
     return _apply(ClampMax if F is ClampScalar else ClampMaxTensor, args, arrays)
 
 
+@declare_op()
 @_broadcasting
 def clamp_min_(self, min):
     """In-place :func:`clamp_min`."""
@@ -1847,6 +1878,7 @@ def clamp_min_(self, min):
     return _inplace(self, ClampMin if F is ClampScalar else ClampMinTensor, (self,) + args[1:], arrays)
 
 
+@declare_op()
 @_broadcasting
 def clamp_max_(self, max):
     """In-place :func:`clamp_max`."""
@@ -1941,6 +1973,7 @@ def _lerp_args(input, end, weight, name):
     return LerpScalar, (input, end, None), _one_device((input, end), [x, y]) + [scalar_value(weight)]
 
 
+@declare_op()
 @_broadcasting
 def lerp(input, end, weight, *, out=None):
     """Linear interpolation ``input + weight * (end - input)`` (``weight`` a
@@ -1955,6 +1988,7 @@ def lerp(input, end, weight, *, out=None):
     return _out(_apply(F, args, arrays), out)
 
 
+@declare_op()
 @_broadcasting
 def lerp_(self, end, weight):
     """In-place :func:`lerp`."""
@@ -2074,6 +2108,7 @@ def addcdiv_(self, tensor1, tensor2, *, value=1):
 # --- in-place variants of arith ops ----------------------------------------------------
 
 
+@declare_op(aliases=("negative_",))
 def neg_(self):
     """In-place negation.
 
@@ -2090,6 +2125,7 @@ def neg_(self):
 negative_ = neg_
 
 
+@declare_op()
 def exp_(self):
     """In-place :func:`fabric.exp`."""
     from .arith import Exp
@@ -2098,6 +2134,7 @@ def exp_(self):
     return _inplace(self, Exp, (self,), [self._data], False)
 
 
+@declare_op()
 def log_(self):
     """In-place :func:`fabric.log`."""
     from .arith import Log
@@ -2127,13 +2164,11 @@ def _tensor_polygamma(self, n):
 declare(where, method=_tensor_where)
 declare(polygamma, method=_tensor_polygamma, inplace=polygamma_)
 
-__all__ += declared_names(__name__)
 
 
 # --- the composite in-place helper, gcd / lcm / heaviside, ldexp / frexp, i0, mvlgamma -----------------
 
-__all__ += ["gcd", "gcd_", "lcm", "lcm_", "heaviside", "heaviside_", "ldexp", "ldexp_", "frexp", "i0", "i0_",
-            "mvlgamma", "mvlgamma_"]
+__all__ += ["heaviside_", "mvlgamma_"]
 
 
 def _const(array):
@@ -2164,6 +2199,7 @@ def _integer_operands(input, other, name):
     return x, y
 
 
+@declare_op()
 def gcd(input, other):
     """Elementwise greatest common divisor of integer tensors (non-negative).
 
@@ -2176,6 +2212,7 @@ def gcd(input, other):
     return _const(xp_of(x).gcd(x, y))
 
 
+@declare_op()
 def lcm(input, other):
     """Elementwise least common multiple of integer tensors (non-negative).
 
@@ -2188,11 +2225,13 @@ def lcm(input, other):
     return _const(xp_of(x).lcm(x, y))
 
 
+@declare_op()
 def gcd_(input, other):
     """In-place :func:`gcd`."""
     return _commit(input, gcd(input, other), False)
 
 
+@declare_op()
 def lcm_(input, other):
     """In-place :func:`lcm`."""
     return _commit(input, lcm(input, other), False)
@@ -2219,6 +2258,7 @@ def _heaviside_checks(input, values, name, position):
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
 
 
+@declare_op()
 def heaviside(input, values, *, out=None):
     """0 where ``input < 0``, ``values`` where ``input == 0``, 1 where ``input > 0``
     (``values`` a tensor of ``input``'s dtype, broadcast; no derivative, as PyTorch).
@@ -2245,6 +2285,7 @@ def heaviside_(self, values):
 
 # --- ldexp / frexp ----------------------------------------------------------------------------
 
+@declare_op()
 def ldexp(input, other, *, out=None):
     """``input * 2 ** other`` (a float result, differentiable in both).
 
@@ -2265,6 +2306,7 @@ def ldexp(input, other, *, out=None):
     return r
 
 
+@declare_op()
 def ldexp_(input, other):
     """In-place :func:`ldexp` (``input`` must be floating)."""
     if input._data.dtype.kind != "f":
@@ -2296,6 +2338,7 @@ class Frexp(Function):
         return gm * _const(scale)
 
 
+@declare_op()
 def frexp(input, *, out=None):
     """``input = mantissa * 2 ** exponent`` with ``0.5 <= |mantissa| < 1``;
     returns ``(mantissa, exponent)`` (exponent int32).
@@ -2355,6 +2398,7 @@ def _i1(x):
     return _apply1(I1, x, (x._data,))
 
 
+@declare_op()
 def i0(input, *, out=None):
     """Modified Bessel function of the first kind, order 0 (float result;
     its gradient is I1, computed internally).
@@ -2370,6 +2414,7 @@ def i0(input, *, out=None):
     return r
 
 
+@declare_op()
 def i0_(input):
     """In-place :func:`i0` (floating tensors)."""
     if input._data.dtype.kind != "f":
@@ -2379,6 +2424,7 @@ def i0_(input):
 
 # --- mvlgamma -------------------------------------------------------------------------------------
 
+@declare_op()
 def mvlgamma(input, p):
     """Multivariate log-gamma of dimension ``p``:
     ``p(p-1)/4 log(pi) + sum_{j<p} lgamma(input - j/2)``.
@@ -2408,3 +2454,6 @@ def mvlgamma_(input, p):
         raise RuntimeError(f"mvlgamma: result type {_tname(input._data.dtype)} can't be cast to the desired output "
                            "type Float")
     return _inplace_from(input, lambda t: mvlgamma(t, p), (), saves_self=True)
+
+
+__all__ += declared_names(__name__)

@@ -16,10 +16,11 @@ from ... import _dtype as D
 from ..._tensor import Tensor, _wrap_dim
 from ...autograd.function import Function, _apply
 from .._registry import declare_op
+from .._registry import public_names as declared_names
 from .._util import xp_of
 from ._common import _check_not_bool, _check_tensor, _out, _same_device, _tname
 
-__all__ = ["einsum", "tensordot"]
+__all__: list[str] = []  # + the declared ops (end of module)
 
 # --- einsum ----------------------------------------------------------------------------
 
@@ -395,3 +396,4 @@ def tensordot(a, b, dims=2, out=None):
     return _out(_einsum_core(["".join(la), "".join(lb)], out_subs, [a, b]), out)
 
 
+__all__ += declared_names(__name__)

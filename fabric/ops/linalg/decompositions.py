@@ -17,6 +17,7 @@ import numpy as np
 from ...autograd.function import Function, _apply
 from ...autograd.grad_mode import state as _grad_state
 from .._registry import declare_op
+from .._registry import public_names as declared_names
 from .._util import xp_of
 from ._common import (
     LinAlgError,
@@ -48,8 +49,8 @@ from ._common import (
 )
 from .triangular import linalg_solve_triangular
 
-__all__ = ["cholesky", "cholesky_inverse", "cholesky_solve", "linalg_cholesky", "linalg_cholesky_ex", "linalg_eig",
-           "linalg_eigh", "linalg_eigvals", "linalg_eigvalsh", "linalg_qr", "linalg_svd", "linalg_svdvals", "qr", "svd"]
+__all__ = ["linalg_cholesky", "linalg_cholesky_ex", "linalg_eig", "linalg_eigh", "linalg_eigvals", "linalg_eigvalsh",
+           "linalg_qr", "linalg_svd", "linalg_svdvals"]  # + the declared ops (end of module)
 
 # =====================================================================================
 # Decompositions
@@ -505,3 +506,4 @@ def linalg_eigvals(A, *, out=None):
     _complex_unsupported("eigvals")
 
 
+__all__ += declared_names(__name__)

@@ -20,6 +20,7 @@ from ... import _dtype as D
 from ..._tensor import Tensor, _wrap_dim
 from ...autograd.function import Function, _apply
 from .._registry import declare_op
+from .._registry import public_names as declared_names
 from .._util import xp_of
 from ..arith import _np_errstate, matmul
 from ._common import (
@@ -42,8 +43,7 @@ from .solvers import linalg_inv, linalg_solve
 __all__ = ["linalg_diagonal", "linalg_householder_product", "linalg_ldl_factor", "linalg_ldl_factor_ex",
            "linalg_ldl_solve", "linalg_lstsq", "linalg_lu", "linalg_lu_factor", "linalg_lu_factor_ex",
            "linalg_lu_solve", "linalg_matrix_exp", "linalg_matrix_power", "linalg_matrix_rank", "linalg_pinv",
-           "linalg_tensorinv", "linalg_tensorsolve", "linalg_vander", "matrix_exp", "matrix_power", "pinverse",
-           "vander"]
+           "linalg_tensorinv", "linalg_tensorsolve", "linalg_vander"]  # + the declared ops (end of module)
 
 # =====================================================================================
 # Pseudo-inverse, least squares, powers, rank, exponential, and the rest
@@ -123,6 +123,7 @@ def _pinv_backward(g, pinvA, A):
     return -(K @ pinvA).mT + (gh - A @ K) @ pinvA @ pinvAh + pinvAhK - pinvAhK @ pinvA @ A
 
 
+@declare_op(name="pinv", namespace="linalg", autocast=False, method=False)
 def linalg_pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
     """Moore-Penrose pseudo-inverse through the SVD (``eigh`` when
     ``hermitian``); singular values ``<= max(atol, rtol * smax)`` are treated
@@ -246,6 +247,7 @@ def linalg_lstsq(A, B, rcond=None, *, driver=None):
     return linalg_lstsq_t(X, residuals, rank, S)
 
 
+@declare_op(name="matrix_power", namespace="linalg", autocast=False, method=False)
 def linalg_matrix_power(A, n, *, out=None):
     """``A`` to the integer power ``n`` by repeated squaring; negative powers
     use the inverse; ``n = 0`` gives the identity (still joined to the
@@ -283,6 +285,7 @@ def linalg_matrix_power(A, n, *, out=None):
     return _out(result, out)
 
 
+@declare_op()
 def matrix_power(input, n, *, out=None):
     """``torch.matrix_power``: alias of ``linalg.matrix_power``."""
     return linalg_matrix_power(input, n, out=out)
@@ -373,12 +376,14 @@ class LinalgMatrixExp(Function):
         return linalg_matrix_exp(big)[..., :n, n:]
 
 
+@declare_op(name="matrix_exp", namespace="linalg", autocast=False, method=False)
 def linalg_matrix_exp(A):
     """Matrix exponential ``sum_k A^k / k!`` of square matrices."""
     a = _check_matrix(A, "linalg.matrix_exp")
     return _apply(LinalgMatrixExp, (A,), (a,))
 
 
+@declare_op()
 def matrix_exp(input):
     """``torch.matrix_exp``: alias of ``linalg.matrix_exp``."""
     return linalg_matrix_exp(input)
@@ -428,6 +433,7 @@ def _vander(x, N, increasing, fn):
     return _apply(LinalgVander, (x, int(N), increasing), (x._data, int(N), increasing))
 
 
+@declare_op(name="vander", namespace="linalg", autocast=False, method=False)
 def linalg_vander(x, *, N=None):
     """``torch.linalg.vander``: ``(..., n) -> (..., n, N)`` with columns
     ``x**0 ... x**(N-1)`` (``N`` defaults to ``n``)."""
@@ -439,6 +445,7 @@ def linalg_vander(x, *, N=None):
     return _vander(x, N, True, "linalg.vander")
 
 
+@declare_op(method=False)
 def vander(x, N=None, increasing=False):
     """``torch.vander``: 1-D ``x``, decreasing powers unless ``increasing``."""
     _check_tensor(x, "vander", "x", 1)
@@ -480,6 +487,7 @@ def linalg_tensorsolve(A, B, dims=None, *, out=None):
     return _out(linalg_solve(A.reshape(n, m), B.reshape(n)).reshape(rest), out)
 
 
+@declare_op(name="diagonal", namespace="linalg", autocast=False, method=False)
 def linalg_diagonal(A, *, offset=0, dim1=-2, dim2=-1):
     """``torch.linalg.diagonal``: ``A.diagonal(offset, dim1, dim2)`` (defaults
     pick the last two dims)."""
@@ -505,3 +513,6 @@ linalg_ldl_factor = _unsupported("ldl_factor")
 linalg_ldl_factor_ex = _unsupported("ldl_factor_ex")
 linalg_ldl_solve = _unsupported("ldl_solve")
 linalg_householder_product = _unsupported("householder_product")
+
+
+__all__ += declared_names(__name__)

@@ -17,6 +17,7 @@ from ... import _dtype as D
 from ..._tensor import Tensor, _wrap_dim
 from ...autograd.function import _apply1
 from .._registry import declare_op
+from .._registry import public_names as declared_names
 from .._util import normalize_dims, xp_of
 from ..reduce import VectorNorm
 from ._common import _abs, _amax, _check_matrix, _check_tensor, _const, _inf, _masked_fill, _out, _tname
@@ -127,6 +128,7 @@ def linalg_matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None,
     return _out(r, out)
 
 
+@declare_op(name="norm", namespace="linalg", autocast=False, method=False)
 def linalg_norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
     """Vector or matrix norm, chosen as ``torch.linalg.norm`` does: a string
     ``ord`` or a 2-tuple ``dim`` means a matrix norm; ``ord=None`` is the
@@ -172,9 +174,12 @@ def linalg_cond(A, p=None, *, out=None):
     return _out(r, out)
 
 
-__all__ += ["dist"]
 
 
+@declare_op()
 def dist(input, other, p=2):
     """p-norm of ``input - other``."""
     return linalg_vector_norm(input - other, p)
+
+
+__all__ += declared_names(__name__)

@@ -18,6 +18,7 @@ from ... import _dtype as D
 from ..._tensor import Tensor, _wrap_dim
 from ...autograd.function import Function, _apply
 from .._registry import declare_op
+from .._registry import public_names as declared_names
 from .._util import xp_of
 from ..arith import MatMul, _np_errstate, matmul, mul
 from ._common import (
@@ -37,9 +38,7 @@ from ._common import (
 )
 from .contractions import tensordot
 
-__all__ = ["addbmm", "addbmm_", "addmm", "addmm_", "addmv", "addmv_", "addr", "addr_", "baddbmm", "baddbmm_", "bmm",
-           "cdist", "chain_matmul", "cross", "dot", "ger", "inner", "kron", "linalg_cross", "linalg_multi_dot",
-           "linalg_vecdot", "mm", "mv", "outer", "trace", "vdot"]
+__all__ = ["linalg_cross", "linalg_multi_dot", "linalg_vecdot"]  # + the declared ops (end of module)
 
 # =====================================================================================
 # Matrix products
@@ -158,6 +157,7 @@ def vdot(input, other, *, out=None):
     return dot(input, other, out=out)
 
 
+@declare_op(aliases=("ger",))
 def outer(input, vec2, *, out=None):
     """Outer product ``input[:, None] * vec2[None, :]`` (dtypes promote)."""
     _check_tensor(input, "outer", "input", 1)
@@ -172,6 +172,7 @@ def outer(input, vec2, *, out=None):
 ger = outer
 
 
+@declare_op()
 def inner(input, other, *, out=None):
     """Sum of products over the last dim: shape ``input.shape[:-1] + other.shape[:-1]``
     (a plain product when either is 0-d)."""
@@ -308,32 +309,38 @@ def _inplace_from(self, result, name):
     return self.copy_(result)
 
 
+@declare_op()
 def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
     """In-place ``addmm``."""
     return _inplace_from(self, addmm(self, mat1, mat2, beta=beta, alpha=alpha), "addmm_")
 
 
+@declare_op()
 def addmv_(self, mat, vec, *, beta=1, alpha=1):
     """In-place ``addmv``."""
     return _inplace_from(self, addmv(self, mat, vec, beta=beta, alpha=alpha), "addmv_")
 
 
+@declare_op()
 def addbmm_(self, batch1, batch2, *, beta=1, alpha=1):
     """In-place ``addbmm``."""
     return _inplace_from(self, addbmm(self, batch1, batch2, beta=beta, alpha=alpha), "addbmm_")
 
 
+@declare_op()
 def baddbmm_(self, batch1, batch2, *, beta=1, alpha=1):
     """In-place ``baddbmm``."""
     return _inplace_from(self, baddbmm(self, batch1, batch2, beta=beta, alpha=alpha), "baddbmm_")
 
 
+@declare_op()
 def addr_(self, vec1, vec2, *, beta=1, alpha=1):
     """In-place ``addr``."""
     return _inplace_from(self, addr(self, vec1, vec2, beta=beta, alpha=alpha), "addr_")
 
 
 
+@declare_op()
 def kron(input, other, *, out=None):
     """Kronecker product; the result's shape is the elementwise product of
     the (left-padded) shapes, and dtypes promote."""
@@ -442,6 +449,7 @@ def cross(input, other, dim=None, *, out=None):
     return _out(_cross_checked(input, other, dim, "cross"), out)
 
 
+@declare_op(name="cross", namespace="linalg", autocast=False, method=False)
 def linalg_cross(input, other, *, dim=-1, out=None):
     """``torch.linalg.cross``: cross product along ``dim`` (default -1), broadcasting."""
     return _out(_cross_checked(input, other, dim, "linalg.cross"), out)
@@ -651,3 +659,4 @@ def linalg_vecdot(x, y, *, dim=-1, out=None):
     return _out(mul(x, y).sum(dim), out)
 
 
+__all__ += declared_names(__name__)

@@ -16,6 +16,7 @@ import numpy as np
 from ..._tensor import Tensor
 from ...autograd.function import Function, _apply, once_differentiable
 from .._registry import declare_op
+from .._registry import public_names as declared_names
 from .._util import xp_of
 from ._common import (
     LinAlgError,
@@ -41,8 +42,8 @@ from ._common import (
 )
 from .decompositions import linalg_svd
 
-__all__ = ["det", "inverse", "linalg_det", "linalg_inv", "linalg_inv_ex", "linalg_slogdet", "linalg_solve",
-           "linalg_solve_ex", "logdet", "slogdet"]
+# the ops declared in this module join __all__ at its end
+__all__ = ["linalg_det", "linalg_inv", "linalg_inv_ex", "linalg_slogdet", "linalg_solve", "linalg_solve_ex"]
 
 # =====================================================================================
 # Inverses, determinants, solvers
@@ -175,6 +176,7 @@ def _prod_others(xp, s):
     return pre * suf
 
 
+@declare_op(name="det", namespace="linalg", autocast=False, method=False)
 def linalg_det(A, *, out=None):
     """Determinant of a (batch of) square matrices; the gradient is the
     cofactor matrix (through the SVD where ``det == 0``)."""
@@ -182,6 +184,7 @@ def linalg_det(A, *, out=None):
     return _out(_apply(LinalgDet, (A,), (a,)), out)
 
 
+@declare_op()
 def det(input):
     """``torch.det``: alias of ``linalg.det``."""
     return linalg_det(input)
@@ -206,17 +209,20 @@ class LinalgSlogdet(Function):
         return glad.unsqueeze(-1).unsqueeze(-1) * linalg_inv(a).mT
 
 
+@declare_op(name="slogdet", namespace="linalg", autocast=False, method=False)
 def linalg_slogdet(A, *, out=None):
     """``(sign, logabsdet)`` of the determinant: ``det = sign * exp(logabsdet)``."""
     a = _check_matrix(A, "linalg.slogdet")
     return _out(linalg_slogdet_t(*_apply(LinalgSlogdet, (A,), (a,))), out)
 
 
+@declare_op()
 def slogdet(input):
     """``torch.slogdet``: like ``linalg.slogdet``."""
     return slogdet_t(*linalg_slogdet(input))
 
 
+@declare_op()
 def logdet(input):
     """``log(det(input))``: NaN for a negative determinant (with a zero
     gradient there, as in PyTorch), -inf for a singular matrix."""
@@ -327,6 +333,7 @@ def linalg_solve(A, B, *, left=True, out=None):
     return _out(_apply(LinalgSolve, (A, B, left, vector), (a, b, left, vector)), out)
 
 
+@declare_op(name="solve_ex", namespace="linalg", autocast=False, method=False)
 def linalg_solve_ex(A, B, *, left=True, check_errors=False, out=None):
     """``(result, info)`` version of ``solve``: a singular matrix gives a
     nonzero ``info`` (the first zero pivot of its LU factorization) and NaN
@@ -349,3 +356,6 @@ def linalg_solve_ex(A, B, *, left=True, check_errors=False, out=None):
                          bad[..., None] if vector else bad[..., None, None], math.nan)
         info = _to_device(infos, a)
     return _out(linalg_solve_ex_t(x, _const(info)), out)
+
+
+__all__ += declared_names(__name__)
