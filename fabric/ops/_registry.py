@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["OpDecl", "REGISTRY", "declare", "declare_op", "public_names", "tensor_methods"]
+__all__ = ["OpDecl", "REGISTRY", "declare", "declare_op", "method_only_names", "public_names", "tensor_methods"]
 
 
 @dataclass(eq=False)
@@ -38,6 +38,7 @@ class OpDecl:
     module: str
     method: str | None = None            # Tensor method name (None: no method)
     method_function: Callable[..., Any] | None = None  # the method when it is not ``function`` (argument order)
+    top_level: bool = True               # False: a Tensor method only (PyTorch has no torch.<name>)
     inplace: str | None = None           # in-place variant's name (a method too)
     inplace_function: Callable[..., Any] | None = None
     aliases: tuple[str, ...] = ()        # other public names of the same function (and in-place variant)
@@ -68,7 +69,8 @@ def _key(name: str, module: str) -> str:
 
 def declare(function: Callable[..., Any], *, name: str | None = None, method: bool | Callable[..., Any] = True,
             inplace: Callable[..., Any] | None = None, aliases: tuple[str, ...] = (),
-            fusion: str | None = None, autocast: bool | str = True, namespace: str | None = None) -> OpDecl:
+            fusion: str | None = None, autocast: bool | str = True, namespace: str | None = None,
+            top_level: bool = True) -> OpDecl:
     """Register ``function`` as the op ``name`` (default: its ``__name__``) and return the declaration.
 
     ``method``: PyTorch has it as ``Tensor.<name>`` (a function: the method, where its arguments are in
@@ -78,7 +80,8 @@ def declare(function: Callable[..., Any], *, name: str | None = None, method: bo
     ``autocast=False`` records none.  When a policy applies, ``declaration.function`` is the op with
     its autocast entry (``ops._autocast.entry``), which the caller binds as the public function.
     ``namespace``: where the op is public under ``fabric`` ("" for ``fabric.<name>``, "special" ...) when
-    that is not what its module's path says.
+    that is not what its module's path says.  ``top_level=False``: a Tensor method only, as
+    ``Tensor.cumsum_`` (PyTorch has no ``torch.cumsum_``): ``fabric.ops`` keeps it out of its ``__all__``.
     """
     name = name or function.__name__
     module = function.__module__
@@ -97,14 +100,14 @@ def declare(function: Callable[..., Any], *, name: str | None = None, method: bo
     decl = OpDecl(name, function, module, method=name if method else None,
                   method_function=method if callable(method) else None,
                   inplace=(name + "_") if inplace is not None else None, inplace_function=inplace,
-                  aliases=tuple(aliases), autocast=policy, fusion=fusion)
+                  aliases=tuple(aliases), autocast=policy, fusion=fusion, top_level=top_level)
     REGISTRY[key] = decl
     return decl
 
 
 def declare_op(*, name: str | None = None, method: bool | Callable[..., Any] = True,
                inplace: Callable[..., Any] | None = None, aliases: tuple[str, ...] = (), fusion: str | None = None,
-               autocast: bool | str = True, namespace: str | None = None
+               autocast: bool | str = True, namespace: str | None = None, top_level: bool = True
                ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """:func:`declare` as a decorator: the decorated name is bound to the declared function.
 
@@ -120,7 +123,7 @@ def declare_op(*, name: str | None = None, method: bool | Callable[..., Any] = T
     """
     def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
         return declare(function, name=name, method=method, inplace=inplace, aliases=aliases, fusion=fusion,
-                       autocast=autocast, namespace=namespace).function
+                       autocast=autocast, namespace=namespace, top_level=top_level).function
 
     return decorate
 
@@ -140,6 +143,11 @@ def public_names(module: str) -> list[str]:
             if d.inplace:
                 out.append(alias + "_")
     return out
+
+
+def method_only_names() -> frozenset[str]:
+    """The declared ops that are Tensor methods only (``top_level=False``)."""
+    return frozenset(d.name for d in REGISTRY.values() if not d.top_level)
 
 
 def tensor_methods() -> dict[str, Callable[..., Any]]:

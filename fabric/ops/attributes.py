@@ -31,7 +31,7 @@ from .._tensor import Tensor
 from ._registry import declare_op
 from ._registry import public_names as declared_names
 
-__all__ = ["is_shared", "share_memory_"]  # + the declared ops (end of module)
+__all__: list[str] = []  # + the declared ops (end of module)
 
 _ndarray = np.ndarray
 
@@ -95,6 +95,7 @@ def _output_nr(self) -> int:
     return self._output_nr
 
 
+@declare_op(top_level=False)
 def is_shared(self) -> bool:
     """Whether the data lives in shared memory (after :func:`share_memory_`,
     in a DataLoader worker's batch, or any CUDA tensor)."""
@@ -104,6 +105,7 @@ def is_shared(self) -> bool:
     return _shared_memory.in_shared_mapping(d)
 
 
+@declare_op(top_level=False)
 def share_memory_(self):
     """Move a CPU tensor's data into anonymous shared memory, which other
     processes can map (forked children, and any process the tensor is sent

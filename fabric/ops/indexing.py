@@ -1528,7 +1528,6 @@ def argwhere(input):
     return nonzero(input)
 
 
-__all__ += ["fill_diagonal_", "index_reduce_"]
 
 
 # --- fill_diagonal_ ---------------------------------------------------------------------------
@@ -1575,6 +1574,7 @@ class FillDiagonal(Function):
         return g, None, None
 
 
+@declare_op(top_level=False)
 def fill_diagonal_(self, fill_value, wrap=False):
     """Fill the main diagonal with ``fill_value`` in place (2-D, or N-D with
     all dims equal); ``wrap`` restarts the diagonal below a tall matrix.
@@ -1798,6 +1798,7 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     return _index_reduce(input, dim, index, source, reduce, include_self, False)
 
 
+@declare_op(top_level=False)
 def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
     """In-place :func:`index_reduce`."""
     return _index_reduce(self, dim, index, source, reduce, include_self, True)

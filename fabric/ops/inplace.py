@@ -21,7 +21,7 @@ from .. import _dtype as D
 from .._tensor import Tensor
 from ..autograd.function import Function, _apply
 from ..backends import backend_of
-from ._registry import declare_op
+from ._registry import declare, declare_op
 from ._registry import public_names as declared_names
 from ._util import binary_operands, checked_scalar, scalar_value, xp_of
 
@@ -289,11 +289,12 @@ def copy_into_out(out, result):
 
 # --- in-place aliases ----------------------------------------------------------------------------------
 
-__all__ += ["divide_", "multiply_", "subtract_", "apply_", "map_"]
 
 divide_ = div_
 multiply_ = mul_
 subtract_ = sub_
+for _fn, _name in ((div_, "divide_"), (mul_, "multiply_"), (sub_, "subtract_")):  # Tensor methods only
+    declare(_fn, name=_name, top_level=False)
 
 
 # --- apply_ / map_ -------------------------------------------------------------------------------
@@ -312,6 +313,7 @@ def _check_callable_target(self, name):
         raise RuntimeError(f"Can't call {name}() on Variable that requires grad. Use var.detach().{name}() instead.")
 
 
+@declare_op(top_level=False)
 def apply_(self, callable):
     """Replace every element ``v`` by ``callable(v)`` (a Python number), in
     place; CPU only, and slow (one Python call per element).
@@ -331,6 +333,7 @@ def apply_(self, callable):
     return self
 
 
+@declare_op(top_level=False)
 def map_(self, tensor, callable):
     """``self[i] = callable(self[i], tensor[i])`` elementwise in place
     (``tensor`` broadcast to ``self``'s shape, of ``self``'s dtype); CPU only.

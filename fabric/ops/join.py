@@ -377,7 +377,6 @@ def dsplit(input, indices_or_sections):
     return _dir_split(input, indices_or_sections, 2, "dsplit", 3)
 
 
-__all__ += ["unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes"]
 
 
 # --- unsafe splits ------------------------------------------------------------------------------
@@ -400,16 +399,19 @@ def _unsafe(input, pieces, dim):
     return _apply(UnsafeSplit, (input, d, bounds), (input._data, d, bounds))
 
 
+@declare_op()
 def unsafe_chunk(input, chunks, dim=0):
     """:func:`fabric.chunk` without view tracking."""
     return _unsafe(input, chunk(input.detach(), chunks, dim), dim)
 
 
+@declare_op()
 def unsafe_split(input, split_size, dim=0):
     """:func:`fabric.split` without view tracking."""
     return _unsafe(input, split(input.detach(), split_size, dim), dim)
 
 
+@declare_op()
 def unsafe_split_with_sizes(input, split_sizes, dim=0):
     """:func:`fabric.split_with_sizes` without view tracking."""
     return _unsafe(input, split_with_sizes(input.detach(), split_sizes, dim), dim)

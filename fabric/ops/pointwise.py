@@ -69,11 +69,7 @@ from .inplace import copy_into_out
 from .reduce import _return_type
 from .reduce import sum as _sum
 
-# the ops declared in this module join __all__ at its end
-__all__ = ["bitwise_and", "bitwise_and_", "bitwise_or", "bitwise_or_", "bitwise_xor", "bitwise_xor_", "eq", "eq_",
-           "ge", "ge_", "greater", "greater_", "greater_equal", "greater_equal_", "gt", "gt_", "le", "le_", "less",
-           "less_", "less_equal", "less_equal_", "logical_and", "logical_and_", "logical_or", "logical_or_",
-           "logical_xor", "logical_xor_", "lt", "lt_", "ne", "ne_", "not_equal", "not_equal_"]
+__all__: list[str] = []  # + the declared ops (end of module)
 
 _ndarray = np.ndarray
 _LN2 = math.log(2.0)
@@ -1456,6 +1452,9 @@ le_ = _compare_inplace_fn("less_equal", "le", "Le")
 gt_ = _compare_inplace_fn("greater", "gt", "Gt")
 ge_ = _compare_inplace_fn("greater_equal", "ge", "Ge")
 greater_, greater_equal_, less_, less_equal_, not_equal_ = gt_, ge_, lt_, le_, ne_
+for _fn, _fn_, _aliases in ((eq, eq_, ()), (ne, ne_, ("not_equal",)), (lt, lt_, ("less",)), (le, le_, ("less_equal",)),
+                            (gt, gt_, ("greater",)), (ge, ge_, ("greater_equal",))):
+    declare(_fn, inplace=_fn_, aliases=_aliases, fusion="elementwise")
 
 
 def _logical_fn(ufunc, name, example):
@@ -1474,7 +1473,7 @@ def _logical_fn(ufunc, name, example):
                   f"    Example::\n\n        >>> fabric.{name}(fabric.tensor([0, 1, 2]), fabric.tensor([1, 1, 0]))\n"
                   f"        {example}\n")
     op_.__doc__ = f"In-place :func:`{name}` (the result is cast to ``self``'s dtype)."
-    return _broadcasting(op), op_
+    return declare(_broadcasting(op), inplace=op_, fusion="elementwise").function, op_
 
 
 logical_and, logical_and_ = _logical_fn("logical_and", "logical_and", "tensor([False,  True, False])")
@@ -1504,7 +1503,7 @@ def _bitwise_fn(ufunc, name, kernel, example):
                   f"a number).\n\n    Example::\n\n        >>> fabric.{name}(fabric.tensor([12]), 10)\n"
                   f"        {example}\n")
     op_.__doc__ = f"In-place :func:`{name}`."
-    return _broadcasting(op), op_
+    return declare(_broadcasting(op), inplace=op_, fusion="elementwise").function, op_
 
 
 bitwise_and, bitwise_and_ = _bitwise_fn("bitwise_and", "bitwise_and", "bitwise_and", "tensor([8])")
@@ -2168,7 +2167,6 @@ declare(polygamma, method=_tensor_polygamma, inplace=polygamma_)
 
 # --- the composite in-place helper, gcd / lcm / heaviside, ldexp / frexp, i0, mvlgamma -----------------
 
-__all__ += ["heaviside_", "mvlgamma_"]
 
 
 def _const(array):
@@ -2276,6 +2274,7 @@ def heaviside(input, values, *, out=None):
     return r
 
 
+@declare_op(top_level=False)
 def heaviside_(self, values):
     """In-place ``heaviside``: 0 where ``self < 0``, ``values`` where
     ``self == 0``, 1 where ``self > 0`` (``values`` of ``self``'s dtype)."""
@@ -2448,6 +2447,7 @@ def mvlgamma(input, p):
     return r + (p * (p - 1) / 4.0) * math.log(math.pi)
 
 
+@declare_op(top_level=False)
 def mvlgamma_(input, p):
     """In-place :func:`mvlgamma` (floating tensors)."""
     if input._data.dtype.kind != "f":

@@ -1411,7 +1411,6 @@ def count_nonzero(input, dim=None):
 
 # --- in-place scans -------------------------------------------------------------------------------------
 
-__all__ += ["cumsum_", "cumprod_", "sum_to_size"]
 
 
 def _scan_(self, dim, dtype, fn, name, saves_self):
@@ -1428,6 +1427,7 @@ def _scan_(self, dim, dtype, fn, name, saves_self):
     return _inplace_from(self, lambda t: fn(t, dim), (), saves_self)
 
 
+@declare_op(top_level=False)
 def cumsum_(self, dim, *, dtype=None):
     """In-place :func:`fabric.cumsum` (``dtype``, if given, must be ``self``'s).
 
@@ -1439,6 +1439,7 @@ def cumsum_(self, dim, *, dtype=None):
     return _scan_(self, dim, dtype, cumsum, "cumsum", False)
 
 
+@declare_op(top_level=False)
 def cumprod_(self, dim, *, dtype=None):
     """In-place :func:`fabric.cumprod`.
 
@@ -1452,6 +1453,7 @@ def cumprod_(self, dim, *, dtype=None):
 
 # --- sum_to_size ------------------------------------------------------------------------------------------
 
+@declare_op(top_level=False)
 def sum_to_size(self, *size):
     """Sum ``self`` down to ``size`` (the reverse of ``expand``); returns
     ``self`` when the sizes already match.
@@ -1479,9 +1481,9 @@ def sum_to_size(self, *size):
 
 # --- composites: diff, cov, corrcoef, trapezoid --------------------------------------------------------------------
 
-__all__ += ["diff", "cov", "corrcoef", "trapezoid", "trapz", "cumulative_trapezoid"]
 
 
+@declare_op()
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     """n-th forward difference along ``dim`` (bool inputs use xor, as PyTorch).
 
@@ -1507,6 +1509,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     return x
 
 
+@declare_op()
 def cov(input, *, correction=1, fweights=None, aweights=None):
     """Covariance of the rows of ``input`` (variables) over its columns (observations)."""
     if fweights is not None or aweights is not None:
@@ -1520,6 +1523,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     return c.squeeze() if input.ndim < 2 else c
 
 
+@declare_op()
 def corrcoef(input):
     """Pearson correlation coefficients of the rows of ``input``."""
     from .pointwise import clamp  # pointwise imports reduce
@@ -1531,6 +1535,7 @@ def corrcoef(input):
     return clamp(c / d[:, None] / d[None, :], -1, 1)
 
 
+@declare_op(aliases=("trapz",), method=False)
 def trapezoid(y, x=None, *, dx=None, dim=-1):
     """Trapezoidal rule along ``dim``."""
     n = y.shape[dim]
@@ -1546,6 +1551,7 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
 trapz = trapezoid
 
 
+@declare_op(method=False)
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     n = y.shape[dim]
     left, right = narrow(y, dim, 0, builtins.max(n - 1, 0)), narrow(y, dim, 1, builtins.max(n - 1, 0))

@@ -1515,7 +1515,6 @@ def combinations(input, r=2, with_replacement=False):
 
 # --- narrow_copy ----------------------------------------------------------------------------------------
 
-__all__ += ["resize_"]
 
 
 @declare_op()
@@ -1532,6 +1531,7 @@ def narrow_copy(input, dim, start, length):
 
 # --- resize_ ------------------------------------------------------------------------------------
 
+@declare_op(top_level=False)
 def resize_(self, *sizes, memory_format=None):
     """Change the shape in place, keeping the leading elements (in C order);
     new elements are zeros.  Raises for tensors that require grad and for

@@ -830,9 +830,9 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
     return _out_tuple(return_types.histogram(_const(hist), _const(edges)), out)
 
 
-__all__ += ["isin"]
 
 
+@declare_op(method=False)
 def isin(elements, test_elements, *, assume_unique=False, invert=False):
     """Whether each element is in ``test_elements`` (a bool tensor)."""
     e = elements._data if isinstance(elements, Tensor) else np.asarray(elements)
