@@ -59,6 +59,7 @@ import ast
 import functools
 import inspect
 import linecache
+import os
 import sys
 import threading
 import types
@@ -441,8 +442,8 @@ def entry(function: Callable[..., Any], policy: str) -> Callable[..., Any]:
         (fabric.float16, ('__fabric_autocast__', 'active'))
     """
     body = inspect.unwrap(function)
-    if not isinstance(body, types.FunctionType) or _source(body) is None:
-        return _wrapped(function, policy)
+    if not isinstance(body, types.FunctionType) or not os.path.isfile(body.__code__.co_filename):
+        return _wrapped(function, policy)  # no source file (a frozen or zipped build): a wrapper instead
     with _install_lock:
         _entries.append((body, policy, function))
         if _installed:

@@ -22,6 +22,7 @@ Example::
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +54,7 @@ class OpDecl:
 REGISTRY: dict[str, OpDecl] = {}  # keyed by the name under ``fabric`` ("exp", "special.erfcx")
 
 
+@functools.cache
 def _policy_ops() -> frozenset[str]:
     from ._autocast import POLICIES
 
