@@ -766,6 +766,7 @@ def _gather_points(flat, lin):
     return flat.gather(2, _const(idx))
 
 
+@declare_op(autocast="grid_sampler", method=False)
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """Sample ``input`` (N, C, H, W) [or (N, C, D, H, W)] at the normalised
     positions ``grid`` (N, H_out, W_out, 2) [(N, D, H, W, 3)] in [-1, 1],
