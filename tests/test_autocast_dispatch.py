@@ -160,3 +160,28 @@ def test_entry_without_source_is_an_equivalent_wrapper():
         assert f(a, a, out=a) == (fabric.float32, fabric.float32)  # out=: not autocast
         assert f(a, a.double()) == (F16, fabric.float64)
     assert f(a, a) == (fabric.float32, fabric.float32)
+
+
+def test_an_op_whose_file_changed_since_import_warns_and_runs_uncast(tmp_path):
+    import importlib.util
+    import linecache
+    import sys
+
+    src = tmp_path / "edited_op.py"
+    src.write_text("def edited_mm(input, mat2, *, out=None):\n    return input.dtype, mat2.dtype\n")
+    spec = importlib.util.spec_from_file_location("edited_op", src)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["edited_op"] = module
+    n = len(_autocast._entries)
+    try:
+        spec.loader.exec_module(module)
+        with _autocast_cpu():
+            f = _autocast.entry(module.edited_mm, "mm")  # autocast was enabled before: installed at once
+            assert f is module.edited_mm and f(fabric.ones(1), fabric.ones(1)) == (F16, F16)
+        src.write_text("# edited\n\n\n\ndef other():\n    pass\n")
+        linecache.checkcache(str(src))
+        with pytest.warns(RuntimeWarning, match="runs without autocast until reloaded"):
+            _autocast._install_one(module.edited_mm, "mm", n)
+    finally:
+        del _autocast._entries[n:]
+        sys.modules.pop("edited_op", None)

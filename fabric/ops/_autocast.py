@@ -63,6 +63,7 @@ import os
 import sys
 import threading
 import types
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -397,8 +398,14 @@ def _install() -> None:
 
 
 def _install_one(body, policy, index):
+    try:
+        code = _with_prologue(body, policy, index)
+    except (RuntimeError, SyntaxError) as e:  # the file was edited since import (a live session)
+        warnings.warn(f"{e}; {body.__module__}.{body.__qualname__} runs without autocast until reloaded",
+                      RuntimeWarning, stacklevel=4)
+        return
     body.__globals__.setdefault(_GLOBAL, sys.modules[__name__])
-    body.__code__ = _with_prologue(body, policy, index)
+    body.__code__ = code
 
 
 def _wrapped(function: Callable[..., Any], policy: str) -> Callable[..., Any]:
