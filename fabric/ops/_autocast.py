@@ -303,25 +303,20 @@ _installed = False
 _install_lock = threading.Lock()
 
 
-def _prologue(sig: inspect.Signature, policy: str, index: int) -> str:
-    """The source of the lines an op listed as ``policy`` runs first (entry number ``index``)."""
-    P = inspect.Parameter
-    params = list(sig.parameters.values())
-    cast_names = [p.name for p in params if p.name != "out"]
-    call = [str(index)]
-    for p in params:
-        if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD):
-            call.append(p.name)
-        elif p.kind is P.VAR_POSITIONAL:
-            call.append("*" + p.name)
-        elif p.kind is P.KEYWORD_ONLY:
-            call.append(f"{p.name}={p.name}")
-        else:
-            call.append("**" + p.name)
+def _prologue(args: ast.arguments, policy: str, index: int) -> str:
+    """The source of the lines an op listed as ``policy`` with parameters ``args`` runs first (entry ``index``)."""
+    positional = [a.arg for a in args.posonlyargs + args.args]
+    keyword = [a.arg for a in args.kwonlyargs]
+    star = [args.vararg.arg] if args.vararg else []
+    names = positional + star + keyword + ([args.kwarg.arg] if args.kwarg else [])
+    cast_names = [n for n in names if n != "out"]
+    call = [str(index), *positional, *("*" + n for n in star), *(f"{n}={n}" for n in keyword)]
+    if args.kwarg:
+        call.append("**" + args.kwarg.arg)
     guard = f"{_GLOBAL}.active"
-    if "out" in sig.parameters:
+    if "out" in names:
         guard += " and out is None"
-    if policy in OPT_DTYPE and "dtype" in sig.parameters:
+    if policy in OPT_DTYPE and "dtype" in names:
         guard += " and dtype is None"
     targets = ", ".join(cast_names) + ("," if len(cast_names) == 1 else "")
     return (f"if {guard}:\n"
@@ -346,9 +341,13 @@ def _located(node, line):
 def _source(body: Callable[..., Any]) -> str | None:
     """The source lines of function ``body`` (decorators included), or None when they cannot be read."""
     code = body.__code__
-    lines = linecache.getlines(code.co_filename, body.__globals__)
-    last = max((end for _, end, _, _ in code.co_positions() if end is not None), default=0)
-    text = "".join(lines[code.co_firstlineno - 1:last])
+    lines = linecache.getlines(code.co_filename, body.__globals__)[code.co_firstlineno - 1:]
+    if hasattr(code, "co_positions"):  # Python 3.11: the last line any instruction spans ends the def
+        last = max((end for _, end, _, _ in code.co_positions() if end is not None), default=0)
+        lines = lines[:last - code.co_firstlineno + 1]
+    elif lines:
+        lines = inspect.getblock(lines)
+    text = "".join(lines)
     return text if text.lstrip().startswith(("def ", "@")) else None
 
 
@@ -368,7 +367,7 @@ def _with_prologue(body: Callable[..., Any], policy: str, index: int) -> types.C
         raise RuntimeError(f"autocast: no def of {body.__qualname__} at {code.co_filename}:{first}")
     fdef.decorator_list = []
     # The prologue's lines are numbered from the def line (a traceback inside it points there).
-    pro = ast.parse("\n" * (fdef.lineno - 1) + _prologue(inspect.signature(body), policy, index)).body
+    pro = ast.parse("\n" * (fdef.lineno - 1) + _prologue(fdef.args, policy, index)).body
     doc = 1 if (isinstance(fdef.body[0], ast.Expr) and isinstance(fdef.body[0].value, ast.Constant)
                 and isinstance(fdef.body[0].value.value, str)) else 0
     fdef.body[doc:doc] = pro
