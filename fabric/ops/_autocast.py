@@ -376,7 +376,7 @@ def _with_prologue(body: Callable[..., Any], policy: str, index: int) -> types.C
     outer = _located(ast.FunctionDef(name="_autocast_scope", args=ast.arguments(
         posonlyargs=[], args=params, kwonlyargs=[], kw_defaults=[], defaults=[]),
         body=[fdef], decorator_list=[], returns=None), fdef.lineno)
-    outer.type_params = []  # a field from Python 3.12 on (an unused attribute before)
+    setattr(outer, "type_params", [])  # noqa: B010  (a field from Python 3.12 on; unused before)
     compiled = compile(ast.Module(body=[outer], type_ignores=[]), code.co_filename, "exec", dont_inherit=True,
                        flags=code.co_flags & __future__.annotations.compiler_flag)
     scope = next(c for c in compiled.co_consts if isinstance(c, types.CodeType))
