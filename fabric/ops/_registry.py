@@ -1,15 +1,17 @@
 """The op registry: one declaration per op.
 
-An op is declared once, next to its definition, with :func:`declare`: its
-public name, whether PyTorch has it as a Tensor method, its in-place variant,
-aliases, and its autocast policy.  From the declarations come the modules'
-``__all__`` entries (:func:`public_names`), the Tensor methods and in-place
-methods (:func:`tensor_methods`, installed by ``ops/_methods.py``) and, for an
-op on autocast's policy lists, its autocast entry (``ops._autocast.entry``: the
-function the declaration returns casts its arguments per the policy; the op's
-own code never mentions autocast).  The declaration also has the (empty) slots that later
-work fills per op: a batching rule for ``vmap``, a forward-mode (JVP) rule, an
-ONNX lowering and a fusion class.
+An op is declared once, next to its definition, with the :func:`declare_op`
+decorator (or :func:`declare`, for ops built from a table): its public name,
+whether PyTorch has it as a Tensor method (or only as one: ``top_level=False``),
+its in-place variant, aliases, and its autocast policy.  From the declarations
+come the modules' ``__all__`` entries (:func:`public_names`), every Tensor
+method that is an op (:func:`tensor_methods`, installed by ``ops/_methods.py``;
+there is no hand-kept list), ``fabric.ops``' list of Tensor-only methods
+(:func:`method_only_names`) and, for an op on autocast's policy lists, its
+autocast cast (``ops._autocast.entry``; the op's own code never mentions
+autocast).  The declaration also has the (empty) slots that later work fills
+per op: a batching rule for ``vmap``, a forward-mode (JVP) rule, an ONNX
+lowering and a fusion class.
 
 Example::
 
