@@ -45,7 +45,7 @@ from .random import manual_seed, seed, initial_seed, get_rng_state, set_rng_stat
 from ._formatting import set_printoptions  # noqa: F401
 import fabric.linalg as linalg  # noqa: E402,F401  (`from . import linalg` would get fabric.ops.linalg)
 import fabric.sparse as sparse  # noqa: E402,F401
-from .sparse import sparse_coo_tensor, spmm  # noqa: E402,F401
+from .sparse import sparse_coo_tensor, sparse_csr_tensor, spmm  # noqa: E402,F401
 from .serialization import save, load  # noqa: F401
 from ._torch_alias import install_torch_alias, uninstall_torch_alias  # noqa: F401
 from ._device import get_default_device, set_default_device  # noqa: E402,F401

@@ -36,9 +36,26 @@ _ndarray = np.ndarray
 
 
 class Size(tuple):
-    """Shape of a tensor: a tuple with ``numel()``, printed like PyTorch's."""
+    """Shape of a tensor: a tuple of ints with ``numel()``, printed like PyTorch's.
+
+    Items must be integers (``bool``, NumPy integers and one-element integer
+    tensors are taken as PyTorch takes them); anything else is PyTorch's TypeError.
+
+    Example::
+
+        >>> import fabric
+        >>> fabric.Size([2, 3]).numel()
+        6
+    """
 
     __slots__ = ()
+
+    def __new__(cls, sizes=()):
+        t = tuple.__new__(cls, sizes)
+        for s in t:
+            if s.__class__ is not int:
+                return tuple.__new__(cls, [_size_item(s, i) for i, s in enumerate(t)])
+        return t
 
     def numel(self) -> int:
         n = 1
@@ -51,10 +68,29 @@ class Size(tuple):
 
     def __getitem__(self, item):
         r = tuple.__getitem__(self, item)
-        return Size(r) if isinstance(item, slice) else r
+        return _size(r) if isinstance(item, slice) else r
 
     def __add__(self, other):
         return Size(tuple.__add__(self, tuple(other)))
+
+
+_tuple_new = tuple.__new__  # Size of trusted ints (an array's shape): no item checks, no Python frame
+
+
+def _size(shape) -> Size:
+    """A Size of trusted ints (an array's shape): no item checks."""
+    return _tuple_new(Size, shape)
+
+
+def _size_item(s, i):
+    if isinstance(s, (int, np.integer)):  # bool becomes int; NumPy integers stay as they are (PyTorch)
+        return int(s) if isinstance(s, bool) else s
+    if isinstance(s, Tensor) and s.numel() == 1 and s.dtype.is_floating_point is False and not s.is_complex():
+        return int(s.item())
+    name = type(s).__name__ if type(s).__module__ == "builtins" else f"{type(s).__module__}.{type(s).__name__}"
+    if isinstance(s, Tensor):
+        name = "Tensor"
+    raise TypeError(f"torch.Size() takes an iterable of 'int' (item {i} is '{name}')")
 
 
 class _Meta:
@@ -162,12 +198,12 @@ class Tensor:
     # --- basic attributes ----------------------------------------------------
     @property
     def shape(self) -> Size:
-        return Size(self._data.shape)
+        return _tuple_new(Size, self._data.shape)
 
     def size(self, dim=None):
         """The shape, or its length along ``dim``."""
         if dim is None:
-            return Size(self._data.shape)
+            return _tuple_new(Size, self._data.shape)
         return self._data.shape[_wrap_dim(dim, self._data.ndim)]
 
     @property
@@ -191,6 +227,7 @@ class Tensor:
     is_cpu = property(lambda self: self._data.__class__ is _ndarray)
     is_sparse = False
     is_sparse_csr = False
+    _sparse = False  # any sparse layout (COO or CSR: fabric/sparse), for the products' dispatch
     is_quantized = False
     is_meta = False
     is_mkldnn = False

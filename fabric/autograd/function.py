@@ -449,6 +449,11 @@ def _apply(cls, args, arrays) -> Any:
         out = cls.forward(_NullCtx(), *arrays)
     except MemoryError as e:
         raise out_of_memory(e) from None
+    except Exception:
+        for a in args[:2]:  # a sparse operand: the op runs on its values (fabric/sparse)
+            if isinstance(a, Tensor) and a._sparse:
+                return a._pointwise(cls, args, arrays)
+        raise
     if cls._is_inplace:
         t = args[0]
         t._bump_version()
@@ -641,7 +646,12 @@ def _apply_elementwise(cls, a, x) -> Any:
         return _record_elementwise(cls, a, None, x, None)
     if _hook.observer is not None:  # observed ops go through _apply
         return _apply(cls, (a,), (x,))
-    out = cls.forward(NO_SAVE_CTX, x)
+    try:
+        out = cls.forward(NO_SAVE_CTX, x)
+    except Exception:
+        if a._sparse:  # a sparse operand: the op runs on its values (fabric/sparse)
+            return a._pointwise(cls, (a,), (x,))
+        raise
     return Tensor._make(out if out.__class__ is _ndarray else _normalize(out), False)
 
 

@@ -364,6 +364,11 @@ def binary(cls, a, b, floats_only=False):
         if err is None:
             raise
         raise err from None
+    except Exception:
+        for t in (a, b):  # a sparse operand (its placeholder array fails the dense path): fabric/sparse
+            if isinstance(t, Tensor) and t._sparse:
+                return t._pointwise(cls, (a, b), ())
+        raise
 
 
 def _binary(cls, a, b, floats_only=False):
@@ -560,8 +565,8 @@ def matmul(input, other, *, out=None):
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
         raise TypeError(f"matmul(): argument 'other' (position 2) must be Tensor, not "
                         f"{type(other if isinstance(input, Tensor) else input).__name__}")
-    if input.is_sparse or other.is_sparse:  # COO operand: fabric/sparse
-        return _out(input.mm(other) if input.is_sparse else other._rmm(input), out)
+    if input._sparse or other._sparse:  # a sparse operand: fabric/sparse
+        return _out(input.mm(other) if input._sparse else other._rmm(input), out)
     x, y = input._data, other._data
     if x.dtype != y.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_C_NAMES.get(x.dtype.name)} != "

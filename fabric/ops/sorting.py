@@ -38,6 +38,7 @@ Example::
 from __future__ import annotations
 
 import builtins
+import functools
 
 import numpy as np
 
@@ -329,12 +330,39 @@ def _median_dim(input, dim, keepdim, ignore_nan, name, cls, rtype):
         count = (~_isnan(xp, xm)).sum(axis=-1, keepdims=True)
         k = xp.maximum((count - 1) // 2, 0)
         idx = xp.take_along_axis(order, k, -1)
+        if _bool((count == 0).any()):
+            idx = xp.where(count == 0, _all_nan_index(n), idx)
     else:
         idx = _kth_index(xm, (n - 1) // 2)
         if xm.dtype.kind == "f":
             isn = xp.isnan(xm)
             idx = xp.where(isn.any(axis=-1, keepdims=True), xp.argmax(isn, axis=-1, keepdims=True), idx)
     return _select(input, idx, axis, was_0d, keepdim, cls, rtype)
+
+
+@functools.lru_cache(maxsize=64)
+def _all_nan_index(n: int) -> int:
+    """The index PyTorch's CPU nanmedian returns for a row of ``n`` NaNs.
+
+    Its kernel runs ``std::nth_element`` (libstdc++'s introselect) over the
+    indices, asking for position 0, with a comparator that is false for every
+    pair of NaNs; the index that ends there depends only on ``n``.  This replays
+    the moves introselect makes on such a row: median-of-three swaps the middle
+    element to the front, the unguarded partition swaps inwards from both ends,
+    and the left part (which holds position 0) is kept until at most 3 remain
+    (insertion sort and the depth-limit heap select then move nothing).
+    """
+    a = list(range(n))
+    last = n
+    while last > 3:
+        mid = last // 2
+        a[0], a[mid] = a[mid], a[0]
+        lo, hi = 1, last - 1
+        while lo < hi:
+            a[lo], a[hi] = a[hi], a[lo]
+            lo, hi = lo + 1, hi - 1
+        last = lo
+    return a[0]
 
 
 @declare_op()

@@ -55,7 +55,7 @@ _OTHER_DTYPES = ("complex32", "complex64", "complex128", "uint16", "uint32", "ui
                  *(f"uint{i}" for i in range(1, 8)), *(f"int{i}" for i in range(1, 8)))
 _QSCHEMES = ("per_tensor_affine", "per_tensor_symmetric", "per_channel_affine", "per_channel_symmetric",
              "per_channel_affine_float_qparams")
-_UNSUPPORTED_REBUILDERS = ("_rebuild_qtensor", "_rebuild_sparse_tensor", "_rebuild_meta_tensor_no_storage",
+_UNSUPPORTED_REBUILDERS = ("_rebuild_qtensor", "_rebuild_meta_tensor_no_storage",
                            "_rebuild_nested_tensor", "_rebuild_wrapper_subclass",
                            "_rebuild_device_tensor_from_numpy")
 _LEGACY_TENSOR_TYPES = ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool")
@@ -114,6 +114,8 @@ def default_globals() -> dict:
     for name in _UNSUPPORTED_REBUILDERS:
         rc[f"torch._utils.{name}"] = R.unsupported(f"_utils.{name}")
     rc["torch._tensor._rebuild_from_type_v2"] = R._rebuild_from_type_v2
+    from ..sparse._io import rebuild_sparse_tensor
+    rc["torch._utils._rebuild_sparse_tensor"] = rebuild_sparse_tensor
     return rc
 
 

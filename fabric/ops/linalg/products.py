@@ -77,8 +77,8 @@ def mm(input, mat2, *, out=None):
     """
     _check_tensor(input, "mm", "input", 1)
     _check_tensor(mat2, "mm", "mat2", 2)
-    if input.is_sparse or mat2.is_sparse:  # COO operand: fabric/sparse
-        return _out(input.mm(mat2) if input.is_sparse else mat2._rmm(input), out)
+    if input._sparse or mat2._sparse:  # a sparse operand: fabric/sparse
+        return _out(input.mm(mat2) if input._sparse else mat2._rmm(input), out)
     x, y = input._data, mat2._data
     if x.ndim != 2:
         raise RuntimeError("self must be a matrix")
