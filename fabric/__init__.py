@@ -24,7 +24,8 @@ _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"fabric\.")
 from . import _dtype
 from ._dtype import (  # noqa: F401
     dtype, float16, half, bfloat16, float32, float, float64, double, int8, int16, short, int32, int, int64, long,
-    uint8, bool, get_default_dtype, set_default_dtype, promote_types, can_cast, finfo, iinfo,
+    uint8, bool, complex64, cfloat, complex128, cdouble, get_default_dtype, set_default_dtype,
+    get_default_complex_dtype, promote_types, can_cast, finfo, iinfo,
 )
 from ._device import device  # noqa: F401
 from ._layout import (  # noqa: F401

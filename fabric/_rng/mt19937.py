@@ -58,6 +58,21 @@ assert _STATE_DTYPE.itemsize == 5056
 # The generator
 # --------------------------------------------------------------------------
 
+# A compiled bernoulli-mask generator, registered by the numba CPU backend
+# (``fabric.backends.cpu_kernels``; this module sits below the backends, so it is handed the
+# kernel rather than importing it): ``fn(key, pos, p * 2**53, out) -> new pos`` with the
+# semantics of ``(self._uniform53(n) < p)`` on the state ``(key, pos)``.  None: NumPy's draws.
+_compiled_bernoulli53 = None
+_COMPILED_MIN = 4096   # below this many draws the state round trip costs more than it saves
+
+
+def register_compiled_bernoulli53(fn) -> None:
+    """Use ``fn`` (see ``_compiled_bernoulli53``) for large float-``p`` bernoulli draws; None
+    turns it off."""
+    global _compiled_bernoulli53
+    _compiled_bernoulli53 = fn
+
+
 class MT19937Generator:
     """A ``torch.Generator`` (CPU) compatible random stream.
 
@@ -451,6 +466,9 @@ class MT19937Generator:
                 raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
             if n == 0:
                 return np.empty(shape, dt)
+            kernel = _compiled_bernoulli53
+            if kernel is not None and n >= _COMPILED_MIN and dt in (_F32, _F64):
+                return self._bernoulli53_compiled(kernel, p, n, dt).reshape(shape)
             return (self._uniform53(n) < p).astype(dt).reshape(shape)
         if p.dtype not in _FLOATS:
             raise NotImplementedError(f"bernoulli_ expects a floating point p, got {p.dtype}")
@@ -464,6 +482,17 @@ class MT19937Generator:
         else:
             u = self._uniform24(n)
         return (u.reshape(shape) < pb.astype(u.dtype)).astype(dt)
+
+    def _bernoulli53_compiled(self, kernel, p: float, n: int, dt) -> np.ndarray:
+        """``(self._uniform53(n) < p).astype(dt)`` by the registered compiled kernel: the same
+        draws, the state handed over and back."""
+        st = self._bg.state["state"]
+        key = st["key"]                     # a fresh copy: the kernel advances it in place
+        out = np.empty(n, dt)
+        pos = kernel(key, int(st["pos"]), p * 2.0 ** 53, out)
+        self._bg.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": int(pos)}}
+        self._fresh = False
+        return out
 
     def exponential(self, shape, dtype=np.float32, lambd: float = 1.0) -> np.ndarray:
         """``torch.empty(shape, dtype).exponential_(lambd)``.

@@ -74,18 +74,21 @@ def _key(name: str, module: str) -> str:
 def declare(function: Callable[..., Any], *, name: str | None = None, method: bool | Callable[..., Any] = True,
             inplace: Callable[..., Any] | None = None, aliases: tuple[str, ...] = (),
             fusion: str | None = None, autocast: bool | str = True, namespace: str | None = None,
-            top_level: bool = True) -> OpDecl:
+            top_level: bool = True, vmap: Callable[..., Any] | None = None,
+            jvp: Callable[..., Any] | None = None) -> OpDecl:
     """Register ``function`` as the op ``name`` (default: its ``__name__``) and return the declaration.
 
     ``method``: PyTorch has it as ``Tensor.<name>`` (a function: the method, where its arguments are in
     another order than the function's, as ``Tensor.where(condition, y)``); ``inplace``: the function of
-    ``name_`` (always a Tensor method when given).  The autocast policy is the one the tables of ``ops/_autocast.py``
-    give ``name`` (or the table name ``autocast`` when it is a string: ``"linalg_vecdot"``);
-    ``autocast=False`` records none.  When a policy applies, ``declaration.function`` is the op with
-    its autocast entry (``ops._autocast.entry``), which the caller binds as the public function.
-    ``namespace``: where the op is public under ``fabric`` ("" for ``fabric.<name>``, "special" ...) when
-    that is not what its module's path says.  ``top_level=False``: a Tensor method only, as
+    ``name_`` (always a Tensor method when given).  The autocast policy is the one the tables of
+    ``ops/_autocast.py`` give ``name`` (or the table name ``autocast`` when it is a string:
+    ``"linalg_vecdot"``); ``autocast=False`` records none.  When a policy applies, ``declaration.function``
+    is the op with its autocast entry (``ops._autocast.entry``), which the caller binds as the public
+    function.  ``namespace``: where the op is public under ``fabric`` ("" for ``fabric.<name>``, "special"
+    ...) when that is not what its module's path says.  ``top_level=False``: a Tensor method only, as
     ``Tensor.cumsum_`` (PyTorch has no ``torch.cumsum_``): ``fabric.ops`` keeps it out of its ``__all__``.
+    ``vmap``: the op's batching rule (see ``fabric/func/_batched.py``); ``jvp``: its forward-mode rule (the
+    ``jvp`` of its Function, which ``autograd.forward_ad`` calls on the recorded node).
     """
     name = name or function.__name__
     module = function.__module__
@@ -104,14 +107,15 @@ def declare(function: Callable[..., Any], *, name: str | None = None, method: bo
     decl = OpDecl(name, function, module, method=name if method else None,
                   method_function=method if callable(method) else None,
                   inplace=(name + "_") if inplace is not None else None, inplace_function=inplace,
-                  aliases=tuple(aliases), autocast=policy, fusion=fusion, top_level=top_level)
+                  aliases=tuple(aliases), autocast=policy, fusion=fusion, top_level=top_level, vmap=vmap, jvp=jvp)
     REGISTRY[key] = decl
     return decl
 
 
 def declare_op(*, name: str | None = None, method: bool | Callable[..., Any] = True,
                inplace: Callable[..., Any] | None = None, aliases: tuple[str, ...] = (), fusion: str | None = None,
-               autocast: bool | str = True, namespace: str | None = None, top_level: bool = True
+               autocast: bool | str = True, namespace: str | None = None, top_level: bool = True,
+               vmap: Callable[..., Any] | None = None, jvp: Callable[..., Any] | None = None
                ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """:func:`declare` as a decorator: the decorated name is bound to the declared function.
 
@@ -127,7 +131,7 @@ def declare_op(*, name: str | None = None, method: bool | Callable[..., Any] = T
     """
     def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
         return declare(function, name=name, method=method, inplace=inplace, aliases=aliases, fusion=fusion,
-                       autocast=autocast, namespace=namespace, top_level=top_level).function
+                       autocast=autocast, namespace=namespace, top_level=top_level, vmap=vmap, jvp=jvp).function
 
     return decorate
 

@@ -20,6 +20,7 @@ from ..autograd.function import NO_SAVE_CTX as _NO_CTX
 from ..autograd.function import Function, _apply, _apply_elementwise, _normalize, _record_elementwise
 from ..autograd.grad_mode import state as _state
 from ..autograd.observe import hook as _hook
+from ._jvp import broadcast_tangents, jvp_sum
 from ._registry import declare_op
 from ._registry import public_names as declared_names
 from ._util import binary_operands, checked_scalar, float_array, float_operands, xp_of
@@ -49,6 +50,10 @@ class Add(Function):
     def backward(ctx, gy):
         return gy, gy
 
+    @staticmethod
+    def jvp(ctx, ta, tb):
+        return broadcast_tangents(ctx, ta, tb)
+
 
 class Sub(Function):
     _array_forward = True
@@ -64,6 +69,10 @@ class Sub(Function):
     def backward(ctx, gy):
         return gy, -gy
 
+    @staticmethod
+    def jvp(ctx, ta, tb):
+        return broadcast_tangents(ctx, ta, None if tb is None else -tb)
+
 
 class Mul(Function):
     _array_forward = True
@@ -78,6 +87,11 @@ class Mul(Function):
         a, b = ctx.saved_tensors
         need_a, need_b = ctx.needs_input_grad
         return (gy * b if need_a else None), (gy * a if need_b else None)
+
+    @staticmethod
+    def jvp(ctx, ta, tb):
+        a, b = ctx.saved_tensors
+        return jvp_sum([None if ta is None else ta * b, None if tb is None else a * tb], (a, b), (ta, tb))
 
 
 class Div(Function):
@@ -96,6 +110,11 @@ class Div(Function):
         gb = -gy * a / (b * b) if need_b else None
         return ga, gb
 
+    @staticmethod
+    def jvp(ctx, ta, tb):
+        a, b = ctx.saved_tensors
+        return jvp_sum([None if ta is None else ta / b, None if tb is None else -tb * a / (b * b)], (a, b), (ta, tb))
+
 
 class Neg(Function):
     _array_forward = True
@@ -110,6 +129,10 @@ class Neg(Function):
     @staticmethod
     def backward(ctx, gy):
         return -gy
+
+    @staticmethod
+    def jvp(ctx, t):
+        return -t
 
 
 class Exp(Function):
@@ -126,6 +149,11 @@ class Exp(Function):
         y, = ctx.saved_tensors
         return gy * y
 
+    @staticmethod
+    def jvp(ctx, t):
+        y, = ctx.saved_tensors
+        return NotImplemented if t.is_complex() else t * y
+
 
 class Log(Function):
     _array_forward = True
@@ -141,6 +169,11 @@ class Log(Function):
     def backward(ctx, gy):
         x, = ctx.saved_tensors
         return gy / x
+
+    @staticmethod
+    def jvp(ctx, t):
+        x, = ctx.saved_tensors
+        return NotImplemented if t.is_complex() else t / x
 
 
 class PowScalar(Function):
@@ -174,6 +207,12 @@ class PowScalar(Function):
             return gy * (2 * x), None
         return gy * (c * pow(x, c - 1)), None
 
+    @staticmethod
+    def jvp(ctx, t, _):
+        if t.is_complex():
+            return NotImplemented
+        return PowScalar.backward(ctx, t)[0]   # elementwise: J t = J^T t
+
 
 class PowTensor(Function):
     """a ** b with both Tensors (or a a Python number)."""
@@ -202,10 +241,10 @@ class PowTensor(Function):
             from .pointwise import where
 
             la = log(a) if isinstance(a, Tensor) else _log_scalar(a)
-            # d/db a**b = a**b log a; PyTorch defines it as 0 where a == 0 and b >= 0
+            # d/db a**b = a**b log a; PyTorch defines it as 0 where a == 0 and b >= 0 (real part of b)
             gb = gy * y * la
             if isinstance(a, Tensor):
-                gb = where((a == 0) & (b >= 0), gb * 0, gb)
+                gb = where((a == 0) & (b.real >= 0), gb * 0, gb)
         return ga, gb
 
 
@@ -231,6 +270,10 @@ def _int_power(xp, a, b):
 def _log_scalar(a):
     import math
 
+    if isinstance(a, complex):
+        import cmath
+
+        return cmath.log(a) if a else complex("-inf")
     return math.log(a) if a > 0 else (float("-inf") if a == 0 else float("nan"))
 
 
@@ -309,6 +352,13 @@ class MatMul(Function):
         if need_b:
             gb = matmul(a.mT, gy)
         return ga, gb
+
+    @staticmethod
+    def jvp(ctx, ta, tb):
+        a, b = ctx.saved_tensors   # bilinear: (a + ta) @ (b + tb) to first order
+        if ta is None:
+            return matmul(a, tb)
+        return matmul(ta, b) if tb is None else matmul(ta, b) + matmul(a, tb)
 
 
 class _np_errstate:

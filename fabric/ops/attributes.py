@@ -150,7 +150,7 @@ def is_signed(input) -> bool:
 
 @declare_op(method=False)
 def is_complex(input) -> bool:
-    return False
+    return input.is_complex()
 
 
 @declare_op(method=False)

@@ -70,19 +70,23 @@ def _mark_views(base, outs, multi=None):
 
 class Reshape(Function):
     _array_forward = True
-    _ctx_slots = ("shape",)
+    _ctx_slots = ("shape", "out")
     _exact_grads = True
     _is_view = True
     _node_name = "ViewBackward0"
 
     @staticmethod
     def forward(ctx, x, shape):
-        ctx.shape = x.shape
+        ctx.shape, ctx.out = x.shape, shape
         return x.reshape(shape)
 
     @staticmethod
     def backward(ctx, gy):
         return gy.reshape(ctx.shape), None
+
+    @staticmethod
+    def jvp(ctx, t, _):
+        return t.reshape(ctx.out)
 
 
 class ReshapeCopy(Function):
@@ -250,6 +254,10 @@ class Permute(Function):
             inv[d] = i
         return permute(gy, tuple(inv)), None
 
+    @staticmethod
+    def jvp(ctx, t, _):
+        return permute(t, ctx.dims)
+
 
 @declare_op()
 def permute(input, *dims):
@@ -287,6 +295,10 @@ class Transpose(Function):
     def backward(ctx, gy):
         return transpose(gy, *ctx.d), None, None
 
+    @staticmethod
+    def jvp(ctx, t, *_):
+        return transpose(t, *ctx.d)
+
 
 @declare_op(aliases=("swapaxes", "swapdims"))
 def transpose(input, dim0, dim1):
@@ -319,11 +331,12 @@ def t(input):
 
 @declare_op()
 def adjoint(input):
-    """The conjugate transpose of the last two dims (``x.mH``); real dtypes only."""
+    """The conjugate transpose of the last two dims (``x.mH``); a copy for complex
+    tensors (fabric conjugates physically), a view for real ones."""
     if input._data.ndim < 2:
         raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. Got "
                            f"{input._data.ndim}-D tensor.")
-    return transpose(input, -2, -1)
+    return transpose(input, -2, -1).conj()
 
 
 @declare_op(aliases=("moveaxis",))
@@ -721,6 +734,10 @@ class Flip(Function):
     def backward(ctx, gy):
         return _apply(Flip, (gy, ctx.dims), (gy._data, ctx.dims)), None
 
+    @staticmethod
+    def jvp(ctx, t, _):
+        return _apply(Flip, (t, ctx.dims), (t._data, ctx.dims))
+
 
 @declare_op()
 def flip(input, *dims):
@@ -839,6 +856,10 @@ class Clone(Function):
     def backward(ctx, gy):
         return gy
 
+    @staticmethod
+    def jvp(ctx, t, *_):
+        return t
+
 
 @declare_op(method=False)
 def clone(input, *, memory_format=None):
@@ -927,6 +948,10 @@ class Unbind(Function):
         from .join import stack
 
         return stack(grads, ctx.dim), None
+
+    @staticmethod
+    def jvp(ctx, t, _):
+        return t.unbind(ctx.dim)
 
 
 @declare_op()

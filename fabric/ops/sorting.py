@@ -47,7 +47,7 @@ from ..autograd.function import Function, _apply
 from ..backends import backend_of
 from ._registry import declare_op
 from ._registry import public_names as declared_names
-from ._util import xp_of
+from ._util import reject_complex, xp_of
 from .reduce import (
     _const,
     _even_share,
@@ -153,6 +153,7 @@ def sort(input, dim=-1, descending=False, *, stable=False, out=None):
         >>> fabric.tensor([2., 1., 2.]).sort(descending=True).indices
         tensor([0, 2, 1])
     """
+    reject_complex(input, RuntimeError, ' Sort does not support complex dtypes on CPU')
     x = input._data
     if x.ndim == 0:
         _wrap_dim(dim, 0)
@@ -173,6 +174,7 @@ def argsort(input, dim=-1, descending=False, *, stable=False):
         >>> fabric.tensor([3, 1, 2]).argsort()
         tensor([1, 2, 0])
     """
+    reject_complex(input, RuntimeError, ' Sort does not support complex dtypes on CPU')
     x = input._data
     if x.ndim == 0:
         _wrap_dim(dim, 0)
@@ -190,6 +192,7 @@ def msort(input, *, out=None):
         tensor([[0., 1.],
                 [2., 3.]])
     """
+    reject_complex(input, RuntimeError, ' Sort does not support complex dtypes on CPU')
     return _out(sort(input, 0).values, out)
 
 
@@ -234,6 +237,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
         values=tensor([5., 4.]),
         indices=tensor([1, 3]))
     """
+    reject_complex(input, RuntimeError, ' topk does not support complex dtypes on CPU')
     k = _int(k)
     if input._data.dtype == np.bool_:
         raise RuntimeError("topk does not support bool dtypes on CPU")
@@ -259,6 +263,7 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
         values=tensor(2.),
         indices=tensor(2))
     """
+    reject_complex(input, NotImplementedError, "\"kthvalue_cpu\" not implemented for '{dtype}'")
     k = _int(k)
     _no_bool(input, "kthvalue_cpu")
     xm, axis, was_0d = _last_axis(input, dim, "kthvalue")
@@ -376,6 +381,7 @@ def median(input, dim=None, keepdim=False, *, out=None):
         >>> fabric.tensor([4., 1., 3., 2.]).median()
         tensor(2.)
     """
+    reject_complex(input, NotImplementedError, "\"median_cpu\" not implemented for '{dtype}'")
     if dim is None:
         if keepdim:
             raise TypeError('median() missing 1 required positional arguments: "dim"')
@@ -393,6 +399,7 @@ def nanmedian(input, dim=None, keepdim=False, *, out=None):
         >>> fabric.tensor([1., float('nan'), 3., 2.]).nanmedian()
         tensor(2.)
     """
+    reject_complex(input, NotImplementedError, "\"median_cpu\" not implemented for '{dtype}'")
     if dim is None:
         if keepdim:
             raise TypeError('nanmedian() missing 1 required positional arguments: "dim"')
@@ -414,6 +421,7 @@ def mode(input, dim=-1, keepdim=False, *, out=None):
         values=tensor(1),
         indices=tensor(3))
     """
+    reject_complex(input, NotImplementedError, "\"mode_cpu\" not implemented for '{dtype}'")
     xm, axis, was_0d = _last_axis(input, dim, "mode")
     xp = xp_of(xm)
     _check_dim_size(xm, axis, "mode")
@@ -533,6 +541,7 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=N
         >>> fabric.tensor([1., 2., 3., 4.]).quantile(0.5)
         tensor(2.5000)
     """
+    reject_complex(input, RuntimeError, 'quantile() input tensor must be either float or double dtype')
     return _out(_quantile(input, q, dim, keepdim, interpolation, False, "quantile"), out)
 
 
@@ -562,6 +571,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         >>> fabric.tensor([3, 1, 3, 2]).unique(return_counts=True)
         (tensor([1, 2, 3]), tensor([1, 1, 2]))
     """
+    reject_complex(input, NotImplementedError, "\"unique\" not implemented for '{dtype}'")
     x = input._data
     xp = xp_of(x)
     if dim is None:

@@ -154,7 +154,7 @@ def dot(input, tensor, *, out=None):
 @declare_op()
 def vdot(input, other, *, out=None):
     """``dot`` that conjugates its first argument (identical for real dtypes)."""
-    return dot(input, other, out=out)
+    return dot(input.conj() if isinstance(input, Tensor) else input, other, out=out)
 
 
 @declare_op(aliases=("ger",))
@@ -650,13 +650,13 @@ def linalg_vecdot(x, y, *, dim=-1, out=None):
     """``sum(x * y, dim)`` with broadcasting (``torch.linalg.vecdot``)."""
     _check_tensor(x, "linalg.vecdot", "x", 1)
     _check_tensor(y, "linalg.vecdot", "y", 2)
-    if x._data.dtype.kind != "f":
+    if x._data.dtype.kind not in "fc":
         raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
                            f"{_tname(x._data.dtype)}")
     if x._data.dtype != y._data.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
                            f"{_tname(x._data.dtype)} and y of type {_tname(y._data.dtype)} instead")
-    return _out(mul(x, y).sum(dim), out)
+    return _out(mul(x.conj(), y).sum(dim), out)
 
 
 __all__ += declared_names(__name__)
