@@ -28,18 +28,22 @@ import numpy as np
 
 from .. import _shared_memory
 from .._tensor import Tensor
+from ._registry import declare_op
+from ._registry import public_names as declared_names
 
-__all__ = ["is_inference", "is_nonzero", "is_same_size", "get_device", "is_shared", "share_memory_"]
+__all__: list[str] = []  # + the declared ops (end of module)
 
 _ndarray = np.ndarray
 
 
+@declare_op()
 def is_inference(input) -> bool:
     """False: fabric has no inference tensors (``inference_mode`` acts as
     ``no_grad``; its results are ordinary tensors)."""
     return False
 
 
+@declare_op()
 def is_nonzero(input) -> bool:
     """The truth value of a one-element tensor.
 
@@ -57,6 +61,7 @@ def is_nonzero(input) -> bool:
     return builtins.bool(input._data.reshape(-1)[0])
 
 
+@declare_op()
 def is_same_size(input, other) -> bool:
     """Whether two tensors have the same shape.
 
@@ -71,6 +76,7 @@ def is_same_size(input, other) -> bool:
     return input._data.shape == other._data.shape
 
 
+@declare_op()
 def get_device(input) -> int:
     """-1 for a CPU tensor, the device index for a CUDA tensor.
 
@@ -89,6 +95,7 @@ def _output_nr(self) -> int:
     return self._output_nr
 
 
+@declare_op(top_level=False)
 def is_shared(self) -> bool:
     """Whether the data lives in shared memory (after :func:`share_memory_`,
     in a DataLoader worker's batch, or any CUDA tensor)."""
@@ -98,6 +105,7 @@ def is_shared(self) -> bool:
     return _shared_memory.in_shared_mapping(d)
 
 
+@declare_op(top_level=False)
 def share_memory_(self):
     """Move a CPU tensor's data into anonymous shared memory, which other
     processes can map (forked children, and any process the tensor is sent
@@ -133,18 +141,23 @@ if "output_nr" not in Tensor.__dict__:
 
 # --- is_signed, is_complex, typename -------------------------------------------------------------------------------
 
-__all__ += ["is_signed", "is_complex", "typename"]
 
 
+@declare_op(method=False)
 def is_signed(input) -> bool:
     return input.is_signed()
 
 
+@declare_op(method=False)
 def is_complex(input) -> bool:
     return input.is_complex()
 
 
+@declare_op(method=False)
 def typename(obj) -> str:
     if isinstance(obj, Tensor):
         return obj.type()
     return type(obj).__module__ + "." + type(obj).__qualname__
+
+
+__all__ += declared_names(__name__)

@@ -17,6 +17,8 @@ import numpy as np
 from .._tensor import Size, Tensor
 from ..autograd.function import Function, _apply
 from ..backends import backend_for, backend_of
+from ._registry import declare_op
+from ._registry import public_names as declared_names
 
 __all__ = ["to_copy"]
 
@@ -78,11 +80,11 @@ class _ToCopy(Function):
         return gy, None, None, None
 
 
-__all__ += ["new"]
 
 
 # --- Tensor.new ---------------------------------------------------------------------------------------
 
+@declare_op(top_level=False)
 def new(self, *args, device=None):
     """Legacy constructor of ``self``'s dtype and device: ``new()`` is empty,
     ``new(2, 3)`` / ``new(Size)`` zeros of that size (PyTorch: uninitialised),
@@ -116,12 +118,16 @@ def new(self, *args, device=None):
 
 # --- detach, to_dlpack ---------------------------------------------------------------------------------------------
 
-__all__ += ["detach", "to_dlpack"]
 
 
+@declare_op(method=False)
 def detach(input):
     return input.detach()
 
 
+@declare_op(method=False)
 def to_dlpack(tensor):
     return tensor.__dlpack__()
+
+
+__all__ += declared_names(__name__)

@@ -35,37 +35,11 @@ from ..autograd.function import Function, _apply, _apply1, _make_view, _record1,
 from ..autograd.grad_mode import state as _state
 from ..autograd.observe import hook as _hook
 from ..backends import backend_of
+from ._registry import declare_op
+from ._registry import public_names as declared_names
 from ._util import checked_scalar, scalar_value, xp_of
 
-__all__ = [
-    "argwhere",
-    "gather",
-    "index_add",
-    "index_add_",
-    "index_copy",
-    "index_copy_",
-    "index_fill",
-    "index_fill_",
-    "index_put",
-    "index_put_",
-    "index_select",
-    "masked_fill",
-    "masked_fill_",
-    "masked_scatter",
-    "masked_scatter_",
-    "masked_select",
-    "nonzero",
-    "put",
-    "put_",
-    "scatter",
-    "scatter_",
-    "scatter_add",
-    "scatter_add_",
-    "scatter_reduce",
-    "scatter_reduce_",
-    "take",
-    "take_along_dim",
-]
+__all__: list[str] = []  # + the declared ops (end of module)
 
 _INT_INDEX = (np.dtype(np.int64), np.dtype(np.int32))
 
@@ -288,6 +262,7 @@ def _index_add_axis(target, d, idx, src):
     backend_of(target).scatter_add(target, idx, src)
 
 
+@declare_op()
 def index_select(input, dim, index):
     """The entries of ``input`` at ``index`` (1-D) along ``dim``.
 
@@ -348,6 +323,7 @@ class GatherBackward(Function):
         return _apply(Gather, (gg, d, idx), (gg._data, d, idx)), None, None, None
 
 
+@declare_op()
 def gather(input, dim, index, *, sparse_grad=False, out=None):
     """``out[i][j] = input[i][index[i][j]]`` for ``dim=1`` (and likewise for
     other dims); ``index`` may be smaller than ``input`` off ``dim``.
@@ -371,6 +347,7 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
     return r
 
 
+@declare_op()
 def take_along_dim(input, indices, dim=None, *, out=None):
     """Pick values along ``dim`` at ``indices`` (broadcast against ``input``
     off ``dim``); with ``dim=None`` both are flattened.
@@ -539,6 +516,7 @@ def _scatter(input, dim, index, src, value, reduce, inplace, name):
     return _apply(cls, (input, d, a, src, reduce), (x, d, a, s, reduce))
 
 
+@declare_op()
 def scatter(input, dim, index, src=None, *, value=None, reduce=None):
     """A copy of ``input`` with ``src`` (a tensor, or a number ``value``)
     written at ``index`` along ``dim``: for ``dim=1``,
@@ -554,6 +532,7 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
     return _scatter(input, dim, index, src, value, reduce, False, "scatter")
 
 
+@declare_op()
 def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
     """In-place :func:`scatter`."""
     return _scatter(self, dim, index, src, value, reduce, True, "scatter_")
@@ -597,6 +576,7 @@ def _scatter_add(input, dim, index, src, inplace):
     return _apply(ScatterAddInplace if inplace else ScatterAdd, (input, d, a, src), (x, d, a, s))
 
 
+@declare_op()
 def scatter_add(input, dim, index, src):
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim``
     (repeated indices accumulate).
@@ -609,6 +589,7 @@ def scatter_add(input, dim, index, src):
     return _scatter_add(input, dim, index, src, False)
 
 
+@declare_op()
 def scatter_add_(self, dim, index, src):
     """In-place :func:`scatter_add`."""
     return _scatter_add(self, dim, index, src, True)
@@ -791,6 +772,7 @@ def _scatter_reduce(input, dim, index, src, reduce, include_self, inplace):
     return _apply(cls, (input, d, a, src, reduce, include_self), (x, d, a, s, reduce, include_self))
 
 
+@declare_op()
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     """Combine ``src`` into a copy of ``input`` at ``index`` along ``dim``
     with ``reduce`` in ``sum``, ``prod``, ``mean``, ``amax``, ``amin``
@@ -805,6 +787,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     return _scatter_reduce(input, dim, index, src, reduce, include_self, False)
 
 
+@declare_op()
 def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
     """In-place :func:`scatter_reduce`."""
     return _scatter_reduce(self, dim, index, src, reduce, include_self, True)
@@ -891,6 +874,7 @@ def _index_add(input, dim, index, source, alpha, inplace):
     return _apply(IndexAddInplace if inplace else IndexAdd, (input, d, a, source, alpha), (x, d, a, s, alpha))
 
 
+@declare_op()
 def index_add(input, dim, index, source, *, alpha=1):
     """A copy of ``input`` with ``alpha * source`` added at ``index`` along
     ``dim`` (repeated indices accumulate).
@@ -903,6 +887,7 @@ def index_add(input, dim, index, source, *, alpha=1):
     return _index_add(input, dim, index, source, alpha, False)
 
 
+@declare_op()
 def index_add_(self, dim, index, source, *, alpha=1):
     """In-place :func:`index_add`."""
     return _index_add(self, dim, index, source, alpha, True)
@@ -956,6 +941,7 @@ def _index_copy(input, dim, index, source, inplace):
     return _apply(IndexCopyInplace if inplace else IndexCopy, (input, d, a, source), (x, d, a, s))
 
 
+@declare_op()
 def index_copy(input, dim, index, source):
     """A copy of ``input`` with the slices of ``source`` written at ``index`` along ``dim``.
 
@@ -967,6 +953,7 @@ def index_copy(input, dim, index, source):
     return _index_copy(input, dim, index, source, False)
 
 
+@declare_op()
 def index_copy_(self, dim, index, source):
     """In-place :func:`index_copy`."""
     return _index_copy(self, dim, index, source, True)
@@ -1014,6 +1001,7 @@ def _index_fill(input, dim, index, value, inplace):
     return _apply(IndexFillInplace if inplace else IndexFill, (input, d, a, vt), (x, d, a, v))
 
 
+@declare_op()
 def index_fill(input, dim, index, value):
     """A copy of ``input`` with ``value`` (a number or 0-d tensor) written at
     ``index`` along ``dim``.
@@ -1027,6 +1015,7 @@ def index_fill(input, dim, index, value):
     return _index_fill(input, dim, index, value, False)
 
 
+@declare_op()
 def index_fill_(self, dim, index, value):
     """In-place :func:`index_fill`."""
     return _index_fill(self, dim, index, value, True)
@@ -1102,6 +1091,7 @@ def _index_put(input, indices, values, accumulate, inplace):
     return _apply(cls, (input, values, key, accumulate), (x, v, key, builtins.bool(accumulate)))
 
 
+@declare_op()
 def index_put(input, indices, values, accumulate=False):
     """``input[indices] = values`` on a copy (``accumulate=True`` adds,
     repeated indices accumulating).
@@ -1114,6 +1104,7 @@ def index_put(input, indices, values, accumulate=False):
     return _index_put(input, indices, values, accumulate, False)
 
 
+@declare_op()
 def index_put_(self, indices, values, accumulate=False):
     """In-place :func:`index_put`."""
     return _index_put(self, indices, values, accumulate, True)
@@ -1191,6 +1182,7 @@ def _masked_fill(input, mask, value, inplace):
     return _apply(MaskedFillInplace if inplace else MaskedFill, (input, m, vt), (x, m, v))
 
 
+@declare_op()
 def masked_fill(input, mask, value):
     """``value`` (number or 0-d tensor) where ``mask`` is True, else
     ``input`` (``mask`` broadcasts).
@@ -1204,6 +1196,7 @@ def masked_fill(input, mask, value):
     return _masked_fill(input, mask, value, False)
 
 
+@declare_op()
 def masked_fill_(self, mask, value):
     """In-place :func:`masked_fill`."""
     return _masked_fill(self, mask, value, True)
@@ -1242,6 +1235,7 @@ class MaskedSelectBackward(Function):
         return _apply(MaskedSelect, (gg, m, m.shape), (gg._data, m, m.shape)), None
 
 
+@declare_op()
 def masked_select(input, mask, *, out=None):
     """The elements of ``input`` where ``mask`` is True, as a 1-D tensor
     (``input`` and ``mask`` broadcast).
@@ -1338,6 +1332,7 @@ def _masked_scatter(input, mask, source, inplace):
     return _apply(cls, (input, m, source, shape), (x, m, s, shape))
 
 
+@declare_op()
 def masked_scatter(input, mask, source):
     """A copy of ``input`` with the first elements of ``source`` (in order)
     written where ``mask`` is True.
@@ -1350,6 +1345,7 @@ def masked_scatter(input, mask, source):
     return _masked_scatter(input, mask, source, False)
 
 
+@declare_op()
 def masked_scatter_(self, mask, source):
     """In-place :func:`masked_scatter`."""
     return _masked_scatter(self, mask, source, True)
@@ -1404,6 +1400,7 @@ class TakeBackward(Function):
         return _apply(Take, (gg, ctx.idx), (gg._data, ctx.idx)), None, None
 
 
+@declare_op()
 def take(input, index):
     """The elements of ``input`` read as 1-D at ``index`` (result has ``index``'s shape).
 
@@ -1476,6 +1473,7 @@ def _put(input, index, source, accumulate, inplace):
     return _apply(cls, (input, a, source, accumulate), (x, a, s, builtins.bool(accumulate)))
 
 
+@declare_op()
 def put(input, index, source, accumulate=False):
     """A copy of ``input`` (read as 1-D) with ``source`` written at ``index``
     (``accumulate=True`` adds, repeated indices accumulating).
@@ -1489,6 +1487,7 @@ def put(input, index, source, accumulate=False):
     return _put(input, index, source, accumulate, False)
 
 
+@declare_op()
 def put_(self, index, source, accumulate=False):
     """In-place :func:`put`."""
     return _put(self, index, source, accumulate, True)
@@ -1496,6 +1495,7 @@ def put_(self, index, source, accumulate=False):
 
 # --- nonzero ---------------------------------------------------------------------------------------
 
+@declare_op()
 def nonzero(input, *, out=None, as_tuple=False):
     """Indices of the non-zero elements: an ``(n, ndim)`` int64 tensor, or
     with ``as_tuple=True`` one 1-D tensor per dim (a 0-d input counts as 1-D).
@@ -1523,12 +1523,12 @@ def nonzero(input, *, out=None, as_tuple=False):
     return r
 
 
+@declare_op()
 def argwhere(input):
     """``nonzero(input)``: one row of indices per non-zero element."""
     return nonzero(input)
 
 
-__all__ += ["fill_diagonal_", "slice_scatter", "select_scatter", "diagonal_scatter", "index_reduce", "index_reduce_"]
 
 
 # --- fill_diagonal_ ---------------------------------------------------------------------------
@@ -1575,6 +1575,7 @@ class FillDiagonal(Function):
         return g, None, None
 
 
+@declare_op(top_level=False)
 def fill_diagonal_(self, fill_value, wrap=False):
     """Fill the main diagonal with ``fill_value`` in place (2-D, or N-D with
     all dims equal); ``wrap`` restarts the diagonal below a tall matrix.
@@ -1674,6 +1675,7 @@ def _check_src(input, src, spec, name):
         raise _size_error(src._data.shape, slice_shape)
 
 
+@declare_op()
 def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
     """A copy of ``input`` with ``input[..., start:end:step, ...]`` (along
     ``dim``) replaced by ``src``; differentiable in both.
@@ -1694,6 +1696,7 @@ def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
     return _embed(input, src, spec)
 
 
+@declare_op()
 def select_scatter(input, src, dim, index):
     """A copy of ``input`` with ``input.select(dim, index)`` replaced by ``src``.
 
@@ -1713,6 +1716,7 @@ def select_scatter(input, src, dim, index):
     return _embed(input, src, spec)
 
 
+@declare_op()
 def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
     """A copy of ``input`` with ``input.diagonal(offset, dim1, dim2)``
     replaced by ``src``.
@@ -1777,6 +1781,7 @@ def _index_reduce(input, dim, index, source, reduce, include_self, inplace):
     return _apply(cls, (input, d, full, source, reduce, include_self), (x, d, full, s, reduce, include_self))
 
 
+@declare_op()
 def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     """A copy of ``input`` where ``source``'s slices along ``dim`` are
     combined into the slices ``index`` names, with ``reduce`` in ``prod``,
@@ -1794,14 +1799,15 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     return _index_reduce(input, dim, index, source, reduce, include_self, False)
 
 
+@declare_op(top_level=False)
 def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
     """In-place :func:`index_reduce`."""
     return _index_reduce(self, dim, index, source, reduce, include_self, True)
 
 
-__all__ += ["unravel_index"]
 
 
+@declare_op(method=False)
 def unravel_index(indices, shape):
     """Tuple of coordinate tensors for flat ``indices`` into ``shape``."""
     idx = indices._data if isinstance(indices, Tensor) else np.asarray(indices)
@@ -2361,3 +2367,6 @@ def setitem(input, key, value):
     else:
         view[adv] = v
     input._bump_version()
+
+
+__all__ += declared_names(__name__)

@@ -21,9 +21,11 @@ from .. import _dtype as D
 from .._tensor import Tensor
 from ..autograd.function import Function, _apply
 from ..backends import backend_of
+from ._registry import declare, declare_op
+from ._registry import public_names as declared_names
 from ._util import binary_operands, checked_scalar, scalar_value, xp_of
 
-__all__ = ["add_", "sub_", "mul_", "div_", "zero_", "fill_", "copy_"]  # copy_into_out: internal (out= helper)
+__all__: list[str] = []  # + the declared ops (end of module)
 
 
 def _inplace_operands(self, other, name):
@@ -146,6 +148,7 @@ def _old_value(self, other):
     return None
 
 
+@declare_op()
 def add_(self, other, *, alpha=1):
     """In-place ``self += alpha * other``."""
     if alpha != 1:
@@ -156,6 +159,7 @@ def add_(self, other, *, alpha=1):
     return _apply(AddInplace, (self, other, None), (x, y, rt))
 
 
+@declare_op()
 def sub_(self, other, *, alpha=1):
     """In-place ``self -= alpha * other``."""
     if alpha != 1:
@@ -166,6 +170,7 @@ def sub_(self, other, *, alpha=1):
     return _apply(SubInplace, (self, other, None), (x, y, rt))
 
 
+@declare_op()
 def mul_(self, other):
     """In-place ``self *= other``."""
     x, y, rt = _inplace_operands(self, other, "mul_")
@@ -173,6 +178,7 @@ def mul_(self, other):
     return _apply(MulInplace, (self, other, None, old), (x, y, rt, None if old is None else old._data))
 
 
+@declare_op()
 def div_(self, other, *, rounding_mode=None):
     """In-place true division (floating tensors only)."""
     if rounding_mode is not None:
@@ -202,11 +208,13 @@ class Fill(Function):
         return gy * 0, (gy.sum() if ctx.needs_input_grad[1] else None)
 
 
+@declare_op()
 def zero_(self):
     """Fill with zeros in place."""
     return _apply(Fill, (self, 0), (self._data, 0))
 
 
+@declare_op()
 def fill_(self, value):
     """Fill with ``value`` (a number or a 0-d tensor) in place."""
     if isinstance(value, Tensor):
@@ -233,6 +241,7 @@ class Copy(Function):
         return gy * 0, gy
 
 
+@declare_op()
 def copy_(self, src, non_blocking=False):
     """Copy ``src`` (broadcast, cast, moved across devices) into ``self``."""
     if not isinstance(src, Tensor):
@@ -281,11 +290,12 @@ def copy_into_out(out, result):
 
 # --- in-place aliases ----------------------------------------------------------------------------------
 
-__all__ += ["divide_", "multiply_", "subtract_", "apply_", "map_"]
 
 divide_ = div_
 multiply_ = mul_
 subtract_ = sub_
+for _fn, _name in ((div_, "divide_"), (mul_, "multiply_"), (sub_, "subtract_")):  # Tensor methods only
+    declare(_fn, name=_name, top_level=False)
 
 
 # --- apply_ / map_ -------------------------------------------------------------------------------
@@ -304,6 +314,7 @@ def _check_callable_target(self, name):
         raise RuntimeError(f"Can't call {name}() on Variable that requires grad. Use var.detach().{name}() instead.")
 
 
+@declare_op(top_level=False)
 def apply_(self, callable):
     """Replace every element ``v`` by ``callable(v)`` (a Python number), in
     place; CPU only, and slow (one Python call per element).
@@ -323,6 +334,7 @@ def apply_(self, callable):
     return self
 
 
+@declare_op(top_level=False)
 def map_(self, tensor, callable):
     """``self[i] = callable(self[i], tensor[i])`` elementwise in place
     (``tensor`` broadcast to ``self``'s shape, of ``self``'s dtype); CPU only.
@@ -352,3 +364,6 @@ def map_(self, tensor, callable):
     x[...] = vals.reshape(x.shape)
     self._bump_version()
     return self
+
+
+__all__ += declared_names(__name__)

@@ -52,10 +52,9 @@ from ..autograd.function import (
     check_no_internal_overlap,
 )
 from ..autograd.grad_mode import state as _state
-from . import _autocast as _amp
 from ._batching import elementwise
 from ._jvp import jvp_sum
-from ._registry import declare
+from ._registry import declare, declare_op
 from ._registry import public_names as declared_names
 from ._util import (
     _SCALARS,
@@ -72,18 +71,7 @@ from .inplace import copy_into_out
 from .reduce import _return_type
 from .reduce import sum as _sum
 
-__all__ = [  # and, at the end of the module, the ops declared in the registry
-    "addcdiv", "addcdiv_", "addcmul", "addcmul_", "allclose", "bitwise_and", "bitwise_and_", "bitwise_left_shift",
-    "bitwise_left_shift_", "bitwise_not", "bitwise_not_", "bitwise_or", "bitwise_or_", "bitwise_right_shift",
-    "bitwise_right_shift_", "bitwise_xor", "bitwise_xor_", "clamp", "clamp_", "clamp_max", "clamp_max_", "clamp_min",
-    "clamp_min_", "clip", "clip_", "eq", "eq_", "equal", "exp_", "float_power", "float_power_", "ge", "ge_",
-    "greater", "greater_", "greater_equal", "greater_equal_", "gt", "gt_", "isclose", "isfinite", "isinf", "isnan",
-    "isneginf", "isposinf", "isreal", "le", "le_", "lerp", "lerp_", "less", "less_", "less_equal", "less_equal_",
-    "log_", "logical_and", "logical_and_", "logical_not", "logical_not_", "logical_or", "logical_or_", "logical_xor",
-    "logical_xor_", "logit", "logit_", "lt", "lt_", "nan_to_num", "nan_to_num_", "ne", "ne_", "neg_", "negative_",
-    "not_equal", "not_equal_", "polygamma", "polygamma_", "positive", "pow_", "relu", "relu_", "round", "round_",
-    "signbit", "square", "square_", "true_divide_", "where",
-]
+__all__: list[str] = []  # + the declared ops (end of module)
 
 _ndarray = np.ndarray
 _LN2 = math.log(2.0)
@@ -481,8 +469,6 @@ def _float_fn(F, name, summary, example_in, example_out, aliases=(), module=__na
     Complex inputs are computed in their dtype, unless ``complex_error(x)``
     is given: it raises PyTorch's error for an op without complex support."""
     def op(input, *, out=None):
-        if _amp.active and out is None and decl.autocast and (c := _amp.cast(decl.autocast, input)):
-            input, = c
         x = _data(input, name)
         if x.dtype.kind != "f":
             if x.dtype.kind == "c":
@@ -511,7 +497,7 @@ def _float_fn(F, name, summary, example_in, example_out, aliases=(), module=__na
     op.__module__ = op_.__module__ = module
     decl = declare(op, inplace=op_ if method and inplace else None, aliases=aliases, fusion="elementwise",
                    method=method, vmap=elementwise(op), jvp=_jvp_of(F))
-    return op, op_
+    return decl.function, op_
 
 
 def _same_dtype_fn(F, name, kinds, summary, example_in, example_out, kernel=None, aliases=(), complex_error=None):
@@ -640,6 +626,7 @@ class RoundDecimals(Function):
         return _zeros_like(gy), None
 
 
+@declare_op()
 def round(input, *, decimals=0, out=None):
     """Round half to even, to ``decimals`` decimal places (integer tensors
     are unchanged when ``decimals`` is 0).
@@ -661,6 +648,7 @@ def round(input, *, decimals=0, out=None):
     return _out(r, out)
 
 
+@declare_op()
 def round_(self, *, decimals=0):
     """In-place :func:`round`."""
     x = _data(self, "round_")
@@ -671,6 +659,7 @@ def round_(self, *, decimals=0):
     return _inplace(self, RoundDecimals, (self, None), [x, builtins.int(decimals)], False)
 
 
+@declare_op()
 def relu(input):
     """``max(x, 0)`` (nan stays nan; integer tensors keep their dtype).
 
@@ -687,6 +676,7 @@ def relu(input):
     return _apply_elementwise(Relu, input, x)
 
 
+@declare_op()
 def relu_(input):
     """In-place :func:`relu`."""
     x = _data(input, "relu_")
@@ -701,6 +691,7 @@ def relu_(input):
     return _inplace(input, Relu, (input,), [x], False)
 
 
+@declare_op()
 def square(input, *, out=None):
     """``x * x`` (bool gives int64, as PyTorch's ``pow(x, 2)``).
 
@@ -713,6 +704,7 @@ def square(input, *, out=None):
     return _out(pow(input, 2), out)
 
 
+@declare_op()
 def square_(self):
     """In-place :func:`square`."""
     from .arith import PowScalar
@@ -721,6 +713,7 @@ def square_(self):
     return _inplace(self, PowScalar, (a, c), [x, c2], True)
 
 
+@declare_op()
 def positive(input):
     """``input`` itself (not for bool), as ``+x``."""
     x = _data(input, "positive")
@@ -753,6 +746,7 @@ class Logit(Function):
         return where((x < eps) | (x > 1 - eps), 0.0, g), None
 
 
+@declare_op()
 def logit(input, eps=None, *, out=None):
     """The inverse of :func:`sigmoid`; ``eps`` clamps the input to ``[eps, 1 - eps]``.
 
@@ -767,6 +761,7 @@ def logit(input, eps=None, *, out=None):
     return _out(_apply(Logit, (input, None), (x, None if eps is None else builtins.float(eps))), out)
 
 
+@declare_op()
 def logit_(self, eps=None):
     """In-place :func:`logit`."""
     _check_float_inplace(self, "logit_")
@@ -837,6 +832,7 @@ class NanToNum(Function):
         return gy * isfinite(x), None, None, None
 
 
+@declare_op()
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     """Replace nan, +inf and -inf (by default with 0 and the dtype's largest
     and smallest finite values); integer tensors are unchanged.
@@ -852,6 +848,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     return _out(_apply(NanToNum, (input, None, None, None), (x, nan, posinf, neginf)), out)
 
 
+@declare_op()
 def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
     """In-place :func:`nan_to_num`."""
     x = _data(self, "nan_to_num_")
@@ -863,6 +860,7 @@ def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
 
 # --- predicates (bool results, no graph) ---------------------------------------------
 
+@declare_op()
 def isnan(input):
     """True where the element is nan.
 
@@ -876,6 +874,7 @@ def isnan(input):
     return _wrap(xp.isnan(x) if x.dtype.kind == "f" else xp.zeros(x.shape, bool))
 
 
+@declare_op()
 def isinf(input):
     """True where the element is +inf or -inf."""
     x = _data(input, "isinf")
@@ -883,6 +882,7 @@ def isinf(input):
     return _wrap(xp.isinf(x) if x.dtype.kind == "f" else xp.zeros(x.shape, bool))
 
 
+@declare_op()
 def isposinf(input, *, out=None):
     """True where the element is +inf."""
     x = _data(input, "isposinf")
@@ -890,6 +890,7 @@ def isposinf(input, *, out=None):
     return _out(_wrap(x == math.inf if x.dtype.kind == "f" else xp.zeros(x.shape, bool)), out)
 
 
+@declare_op()
 def isneginf(input, *, out=None):
     """True where the element is -inf."""
     x = _data(input, "isneginf")
@@ -897,6 +898,7 @@ def isneginf(input, *, out=None):
     return _out(_wrap(x == -math.inf if x.dtype.kind == "f" else xp.zeros(x.shape, bool)), out)
 
 
+@declare_op()
 def isfinite(input):
     """True where the element is neither inf nor nan.
 
@@ -910,12 +912,14 @@ def isfinite(input):
     return _wrap(xp.isfinite(x) if x.dtype.kind == "f" else xp.ones(x.shape, bool))
 
 
+@declare_op()
 def isreal(input):
     """True everywhere: fabric tensors are real (complex dtypes are out of scope)."""
     x = _data(input, "isreal")
     return _wrap(xp_of(x).ones(x.shape, bool))
 
 
+@declare_op()
 def signbit(input, *, out=None):
     """True where the sign bit is set (also for -0.0).
 
@@ -931,6 +935,7 @@ def signbit(input, *, out=None):
     return _out(_wrap(x < 0 if x.dtype.kind == "i" else xp.zeros(x.shape, bool)), out)
 
 
+@declare_op()
 def logical_not(input, *, out=None):
     """True where the element is zero.
 
@@ -943,11 +948,13 @@ def logical_not(input, *, out=None):
     return _out(_wrap(xp_of(x).logical_not(x)), out)
 
 
+@declare_op()
 def logical_not_(self):
     """In-place :func:`logical_not` (the result is cast to ``self``'s dtype)."""
     return _inplace_no_grad(self, logical_not(self))
 
 
+@declare_op()
 def bitwise_not(input, *, out=None):
     """Bitwise NOT of integer tensors (logical NOT of bool tensors), ``~x``.
 
@@ -962,6 +969,7 @@ def bitwise_not(input, *, out=None):
     return _out(_wrap(xp_of(x).invert(x)), out)
 
 
+@declare_op()
 def bitwise_not_(self):
     """In-place :func:`bitwise_not`."""
     return _inplace_no_grad(self, bitwise_not(self))
@@ -1103,6 +1111,7 @@ def _no_bool(name, x, y):
 
 
 
+@declare_op()
 @_broadcasting
 def float_power(input, exponent, *, out=None):
     """``input ** exponent`` computed in float64 (either may be a number).
@@ -1122,6 +1131,7 @@ def float_power(input, exponent, *, out=None):
     return _out(pow(base, exponent), out)
 
 
+@declare_op()
 def float_power_(self, exponent):
     """In-place :func:`float_power` (``self`` must be float64)."""
     if self._data.dtype != np.float64:
@@ -1130,6 +1140,7 @@ def float_power_(self, exponent):
     return pow_(self, exponent.to(D.float64) if isinstance(exponent, Tensor) else builtins.float(exponent))
 
 
+@declare_op()
 @_broadcasting
 def pow_(self, exponent):
     """In-place :func:`fabric.pow`.
@@ -1145,6 +1156,7 @@ def pow_(self, exponent):
     return _inplace(self, PowTensor if isinstance(exponent, Tensor) else PowScalar, (a, b), [x, y])
 
 
+@declare_op()
 def true_divide_(self, other):
     """In-place true division (as ``div_``)."""
     from .inplace import div_
@@ -1389,10 +1401,9 @@ def _binary_fn(F, name, prepare, doc, saves_self=True, scalar_other=None, scalar
     op.__doc__ = doc
     op_.__doc__ = f"In-place :func:`{name}`."
     op, op_ = _broadcasting(op), _broadcasting(op_)
-    # autocast=False: the binary entry does not cast yet (atan2 is on CUDA's "promote" list; docs/amp.md)
-    declare(op, inplace=op_ if inplace else None, aliases=aliases, fusion="elementwise", autocast=False,
-            vmap=elementwise(op), jvp=_jvp_of(F))
-    return op, op_
+    decl = declare(op, inplace=op_ if inplace else None, aliases=aliases, fusion="elementwise",
+                   vmap=elementwise(op), jvp=_jvp_of(F))
+    return decl.function, op_
 
 
 floor_divide, floor_divide_ = _binary_fn(FloorDivide, "floor_divide", _numbers_no_bool,
@@ -1590,6 +1601,9 @@ le_ = _compare_inplace_fn("less_equal", "le", "Le")
 gt_ = _compare_inplace_fn("greater", "gt", "Gt")
 ge_ = _compare_inplace_fn("greater_equal", "ge", "Ge")
 greater_, greater_equal_, less_, less_equal_, not_equal_ = gt_, ge_, lt_, le_, ne_
+for _fn, _fn_, _aliases in ((eq, eq_, ()), (ne, ne_, ("not_equal",)), (lt, lt_, ("less",)), (le, le_, ("less_equal",)),
+                            (gt, gt_, ("greater",)), (ge, ge_, ("greater_equal",))):
+    declare(_fn, inplace=_fn_, aliases=_aliases, fusion="elementwise")
 
 
 def _logical_fn(ufunc, name, example):
@@ -1608,7 +1622,7 @@ def _logical_fn(ufunc, name, example):
                   f"    Example::\n\n        >>> fabric.{name}(fabric.tensor([0, 1, 2]), fabric.tensor([1, 1, 0]))\n"
                   f"        {example}\n")
     op_.__doc__ = f"In-place :func:`{name}` (the result is cast to ``self``'s dtype)."
-    return _broadcasting(op), op_
+    return declare(_broadcasting(op), inplace=op_, fusion="elementwise").function, op_
 
 
 logical_and, logical_and_ = _logical_fn("logical_and", "logical_and", "tensor([False,  True, False])")
@@ -1638,7 +1652,7 @@ def _bitwise_fn(ufunc, name, kernel, example):
                   f"a number).\n\n    Example::\n\n        >>> fabric.{name}(fabric.tensor([12]), 10)\n"
                   f"        {example}\n")
     op_.__doc__ = f"In-place :func:`{name}`."
-    return _broadcasting(op), op_
+    return declare(_broadcasting(op), inplace=op_, fusion="elementwise").function, op_
 
 
 bitwise_and, bitwise_and_ = _bitwise_fn("bitwise_and", "bitwise_and", "bitwise_and", "tensor([8])")
@@ -1664,6 +1678,7 @@ def _shift(xp, x, y, left):
     return xp.where(bad, fill, shifted).astype(x.dtype, copy=False)
 
 
+@declare_op()
 @_broadcasting
 def bitwise_left_shift(input, other, *, out=None):
     """``input << other`` for integer tensors (either may be a number).
@@ -1677,6 +1692,7 @@ def bitwise_left_shift(input, other, *, out=None):
     return _out(_wrap(_shift(_xp2(x, y), x, y, True)), out)
 
 
+@declare_op()
 @_broadcasting
 def bitwise_right_shift(input, other, *, out=None):
     """``input >> other`` (arithmetic shift) for integer tensors (either may be a number).
@@ -1690,16 +1706,19 @@ def bitwise_right_shift(input, other, *, out=None):
     return _out(_wrap(_shift(_xp2(x, y), x, y, False)), out)
 
 
+@declare_op()
 def bitwise_left_shift_(self, other):
     """In-place :func:`bitwise_left_shift`."""
     return _inplace_no_grad(self, bitwise_left_shift(self, other))
 
 
+@declare_op()
 def bitwise_right_shift_(self, other):
     """In-place :func:`bitwise_right_shift`."""
     return _inplace_no_grad(self, bitwise_right_shift(self, other))
 
 
+@declare_op()
 @_broadcasting
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """``|input - other| <= atol + rtol * |other|`` elementwise (and equal
@@ -1734,6 +1753,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return _wrap(close)
 
 
+@declare_op()
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Whether :func:`isclose` holds everywhere (a Python bool).
 
@@ -1745,6 +1765,7 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return builtins.bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
 
 
+@declare_op()
 def equal(input, other):
     """Whether both tensors have the same shape and the same values (a Python bool).
 
@@ -1944,6 +1965,7 @@ def _clamp_args(input, min, max, name):
     return ClampScalar, (input, None, None), [x.astype(rt, copy=False), lo, hi]
 
 
+@declare_op(aliases=("clip",))
 @_broadcasting
 def clamp(input, min=None, max=None, *, out=None):
     """Limit ``input`` to ``[min, max]`` (numbers or tensors; either may be
@@ -1964,6 +1986,7 @@ def clamp(input, min=None, max=None, *, out=None):
 clip = clamp
 
 
+@declare_op(aliases=("clip_",))
 @_broadcasting
 def clamp_(self, min=None, max=None):
     """In-place :func:`clamp`."""
@@ -1981,6 +2004,7 @@ def clamp_(self, min=None, max=None):
 clip_ = clamp_
 
 
+@declare_op()
 @_broadcasting
 def clamp_min(input, min):
     """``clamp(input, min=min)``.
@@ -1994,6 +2018,7 @@ def clamp_min(input, min):
     return _apply(ClampMin if F is ClampScalar else ClampMinTensor, args, arrays)
 
 
+@declare_op()
 @_broadcasting
 def clamp_max(input, max):
     """``clamp(input, max=max)``.
@@ -2007,6 +2032,7 @@ def clamp_max(input, max):
     return _apply(ClampMax if F is ClampScalar else ClampMaxTensor, args, arrays)
 
 
+@declare_op()
 @_broadcasting
 def clamp_min_(self, min):
     """In-place :func:`clamp_min`."""
@@ -2014,6 +2040,7 @@ def clamp_min_(self, min):
     return _inplace(self, ClampMin if F is ClampScalar else ClampMinTensor, (self,) + args[1:], arrays)
 
 
+@declare_op()
 @_broadcasting
 def clamp_max_(self, max):
     """In-place :func:`clamp_max`."""
@@ -2108,6 +2135,7 @@ def _lerp_args(input, end, weight, name):
     return LerpScalar, (input, end, None), _one_device((input, end), [x, y]) + [scalar_value(weight)]
 
 
+@declare_op()
 @_broadcasting
 def lerp(input, end, weight, *, out=None):
     """Linear interpolation ``input + weight * (end - input)`` (``weight`` a
@@ -2122,6 +2150,7 @@ def lerp(input, end, weight, *, out=None):
     return _out(_apply(F, args, arrays), out)
 
 
+@declare_op()
 @_broadcasting
 def lerp_(self, end, weight):
     """In-place :func:`lerp`."""
@@ -2181,6 +2210,7 @@ def _addc_value(rt, value):
     return builtins.int(value) if rt.kind in "iub" else value
 
 
+@declare_op()
 @_broadcasting
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     """``input + value * tensor1 * tensor2``.
@@ -2201,6 +2231,7 @@ _ADDCDIV_INT = ("Integer division with addcdiv is no longer supported, and in a 
                 "latter implementation: (input + value * tensor1 / tensor2), for all dtypes.")
 
 
+@declare_op()
 @_broadcasting
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     """``input + value * tensor1 / tensor2`` (tensor1 and tensor2 must not both be integer).
@@ -2218,6 +2249,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     return _out(_apply(Addcdiv, (input, tensor1, tensor2, None), arrays + [_addc_value(rt, value)]), out)
 
 
+@declare_op()
 @_broadcasting
 def addcmul_(self, tensor1, tensor2, *, value=1):
     """In-place :func:`addcmul`."""
@@ -2225,6 +2257,7 @@ def addcmul_(self, tensor1, tensor2, *, value=1):
     return _inplace(self, Addcmul, (self, tensor1, tensor2, None), arrays + [_addc_value(rt, value)], False)
 
 
+@declare_op()
 @_broadcasting
 def addcdiv_(self, tensor1, tensor2, *, value=1):
     """In-place :func:`addcdiv`."""
@@ -2237,6 +2270,7 @@ def addcdiv_(self, tensor1, tensor2, *, value=1):
 # --- in-place variants of arith ops ----------------------------------------------------
 
 
+@declare_op(aliases=("negative_",))
 def neg_(self):
     """In-place negation.
 
@@ -2253,6 +2287,7 @@ def neg_(self):
 negative_ = neg_
 
 
+@declare_op()
 def exp_(self):
     """In-place :func:`fabric.exp`."""
     from .arith import Exp
@@ -2261,6 +2296,7 @@ def exp_(self):
     return _inplace(self, Exp, (self,), [self._data], False)
 
 
+@declare_op()
 def log_(self):
     """In-place :func:`fabric.log`."""
     from .arith import Log
@@ -2281,23 +2317,19 @@ def scalar_tensor_like(value, ref):
     return Tensor._make(xp_of(ref._data).asarray(value, dtype=dt), False)
 
 
-def _install_tensor_methods():
-    """Methods whose argument order differs from the function's (``x.where(c, y)``,
-    ``x.polygamma(n)``); the rest are listed in ``_methods.METHODS``."""
-    Tensor.where = _tensor_where
-    Tensor.polygamma = lambda self, n: polygamma(n, self)
-    Tensor.polygamma.__doc__ = "``polygamma(n, self)``."
+def _tensor_polygamma(self, n):
+    """``Tensor.polygamma(n)`` is ``polygamma(n, self)``."""
+    return polygamma(n, self)
 
 
-_install_tensor_methods()
+# Methods whose argument order differs from the function's
+declare(where, method=_tensor_where)
+declare(polygamma, method=_tensor_polygamma, inplace=polygamma_)
 
-__all__ += declared_names(__name__)
 
 
 # --- the composite in-place helper, gcd / lcm / heaviside, ldexp / frexp, i0, mvlgamma -----------------
 
-__all__ += ["gcd", "gcd_", "lcm", "lcm_", "heaviside", "heaviside_", "ldexp", "ldexp_", "frexp", "i0", "i0_",
-            "mvlgamma", "mvlgamma_"]
 
 
 def _const(array):
@@ -2328,6 +2360,7 @@ def _integer_operands(input, other, name):
     return x, y
 
 
+@declare_op()
 def gcd(input, other):
     """Elementwise greatest common divisor of integer tensors (non-negative).
 
@@ -2340,6 +2373,7 @@ def gcd(input, other):
     return _const(xp_of(x).gcd(x, y))
 
 
+@declare_op()
 def lcm(input, other):
     """Elementwise least common multiple of integer tensors (non-negative).
 
@@ -2352,11 +2386,13 @@ def lcm(input, other):
     return _const(xp_of(x).lcm(x, y))
 
 
+@declare_op()
 def gcd_(input, other):
     """In-place :func:`gcd`."""
     return _commit(input, gcd(input, other), False)
 
 
+@declare_op()
 def lcm_(input, other):
     """In-place :func:`lcm`."""
     return _commit(input, lcm(input, other), False)
@@ -2383,6 +2419,7 @@ def _heaviside_checks(input, values, name, position):
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
 
 
+@declare_op()
 def heaviside(input, values, *, out=None):
     """0 where ``input < 0``, ``values`` where ``input == 0``, 1 where ``input > 0``
     (``values`` a tensor of ``input``'s dtype, broadcast; no derivative, as PyTorch).
@@ -2400,6 +2437,7 @@ def heaviside(input, values, *, out=None):
     return r
 
 
+@declare_op(top_level=False)
 def heaviside_(self, values):
     """In-place ``heaviside``: 0 where ``self < 0``, ``values`` where
     ``self == 0``, 1 where ``self > 0`` (``values`` of ``self``'s dtype)."""
@@ -2409,6 +2447,7 @@ def heaviside_(self, values):
 
 # --- ldexp / frexp ----------------------------------------------------------------------------
 
+@declare_op()
 def ldexp(input, other, *, out=None):
     """``input * 2 ** other`` (a float result, differentiable in both).
 
@@ -2429,6 +2468,7 @@ def ldexp(input, other, *, out=None):
     return r
 
 
+@declare_op()
 def ldexp_(input, other):
     """In-place :func:`ldexp` (``input`` must be floating)."""
     if input._data.dtype.kind != "f":
@@ -2460,6 +2500,7 @@ class Frexp(Function):
         return gm * _const(scale)
 
 
+@declare_op()
 def frexp(input, *, out=None):
     """``input = mantissa * 2 ** exponent`` with ``0.5 <= |mantissa| < 1``;
     returns ``(mantissa, exponent)`` (exponent int32).
@@ -2519,6 +2560,7 @@ def _i1(x):
     return _apply1(I1, x, (x._data,))
 
 
+@declare_op()
 def i0(input, *, out=None):
     """Modified Bessel function of the first kind, order 0 (float result;
     its gradient is I1, computed internally).
@@ -2534,6 +2576,7 @@ def i0(input, *, out=None):
     return r
 
 
+@declare_op()
 def i0_(input):
     """In-place :func:`i0` (floating tensors)."""
     if input._data.dtype.kind != "f":
@@ -2543,6 +2586,7 @@ def i0_(input):
 
 # --- mvlgamma -------------------------------------------------------------------------------------
 
+@declare_op()
 def mvlgamma(input, p):
     """Multivariate log-gamma of dimension ``p``:
     ``p(p-1)/4 log(pi) + sum_{j<p} lgamma(input - j/2)``.
@@ -2566,9 +2610,13 @@ def mvlgamma(input, p):
     return r + (p * (p - 1) / 4.0) * math.log(math.pi)
 
 
+@declare_op(top_level=False)
 def mvlgamma_(input, p):
     """In-place :func:`mvlgamma` (floating tensors)."""
     if input._data.dtype.kind != "f":
         raise RuntimeError(f"mvlgamma: result type {_tname(input._data.dtype)} can't be cast to the desired output "
                            "type Float")
     return _inplace_from(input, lambda t: mvlgamma(t, p), (), saves_self=True)
+
+
+__all__ += declared_names(__name__)

@@ -46,14 +46,13 @@ from ..autograd.function import Function, _apply, _apply1, _record1
 from ..autograd.grad_mode import state as _grad_state
 from ..autograd.observe import hook as _hook
 from ..backends import backend_of
-from . import _autocast as _amp
+from ._registry import declare_op
+from ._registry import public_names as declared_names
 from ._util import normalize_dims, reject_complex, shape_args, xp_of
 from .join import cat
 from .shape import narrow
 
-__all__ = ["sum", "mean", "nansum", "nanmean", "prod", "max", "min", "amax", "amin", "aminmax", "argmax",
-           "argmin", "var", "std", "var_mean", "std_mean", "logsumexp", "norm", "cumsum", "cumprod", "cummax",
-           "cummin", "logcumsumexp", "all", "any", "count_nonzero", "return_types"]
+__all__ = ["return_types"]  # + the declared ops (end of module)
 
 # This module defines sum/max/min/all/any: keep the builtins at hand.
 _bool, _int, _float, _range = builtins.bool, builtins.int, builtins.float, builtins.range
@@ -431,6 +430,7 @@ class MeanDim(Mean):
     _node_name = "MeanBackward1"
 
 
+@declare_op()
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
     """Sum over ``dim`` (int, tuple, or None for all); ints and bools sum as int64.
 
@@ -439,8 +439,6 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
         >>> fabric.tensor([[1, 2], [3, 4]]).sum(0)
         tensor([4, 6])
     """
-    if _amp.active and out is None and (c := _amp.cast("sum", input)):
-        input, = c
     x = input._data
     if axis is not None:
         dim = axis
@@ -462,6 +460,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
     return _out(r, out)
 
 
+@declare_op()
 def mean(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
     """Arithmetic mean over ``dim``; floating inputs only, as in PyTorch.
 
@@ -502,6 +501,7 @@ class NanSum(Function):
         return _expand_back(gy, ctx.shape, ctx.dims, ctx.keepdim) * keep, None, None, None
 
 
+@declare_op()
 def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum treating NaN as zero.
 
@@ -519,6 +519,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     return _out(_apply1(NanSum, input, (x, dims, keepdim, dt)), out)
 
 
+@declare_op()
 def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mean of the non-NaN elements (NaN where there are none).
 
@@ -597,6 +598,7 @@ def _exclusive_prods_t(x, axis):
     return left * _flip(right, axis)
 
 
+@declare_op()
 def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Product of all elements, or along one ``dim``; ints and bools give int64.
     The gradient is exact with zeros in the input (as in PyTorch).
@@ -606,8 +608,6 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
         >>> fabric.tensor([[1., 2.], [3., 4.]]).prod(1)
         tensor([ 2., 12.])
     """
-    if _amp.active and out is None and (c := _amp.cast("prod", input)):
-        input, = c
     x = input._data
     if dim is not None:
         if isinstance(dim, (tuple, list)):
@@ -647,6 +647,7 @@ def _cumsum(t, axis, reverse=False):
     return _apply(CumSum, (t, axis, reverse, None), (t._data, axis, reverse, None))
 
 
+@declare_op()
 def cumsum(input, dim, *, dtype=None, out=None):
     """Cumulative sum along ``dim``; ints and bools accumulate as int64.
 
@@ -655,8 +656,6 @@ def cumsum(input, dim, *, dtype=None, out=None):
         >>> fabric.tensor([1, 2, 3]).cumsum(0)
         tensor([1, 3, 6])
     """
-    if _amp.active and out is None and (c := _amp.cast("cumsum", input)):
-        input, = c
     x = input._data
     axis = _wrap_dim(dim, x.ndim)
     dt = _reduce_dtype(x, dtype)
@@ -720,6 +719,7 @@ def _cumprod_grad_zeros(x, y, g, axis):
     return xp.moveaxis(gx, -1, axis).astype(x.dtype, copy=False)
 
 
+@declare_op()
 def cumprod(input, dim, *, dtype=None, out=None):
     """Cumulative product along ``dim``; ints and bools accumulate as int64.
     The gradient is exact with zeros in the input.
@@ -729,8 +729,6 @@ def cumprod(input, dim, *, dtype=None, out=None):
         >>> fabric.tensor([1., 2., 3.]).cumprod(0)
         tensor([1., 2., 6.])
     """
-    if _amp.active and out is None and (c := _amp.cast("cumprod", input)):
-        input, = c
     x = input._data
     axis = _wrap_dim(dim, x.ndim)
     dt = _reduce_dtype(x, dtype)
@@ -800,6 +798,7 @@ def _binary_extreme(name, input, other, out):
     return getattr(pointwise, name)(input, other, out=out)
 
 
+@declare_op()
 def max(input, dim=None, keepdim=False, *, out=None, other=None):
     """``max(input)``: the largest element; ``max(input, dim, keepdim=False)``:
     ``(values, indices)`` along ``dim`` (ties: the first index); ``max(input,
@@ -822,6 +821,7 @@ def max(input, dim=None, keepdim=False, *, out=None, other=None):
     return _out_tuple(_extreme_dim(input, dim, keepdim, True, "max"), out)
 
 
+@declare_op()
 def min(input, dim=None, keepdim=False, *, out=None, other=None):
     """``min(input)``, ``min(input, dim, keepdim=False)`` -> ``(values, indices)``
     (ties: the first index), or elementwise :func:`minimum` with a Tensor.
@@ -892,6 +892,7 @@ def _aextreme(input, dim, keepdim, is_max, name, sep="()"):
     return _apply(Amax if is_max else Amin, (input, dims, keepdim, is_max), (x, dims, keepdim, is_max))
 
 
+@declare_op()
 def amax(input, dim=(), keepdim=False, *, out=None):
     """Largest value over ``dim`` (int or tuple; ``()`` means all). Ties share
     the gradient evenly.
@@ -905,6 +906,7 @@ def amax(input, dim=(), keepdim=False, *, out=None):
     return _out(_aextreme(input, dim, keepdim, True, "amax"), out)
 
 
+@declare_op()
 def amin(input, dim=(), keepdim=False, *, out=None):
     """Smallest value over ``dim`` (int or tuple; ``()`` means all).
 
@@ -917,6 +919,7 @@ def amin(input, dim=(), keepdim=False, *, out=None):
     return _out(_aextreme(input, dim, keepdim, False, "amin"), out)
 
 
+@declare_op()
 def aminmax(input, *, dim=None, keepdim=False, out=None):
     """``(min, max)`` over all elements or one ``dim``.
 
@@ -961,6 +964,7 @@ def _arg_extreme(input, dim, keepdim, is_max, name):
     return _const(r.astype(np.int64, copy=False))
 
 
+@declare_op()
 def argmax(input, dim=None, keepdim=False, *, out=None):
     """Index of the largest value (of the flattened tensor when ``dim`` is
     None); ties give the first index, NaN counts as largest.
@@ -974,6 +978,7 @@ def argmax(input, dim=None, keepdim=False, *, out=None):
     return _out(_arg_extreme(input, dim, keepdim, True, "argmax"), out)
 
 
+@declare_op()
 def argmin(input, dim=None, keepdim=False, *, out=None):
     """Index of the smallest value; ties give the first index.
 
@@ -1069,6 +1074,7 @@ def _var_args(name, input, dim, unbiased, keepdim, correction):
     return x, dims, correction
 
 
+@declare_op()
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     """Variance over ``dim``, divided by ``N - correction`` (``correction=1`` by
     default; ``unbiased=False`` means ``correction=0``). NaN (with a warning)
@@ -1084,6 +1090,7 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     return _out(_apply1(Var, input, (x, dims, c, keepdim, False, whole)), out)
 
 
+@declare_op()
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     """Standard deviation over ``dim`` (see :func:`var` for ``correction``).
 
@@ -1096,6 +1103,7 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     return _out(_apply1(Std, input, (x, dims, c, keepdim, True)), out)
 
 
+@declare_op(method=False)
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """``(var, mean)`` over ``dim`` (a plain tuple, as in PyTorch).
 
@@ -1108,6 +1116,7 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return v, mean(input, None if isinstance(dim, _bool) else dim, keepdim)
 
 
+@declare_op(method=False)
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """``(std, mean)`` over ``dim``.
 
@@ -1162,6 +1171,7 @@ def _float_or_default(x):
     return x if x.dtype.kind in "fc" else x.astype(D.get_default_dtype().np)
 
 
+@declare_op()
 def logsumexp(input, dim, keepdim=False, *, out=None):
     """``log(sum(exp(input), dim))`` computed stably (no overflow for large
     inputs); integer inputs give the default float dtype.
@@ -1171,8 +1181,6 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
         >>> fabric.logsumexp(fabric.tensor([1e4, 1e4]), 0)
         tensor(10000.6934)
     """
-    if _amp.active and out is None and (c := _amp.cast("logsumexp", input)):
-        input, = c
     x = input._data
     if dim is None:
         raise TypeError("logsumexp(): argument 'dim' must be tuple of ints, not NoneType")
@@ -1218,6 +1226,7 @@ class LogCumSumExp(Function):
         return out, None
 
 
+@declare_op()
 def logcumsumexp(input, dim, *, out=None):
     """``log(cumsum(exp(input), dim))`` computed stably.
 
@@ -1262,6 +1271,7 @@ def _cum_extreme(input, dim, is_max, name):
     return getattr(return_types, name)(v, _const(idx))
 
 
+@declare_op()
 def cummax(input, dim, *, out=None):
     """Running maximum along ``dim`` and where it was attained (the latest
     index on ties, as PyTorch).
@@ -1275,6 +1285,7 @@ def cummax(input, dim, *, out=None):
     return _out_tuple(_cum_extreme(input, dim, True, "cummax"), out)
 
 
+@declare_op()
 def cummin(input, dim, *, out=None):
     """Running minimum along ``dim`` and its (latest on ties) index.
 
@@ -1391,6 +1402,7 @@ def _vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None, name="lin
     return _apply1(VectorNorm, input, (x, ord, dims, keepdim))
 
 
+@declare_op()
 def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     """``torch.norm``: the vector ``p``-norm over ``dim`` (int, tuple or None
     for all) for numeric ``p`` (incl. ``inf``, ``-inf``, 0) and for ``'fro'``
@@ -1405,8 +1417,6 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
         >>> fabric.tensor([[3., 4.], [0., 1.]]).norm(dim=1)
         tensor([5., 1.])
     """
-    if _amp.active and out is None and (c := _amp.cast("norm", input)):
-        input, = c
     if isinstance(p, str):
         if p == "fro" and (dim is None or isinstance(dim, (_int, np.integer)) or len(dim) <= 2):
             r = _vector_norm(input, 2, dim, keepdim, dtype=dtype)
@@ -1431,6 +1441,7 @@ def _logical_reduce(input, dim, keepdim, is_all):
     return _const(xp.asarray(r, dtype=np.uint8 if x.dtype == np.uint8 else np.bool_))
 
 
+@declare_op()
 def all(input, dim=None, keepdim=False, *, out=None):
     """Whether all elements (over ``dim``: int, tuple or None) are nonzero.
     bool result (uint8 for uint8 input, as PyTorch).
@@ -1443,6 +1454,7 @@ def all(input, dim=None, keepdim=False, *, out=None):
     return _out(_logical_reduce(input, dim, keepdim, True), out)
 
 
+@declare_op()
 def any(input, dim=None, keepdim=False, *, out=None):
     """Whether any element (over ``dim``) is nonzero.
 
@@ -1454,6 +1466,7 @@ def any(input, dim=None, keepdim=False, *, out=None):
     return _out(_logical_reduce(input, dim, keepdim, False), out)
 
 
+@declare_op()
 def count_nonzero(input, dim=None):
     """Number of nonzero elements over ``dim`` (int, tuple or None), int64.
 
@@ -1469,7 +1482,6 @@ def count_nonzero(input, dim=None):
 
 # --- in-place scans -------------------------------------------------------------------------------------
 
-__all__ += ["cumsum_", "cumprod_", "sum_to_size"]
 
 
 def _scan_(self, dim, dtype, fn, name, saves_self):
@@ -1486,6 +1498,7 @@ def _scan_(self, dim, dtype, fn, name, saves_self):
     return _inplace_from(self, lambda t: fn(t, dim), (), saves_self)
 
 
+@declare_op(top_level=False)
 def cumsum_(self, dim, *, dtype=None):
     """In-place :func:`fabric.cumsum` (``dtype``, if given, must be ``self``'s).
 
@@ -1497,6 +1510,7 @@ def cumsum_(self, dim, *, dtype=None):
     return _scan_(self, dim, dtype, cumsum, "cumsum", False)
 
 
+@declare_op(top_level=False)
 def cumprod_(self, dim, *, dtype=None):
     """In-place :func:`fabric.cumprod`.
 
@@ -1510,6 +1524,7 @@ def cumprod_(self, dim, *, dtype=None):
 
 # --- sum_to_size ------------------------------------------------------------------------------------------
 
+@declare_op(top_level=False)
 def sum_to_size(self, *size):
     """Sum ``self`` down to ``size`` (the reverse of ``expand``); returns
     ``self`` when the sizes already match.
@@ -1537,9 +1552,9 @@ def sum_to_size(self, *size):
 
 # --- composites: diff, cov, corrcoef, trapezoid --------------------------------------------------------------------
 
-__all__ += ["diff", "cov", "corrcoef", "trapezoid", "trapz", "cumulative_trapezoid"]
 
 
+@declare_op()
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     """n-th forward difference along ``dim`` (bool inputs use xor, as PyTorch).
 
@@ -1565,6 +1580,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     return x
 
 
+@declare_op()
 def cov(input, *, correction=1, fweights=None, aweights=None):
     """Covariance of the rows of ``input`` (variables) over its columns (observations)."""
     if fweights is not None or aweights is not None:
@@ -1578,6 +1594,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     return c.squeeze() if input.ndim < 2 else c
 
 
+@declare_op()
 def corrcoef(input):
     """Pearson correlation coefficients of the rows of ``input``."""
     from .pointwise import clamp  # pointwise imports reduce
@@ -1589,6 +1606,7 @@ def corrcoef(input):
     return clamp(c / d[:, None] / d[None, :], -1, 1)
 
 
+@declare_op(aliases=("trapz",), method=False)
 def trapezoid(y, x=None, *, dx=None, dim=-1):
     """Trapezoidal rule along ``dim``."""
     n = y.shape[dim]
@@ -1604,9 +1622,13 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
 trapz = trapezoid
 
 
+@declare_op(method=False)
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     n = y.shape[dim]
     left, right = narrow(y, dim, 0, builtins.max(n - 1, 0)), narrow(y, dim, 1, builtins.max(n - 1, 0))
     if x is None:
         return ((left + right) * (0.5 * (1.0 if dx is None else dx))).cumsum(dim)
     return ((left + right) * diff(x, dim=dim if x.ndim == y.ndim else -1) * 0.5).cumsum(dim)
+
+
+__all__ += declared_names(__name__)

@@ -32,70 +32,12 @@ from ..autograd.function import Function, _apply, _apply1, _make_view, _record1
 from ..autograd.grad_mode import state as _state
 from ..autograd.observe import hook as _hook
 from ..backends import backend_of
+from ._registry import declare_op
+from ._registry import public_names as declared_names
 from ._util import infer_size, shape_args, xp_of
 from .indexing import _SLICE, Slice
 
-__all__ = [
-    "adjoint",
-    "as_strided",
-    "as_strided_",
-    "atleast_1d",
-    "atleast_2d",
-    "atleast_3d",
-    "block_diag",
-    "broadcast_shapes",
-    "broadcast_tensors",
-    "broadcast_to",
-    "cartesian_prod",
-    "clone",
-    "combinations",
-    "contiguous",
-    "diag",
-    "diag_embed",
-    "diagflat",
-    "diagonal",
-    "expand",
-    "expand_as",
-    "flatten",
-    "flip",
-    "fliplr",
-    "flipud",
-    "meshgrid",
-    "moveaxis",
-    "movedim",
-    "narrow",
-    "permute",
-    "ravel",
-    "repeat",
-    "repeat_interleave",
-    "reshape",
-    "reshape_as",
-    "roll",
-    "rot90",
-    "select",
-    "squeeze",
-    "squeeze_",
-    "swapaxes",
-    "swapaxes_",
-    "swapdims",
-    "swapdims_",
-    "t",
-    "t_",
-    "tile",
-    "transpose",
-    "transpose_",
-    "tril",
-    "tril_",
-    "triu",
-    "triu_",
-    "unbind",
-    "unflatten",
-    "unfold",
-    "unsqueeze",
-    "unsqueeze_",
-    "view",
-    "view_as",
-]
+__all__: list[str] = []  # + the declared ops (end of module)
 
 _int = builtins.int
 
@@ -178,6 +120,7 @@ def _view(input, shape):
     return _apply1(Reshape, input, (input._data, shape))
 
 
+@declare_op()
 def reshape(input, *shape):
     """Same data in a new shape; a view when possible, else a copy.
 
@@ -205,6 +148,7 @@ def reshape(input, *shape):
     return _apply1(ReshapeCopy, input, (x, shape))
 
 
+@declare_op()
 def view(input, *shape):
     """A view with a new shape (or, given a dtype of the same size, a
     reinterpretation of the bytes); errors when the strides do not allow it."""
@@ -221,16 +165,19 @@ def view(input, *shape):
     return _view(input, shape)
 
 
+@declare_op()
 def view_as(input, other):
     """``input.view(other.shape)``."""
     return view(input, other._data.shape)
 
 
+@declare_op()
 def reshape_as(input, other):
     """``input.reshape(other.shape)``."""
     return reshape(input, other._data.shape)
 
 
+@declare_op()
 def flatten(input, start_dim=0, end_dim=-1):
     """Merge dims ``start_dim..end_dim`` into one.
 
@@ -252,11 +199,13 @@ def flatten(input, start_dim=0, end_dim=-1):
     return reshape(input, shp[:s] + (_prod(shp[s:e + 1]),) + shp[e + 1:])
 
 
+@declare_op()
 def ravel(input):
     """The elements as a 1-D tensor (a view when contiguous)."""
     return reshape(input, (-1,))
 
 
+@declare_op()
 def unflatten(input, dim, sizes):
     """Split dim ``dim`` into ``sizes`` (one entry may be -1).
 
@@ -310,6 +259,7 @@ class Permute(Function):
         return permute(t, ctx.dims)
 
 
+@declare_op()
 def permute(input, *dims):
     """Reorder dimensions (a view).
 
@@ -350,6 +300,7 @@ class Transpose(Function):
         return transpose(t, *ctx.d)
 
 
+@declare_op(aliases=("swapaxes", "swapdims"))
 def transpose(input, dim0, dim1):
     """Swap two dimensions (a view).
 
@@ -368,6 +319,7 @@ def transpose(input, dim0, dim1):
 swapaxes = swapdims = transpose
 
 
+@declare_op()
 def t(input):
     """Transpose a tensor of at most 2 dims (0-d and 1-d are returned as views)."""
     if input._data.ndim > 2:
@@ -377,6 +329,7 @@ def t(input):
     return transpose(input, 0, 1)
 
 
+@declare_op()
 def adjoint(input):
     """The conjugate transpose of the last two dims (``x.mH``); a copy for complex
     tensors (fabric conjugates physically), a view for real ones."""
@@ -386,6 +339,7 @@ def adjoint(input):
     return transpose(input, -2, -1).conj()
 
 
+@declare_op(aliases=("moveaxis",))
 def movedim(input, source, destination):
     """Move dims ``source`` to positions ``destination`` (a view).
 
@@ -439,6 +393,7 @@ class Expand(Function):
         return gy, None  # the engine sums back to the input's shape
 
 
+@declare_op(aliases=("broadcast_to",))
 def expand(input, *sizes):
     """Broadcast to a larger shape without copying (-1 keeps a size).
 
@@ -477,6 +432,7 @@ def expand(input, *sizes):
     return _apply1(Expand, input, (input._data, target))
 
 
+@declare_op()
 def expand_as(input, other):
     """``input.expand(other.shape)``."""
     return expand(input, other._data.shape)
@@ -485,6 +441,7 @@ def expand_as(input, other):
 broadcast_to = expand
 
 
+@declare_op(method=False)
 def broadcast_shapes(*shapes):
     """The shape that tensors of ``shapes`` broadcast to.
 
@@ -534,6 +491,7 @@ def _broadcast_shape_of(tensors):
     return shape
 
 
+@declare_op(method=False)
 def broadcast_tensors(*tensors):
     """Expand every tensor to their common broadcast shape (views).
 
@@ -559,6 +517,7 @@ def _squeezed_shape(shp, dim):
     return tuple(s for i, s in enumerate(shp) if not (i in dims and s == 1))
 
 
+@declare_op()
 def squeeze(input, dim=None):
     """Remove size-1 dims (all, or those in ``dim``: an int or a tuple).
 
@@ -575,6 +534,7 @@ def _unsqueezed_shape(shp, dim):
     return shp[:d] + (1,) + shp[d:]
 
 
+@declare_op()
 def unsqueeze(input, dim):
     """Insert a size-1 dim at ``dim``.
 
@@ -605,24 +565,28 @@ def _check_inplace_view(self):
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
 
 
+@declare_op()
 def t_(self):
     """In-place :func:`t`."""
     _check_inplace_view(self)
     return _inplace_view(self, t(self))
 
 
+@declare_op()
 def squeeze_(self, dim=None):
     """In-place :func:`squeeze`."""
     _check_inplace_view(self)
     return _inplace_view(self, squeeze(self, dim))
 
 
+@declare_op()
 def unsqueeze_(self, dim):
     """In-place :func:`unsqueeze`."""
     _check_inplace_view(self)
     return _inplace_view(self, unsqueeze(self, dim))
 
 
+@declare_op(aliases=("swapaxes_", "swapdims_"))
 def transpose_(self, dim0, dim1):
     """In-place :func:`transpose`."""
     _check_inplace_view(self)
@@ -632,6 +596,7 @@ def transpose_(self, dim0, dim1):
 swapaxes_ = swapdims_ = transpose_
 
 
+@declare_op()
 def as_strided_(self, size, stride, storage_offset=None):
     """In-place :func:`as_strided`."""
     _check_inplace_view(self)
@@ -661,6 +626,7 @@ class Repeat(Function):
         return g.reshape(ctx.shape), None
 
 
+@declare_op()
 def repeat(input, *sizes):
     """Tile ``input`` ``sizes`` times along each dim (a copy).
 
@@ -679,6 +645,7 @@ def repeat(input, *sizes):
     return _apply1(Repeat, input, (input._data, reps))
 
 
+@declare_op()
 def tile(input, dims):
     """Like :func:`repeat`, padding ``dims`` with leading 1s when it is short."""
     reps = shape_args((dims,), "dims")
@@ -688,6 +655,7 @@ def tile(input, dims):
     return repeat(input, reps)
 
 
+@declare_op()
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """Repeat each element ``repeats`` times (an int, or a tensor with one
     count per element along ``dim``). With only a tensor of counts, returns
@@ -771,6 +739,7 @@ class Flip(Function):
         return _apply(Flip, (t, ctx.dims), (t._data, ctx.dims))
 
 
+@declare_op()
 def flip(input, *dims):
     """Reverse the order of elements along ``dims`` (a copy, as in PyTorch).
 
@@ -791,6 +760,7 @@ def flip(input, *dims):
     return _apply1(Flip, input, (input._data, wrapped))
 
 
+@declare_op()
 def fliplr(input):
     """Flip left/right (dim 1); needs at least 2 dims."""
     if input._data.ndim < 2:
@@ -798,6 +768,7 @@ def fliplr(input):
     return flip(input, (1,))
 
 
+@declare_op()
 def flipud(input):
     """Flip up/down (dim 0); needs at least 1 dim."""
     if input._data.ndim < 1:
@@ -819,6 +790,7 @@ class Roll(Function):
         return _apply(Roll, (gy, neg, ctx.dims), (gy._data, neg, ctx.dims)), None, None
 
 
+@declare_op()
 def roll(input, shifts, dims=None):
     """Rotate elements along ``dims`` by ``shifts`` (flattened when ``dims`` is None).
 
@@ -842,6 +814,7 @@ def roll(input, shifts, dims=None):
     return _apply1(Roll, input, (input._data, shifts, dims))
 
 
+@declare_op()
 def rot90(input, k=1, dims=(0, 1)):
     """Rotate by 90 degrees ``k`` times in the plane of ``dims``.
 
@@ -888,6 +861,7 @@ class Clone(Function):
         return t
 
 
+@declare_op(method=False)
 def clone(input, *, memory_format=None):
     """A copy with its own memory, differentiable; laid out as ``memory_format``
     (default ``preserve_format``: the input's order of strides, as PyTorch).
@@ -901,12 +875,14 @@ def clone(input, *, memory_format=None):
     return _apply(Clone, (input,), (input._data, fmt))
 
 
+@declare_op(method=False)
 def contiguous(input, memory_format=None):
     return input.contiguous(memory_format)
 
 
 # --- narrow / select / unbind -------------------------------------------------------
 
+@declare_op()
 def narrow(input, dim, start, length):
     """The slice ``start:start+length`` along ``dim`` (a view).
 
@@ -936,6 +912,7 @@ def narrow(input, dim, start, length):
     return _apply1(Slice, input, (input._data, key))
 
 
+@declare_op()
 def select(input, dim, index):
     """The slice at ``index`` along ``dim``, without that dim (a view).
 
@@ -977,6 +954,7 @@ class Unbind(Function):
         return t.unbind(ctx.dim)
 
 
+@declare_op()
 def unbind(input, dim=0):
     """Split along ``dim`` into a tuple of views without that dim.
 
@@ -1044,6 +1022,7 @@ class DiagonalBackward(Function):
         return diagonal(gg, *ctx.args), None, None, None, None
 
 
+@declare_op()
 def diagonal(input, offset=0, dim1=0, dim2=1):
     """The diagonal of the ``dim1``/``dim2`` planes, as a view; the
     diagonal becomes the last dim.
@@ -1080,6 +1059,7 @@ class DiagEmbed(Function):
         return diagonal(gy, *ctx.args), None, None, None
 
 
+@declare_op()
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     """Tensors whose ``dim1``/``dim2`` diagonals hold the last dim of ``input``.
 
@@ -1098,6 +1078,7 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     return _apply1(DiagEmbed, input, (input._data, offset, d1, d2))
 
 
+@declare_op()
 def diag(input, diagonal=0):
     """1-D input: a square matrix with ``input`` on diagonal ``diagonal``;
     2-D input: that diagonal as a new 1-D tensor.
@@ -1117,6 +1098,7 @@ def diag(input, diagonal=0):
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {nd}D")
 
 
+@declare_op()
 def diagflat(input, offset=0):
     """A 2-D tensor with the flattened ``input`` on diagonal ``offset``."""
     return diag_embed(flatten(input), offset, 0, 1)
@@ -1164,6 +1146,7 @@ def _tri(input, diagonal, upper, inplace):
     return _apply1(cls, input, (input._data, k, upper))
 
 
+@declare_op()
 def tril(input, diagonal=0):
     """The lower triangle (elements on and below diagonal ``diagonal``) of the
     last two dims; the rest zero.
@@ -1177,16 +1160,19 @@ def tril(input, diagonal=0):
     return _tri(input, diagonal, False, False)
 
 
+@declare_op()
 def triu(input, diagonal=0):
     """The upper triangle (on and above diagonal ``diagonal``) of the last two dims."""
     return _tri(input, diagonal, True, False)
 
 
+@declare_op()
 def tril_(self, diagonal=0):
     """In-place :func:`tril`."""
     return _tri(self, diagonal, False, True)
 
 
+@declare_op()
 def triu_(self, diagonal=0):
     """In-place :func:`triu`."""
     return _tri(self, diagonal, True, True)
@@ -1265,6 +1251,7 @@ class AsStrided(Function):
         return gx, None, None, None, None, None
 
 
+@declare_op()
 def as_strided(input, size, stride, storage_offset=None):
     """A view with arbitrary ``size``/``stride`` (in elements) over the
     memory of ``input`` starting at ``storage_offset`` (default: that of
@@ -1325,6 +1312,7 @@ class Unfold(Function):
         return index_add(gy.new_zeros(shape), d, Tensor._make(idx, False), g), None, None, None
 
 
+@declare_op()
 def unfold(input, dimension, size, step):
     """``Tensor.unfold``: all windows of length ``size`` (every ``step``
     elements) along ``dimension``, as a view with the window as a new last dim.
@@ -1379,21 +1367,25 @@ def _at3(t):
     return unsqueeze(t, -1) if nd == 2 else t
 
 
+@declare_op(method=False)
 def atleast_1d(*tensors):
     """Each tensor viewed with at least 1 dim (a tuple for several tensors)."""
     return _atleast(tensors, _at1)
 
 
+@declare_op(method=False)
 def atleast_2d(*tensors):
     """Each tensor viewed with at least 2 dims (a tuple for several tensors)."""
     return _atleast(tensors, _at2)
 
 
+@declare_op(method=False)
 def atleast_3d(*tensors):
     """Each tensor viewed with at least 3 dims (a tuple for several tensors)."""
     return _atleast(tensors, _at3)
 
 
+@declare_op(method=False)
 def meshgrid(*tensors, indexing=None):
     """Coordinate grids from 1-D tensors (views via expand).
 
@@ -1436,6 +1428,7 @@ def meshgrid(*tensors, indexing=None):
     return tuple(out)
 
 
+@declare_op(method=False)
 def cartesian_prod(*tensors):
     """The Cartesian product of 1-D tensors, one combination per row.
 
@@ -1487,6 +1480,7 @@ class BlockDiag(Function):
         return tuple(grads)
 
 
+@declare_op(method=False)
 def block_diag(*tensors):
     """A block-diagonal matrix from 0-, 1- or 2-D tensors.
 
@@ -1514,6 +1508,7 @@ def block_diag(*tensors):
     return _apply(BlockDiag, (None, *mats), (dt, *(m._data for m in mats)))
 
 
+@declare_op(method=False)
 def combinations(input, r=2, with_replacement=False):
     """All length-``r`` combinations of the elements of a 1-D tensor (like
     ``itertools.combinations``, one per row).
@@ -1545,9 +1540,9 @@ def combinations(input, r=2, with_replacement=False):
 
 # --- narrow_copy ----------------------------------------------------------------------------------------
 
-__all__ += ["narrow_copy", "resize_", "resize_as_"]
 
 
+@declare_op()
 def narrow_copy(input, dim, start, length):
     """A copy (not a view) of ``input.narrow(dim, start, length)``.
 
@@ -1561,6 +1556,7 @@ def narrow_copy(input, dim, start, length):
 
 # --- resize_ ------------------------------------------------------------------------------------
 
+@declare_op(top_level=False)
 def resize_(self, *sizes, memory_format=None):
     """Change the shape in place, keeping the leading elements (in C order);
     new elements are zeros.  Raises for tensors that require grad and for
@@ -1596,6 +1592,10 @@ def resize_(self, *sizes, memory_format=None):
     return self
 
 
+@declare_op()
 def resize_as_(input, the_template, *, memory_format=None):
     """:func:`resize_` to ``the_template``'s shape (the dtype is kept)."""
     return resize_(input, the_template._data.shape)
+
+
+__all__ += declared_names(__name__)

@@ -45,6 +45,8 @@ import numpy as np
 from .._tensor import Tensor, _wrap_dim
 from ..autograd.function import Function, _apply
 from ..backends import backend_of
+from ._registry import declare_op
+from ._registry import public_names as declared_names
 from ._util import reject_complex, xp_of
 from .reduce import (
     _const,
@@ -59,9 +61,7 @@ from .reduce import (
     return_types,
 )
 
-__all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode", "quantile",
-           "nanquantile", "unique", "unique_consecutive", "searchsorted", "bucketize", "bincount", "histc",
-           "histogram"]
+__all__: list[str] = []  # + the declared ops (end of module)
 
 _bool, _int, _float, _range, _bmax, _bmin = (builtins.bool, builtins.int, builtins.float, builtins.range,
                                              builtins.max, builtins.min)
@@ -143,6 +143,7 @@ def _select(input, idx_last, axis, was_0d, keepdim, cls, rtype):
 
 # --- sort / argsort / msort -------------------------------------------------------
 
+@declare_op()
 def sort(input, dim=-1, descending=False, *, stable=False, out=None):
     """Sort along ``dim``; returns ``(values, indices)``. Always stable
     (``stable`` is accepted for PyTorch compatibility); NaN sorts as largest.
@@ -164,6 +165,7 @@ def sort(input, dim=-1, descending=False, *, stable=False, out=None):
     return _out_tuple(return_types.sort(v, _const(idx)), out)
 
 
+@declare_op()
 def argsort(input, dim=-1, descending=False, *, stable=False):
     """Indices that sort ``input`` along ``dim`` (stable).
 
@@ -180,6 +182,7 @@ def argsort(input, dim=-1, descending=False, *, stable=False):
     return _const(_argsort(x, _wrap_dim(dim, x.ndim), descending))
 
 
+@declare_op()
 def msort(input, *, out=None):
     """Sort along the first dimension (``sort(input, 0).values``).
 
@@ -222,6 +225,7 @@ def _topk_last(x, k, largest):
     return xp.take_along_axis(pos, order, -1)
 
 
+@declare_op()
 def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     """The ``k`` largest (or smallest) elements along ``dim`` and their indices,
     best first (also when ``sorted=False``). NaN counts as largest.
@@ -248,6 +252,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     return _out_tuple(return_types.topk(v, _const(idx)), out)
 
 
+@declare_op()
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     """The ``k``-th smallest element (1-based) along ``dim`` and its index.
 
@@ -365,6 +370,7 @@ def _all_nan_index(n: int) -> int:
     return a[0]
 
 
+@declare_op()
 def median(input, dim=None, keepdim=False, *, out=None):
     """The lower median (of all elements, or along ``dim`` with its index).
     NaN propagates. Without ``dim`` there are no indices and tied values
@@ -384,6 +390,7 @@ def median(input, dim=None, keepdim=False, *, out=None):
     return _out_tuple(_median_dim(input, dim, keepdim, False, "median", _MedianDim, return_types.median), out)
 
 
+@declare_op()
 def nanmedian(input, dim=None, keepdim=False, *, out=None):
     """:func:`median` ignoring NaN (NaN only where a row is all NaN).
 
@@ -402,6 +409,7 @@ def nanmedian(input, dim=None, keepdim=False, *, out=None):
                                   return_types.nanmedian), out)
 
 
+@declare_op()
 def mode(input, dim=-1, keepdim=False, *, out=None):
     """The most frequent value along ``dim`` (the smallest one on ties) and the
     index of its last occurrence. NaNs never count as equal.
@@ -521,6 +529,7 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
     return res.reshape(red if scalar_q else (nq,) + red)
 
 
+@declare_op()
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     """The ``q``-th quantiles (``q`` a float or a 0-d/1-d tensor in [0, 1])
     of all elements or along ``dim``; a 1-d ``q`` adds a leading dim.
@@ -536,6 +545,7 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=N
     return _out(_quantile(input, q, dim, keepdim, interpolation, False, "quantile"), out)
 
 
+@declare_op()
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     """:func:`quantile` ignoring NaN (NaN only for all-NaN rows).
 
@@ -549,6 +559,7 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", ou
 
 # --- unique / unique_consecutive -------------------------------------------------------
 
+@declare_op()
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """The distinct values (sorted; PyTorch on CPU sorts also for
     ``sorted=False``), optionally with the inverse indices (shaped like the
@@ -605,6 +616,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     return out[0] if len(out) == 1 else tuple(out)
 
 
+@declare_op()
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
     """Collapse runs of equal consecutive values (or slices along ``dim``).
 
@@ -671,6 +683,7 @@ def _search(seq, values, right):
     return res.reshape(values.shape)
 
 
+@declare_op(method=False)
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None, out=None):
     """Indices where ``input`` would be inserted into the last dim of
     ``sorted_sequence`` to keep it sorted (``right``/``side='right'``: after
@@ -713,6 +726,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     return _out(_const(res), out)
 
 
+@declare_op(method=False)
 def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     """Index of the bucket of each element given 1-d sorted ``boundaries``
     (``right=False``: ``boundaries[i-1] < x <= boundaries[i]``).
@@ -729,6 +743,7 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
 
 # --- bincount / histc / histogram ----------------------------------------------------
 
+@declare_op()
 def bincount(input, weights=None, minlength=0):
     """Count occurrences of each value of a 1-d non-negative integer tensor
     (summing ``weights`` instead of ones when given).
@@ -782,6 +797,7 @@ def _bin_counts(x, lo, hi, bins, weight):
     return xp.bincount(pos, weights=w, minlength=bins)[:bins]
 
 
+@declare_op()
 def histc(input, bins=100, min=0, max=0, *, out=None):
     """Histogram of ``bins`` equal-width bins over [min, max] (the data's range
     when ``min == max``); elements outside are ignored. Not differentiable.
@@ -801,6 +817,7 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
     return _out(_const(_bin_counts(x, lo, hi, bins, None).astype(x.dtype)), out)
 
 
+@declare_op()
 def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
     """``(hist, bin_edges)``: ``bins`` equal-width bins over ``range`` (default:
     the data's range), or the edges given as a 1-d tensor ``bins``.
@@ -851,12 +868,15 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
     return _out_tuple(return_types.histogram(_const(hist), _const(edges)), out)
 
 
-__all__ += ["isin"]
 
 
+@declare_op(method=False)
 def isin(elements, test_elements, *, assume_unique=False, invert=False):
     """Whether each element is in ``test_elements`` (a bool tensor)."""
     e = elements._data if isinstance(elements, Tensor) else np.asarray(elements)
     t = test_elements._data if isinstance(test_elements, Tensor) else np.asarray(test_elements)
     xp = backend_of(e).xp
     return Tensor._make(xp.isin(e, t, assume_unique=assume_unique, invert=invert), False)
+
+
+__all__ += declared_names(__name__)
