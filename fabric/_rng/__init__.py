@@ -79,9 +79,11 @@ from __future__ import annotations
 
 from .libm import kernel_flavor, set_kernel_flavor
 from .mt19937 import MT19937Generator
+from .philox import PhiloxGenerator
 
 __all__ = [
     "MT19937Generator",
+    "PhiloxGenerator",
     "kernel_flavor",
     "set_kernel_flavor",
 ]
