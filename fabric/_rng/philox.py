@@ -6,19 +6,17 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-import os
 
 import numpy as np
 
 from .. import _special_functions as _sf
 from .base import (
+    _DEFAULT_SEED,
     _DIGITS,
-    _FLOAT_RANGE,
     _FLOATS,
+    _U64_MASK,
+    BaseGenerator,
     _cast,
-    _dtype,
-    _float_dtype,
-    _random_range,
     _shape_of,
     _to_float_scalar,
 )
@@ -77,10 +75,6 @@ def _philox_words(xp, n: int, seed: int, offset: int, chunk: int = 1 << 15):
 # --------------------------------------------------------------------------
 # the CUDA random stream
 # --------------------------------------------------------------------------
-_DEFAULT_SEED = 67280421310721          # PyTorch's default seed, CPU and CUDA
-_U64_MASK = (1 << 64) - 1
-
-
 def _on_device(method):
     """Run a generator method with its device current, so results land there."""
     @functools.wraps(method)
@@ -90,11 +84,7 @@ def _on_device(method):
     return wrapper
 
 
-def _is_number(v) -> bool:
-    return isinstance(v, (bool, int, float, np.generic))
-
-
-class PhiloxGenerator:
+class PhiloxGenerator(BaseGenerator):
     """The default random stream of a CUDA device: Philox4x32-10, counter based.
 
     The interface is that of the CPU generator
@@ -141,6 +131,19 @@ class PhiloxGenerator:
 
     __slots__ = ("_context", "_offset", "_seed", "device_index", "xp")
 
+    # BaseGenerator's samplers (argument checks, then the ``_draw_*`` below), run with the device current
+    uniform = _on_device(BaseGenerator.uniform)
+    normal = _on_device(BaseGenerator.normal)
+    random_ = _on_device(BaseGenerator.random_)
+    randperm = _on_device(BaseGenerator.randperm)
+    bernoulli = _on_device(BaseGenerator.bernoulli)
+    exponential = _on_device(BaseGenerator.exponential)
+    geometric = _on_device(BaseGenerator.geometric)
+    log_normal = _on_device(BaseGenerator.log_normal)
+    cauchy = _on_device(BaseGenerator.cauchy)
+    multinomial = _on_device(BaseGenerator.multinomial)
+    poisson = _on_device(BaseGenerator.poisson)
+
     def __init__(self, xp, device_index: int = 0, device_context=None, seed: int = _DEFAULT_SEED):
         self.xp = xp
         self.device_index = int(device_index)
@@ -149,20 +152,8 @@ class PhiloxGenerator:
 
     # --- seeding and state ------------------------------------------------------
     def manual_seed(self, seed: int) -> None:
-        seed = int(seed)
-        if not -(1 << 63) <= seed <= _U64_MASK:
-            raise RuntimeError("Overflow when unpacking long long")
-        self._seed = seed & _U64_MASK
+        self._seed = self._checked_seed(seed)
         self._offset = 0
-
-    def initial_seed(self) -> int:
-        return self._seed
-
-    def seed(self) -> int:
-        """Reseed from the OS entropy source; returns the new seed."""
-        s = int.from_bytes(os.urandom(8), "little")
-        self.manual_seed(s)
-        return s
 
     def get_state(self) -> np.ndarray:
         """16 uint8 bytes: seed, offset (little-endian uint64)."""
@@ -193,14 +184,14 @@ class PhiloxGenerator:
         w = self._words(2 * n).astype(np.uint64).reshape(n, 2)
         return (w[:, 0] << np.uint64(32)) | w[:, 1]
 
-    def _unit24(self, n: int, open_: bool = False):
+    def _uniform24(self, n: int, open_: bool = False):
         """float32 uniforms on [0, 1) (``open_``: on (0, 1)) from 24 bits."""
         v = (self._words(n) >> np.uint32(8)).astype(np.float32)
         if open_:
             v += np.float32(0.5)
         return v * np.float32(2.0 ** -24)
 
-    def _unit53(self, n: int, open_: bool = False):
+    def _uniform53(self, n: int, open_: bool = False):
         """float64 uniforms on [0, 1) (``open_``: on (0, 1)) from 53 bits."""
         v = (self._u64(n) >> np.uint64(11)).astype(np.float64)
         if open_:
@@ -216,47 +207,30 @@ class PhiloxGenerator:
         return self._u64(int(n))
 
     # --- uniform / normal ------------------------------------------------------------
-    @_on_device
-    def uniform(self, shape, dtype=np.float32, low: float = 0.0, high: float = 1.0):
-        """``empty(shape, dtype).uniform_(low, high)`` on this device."""
-        shape = _shape_of(shape)
-        dt = _float_dtype(dtype, "uniform_")
-        low, high = float(low), float(high)
-        unit = low == 0.0 and high == 1.0
-        if not unit:
-            lowest, top = _FLOAT_RANGE[dt]
-            if not (lowest <= low <= top and lowest <= high <= top):
-                raise RuntimeError(f"uniform_ bounds out of range for {dt}")
-            if low > high:
-                raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={low} > to={high}")
-            if high - low > top:
-                raise RuntimeError("uniform_ expects to-from <= max of the dtype")
-        n = math.prod(shape)
-        if n == 0:
-            return self.xp.empty(shape, dt)
+    def _draw_uniform(self, n: int, dt, low: float, high: float, unit: bool):
         if dt == np.float64:
-            v = self._unit53(n)
+            v = self._uniform53(n)
             if not unit:
                 v = v * (high - low) + low
         else:
-            v = self._unit24(n)
+            v = self._uniform24(n)
             if not unit:
                 v = v * np.float32(high - low) + np.float32(low)
             v = v.astype(dt, copy=False)
         if not unit or dt == np.float16:   # a value that rounded up to `high` becomes `low`
             hi = _to_float_scalar(high, dt)
             v = self.xp.where(v == dt.type(hi), dt.type(_to_float_scalar(low, dt)), v)
-        return v.reshape(shape)
+        return v
 
     def _std_normal(self, n: int, dt):
         """``n`` standard normals (Box-Muller on pairs, both branches used)."""
         xp = self.xp
         pairs = (n + 1) // 2
         if dt == np.float64:
-            u = self._unit53(2 * pairs, open_=True)
+            u = self._uniform53(2 * pairs, open_=True)
             two_pi = 2.0 * math.pi
         else:
-            u = self._unit24(2 * pairs, open_=True)
+            u = self._uniform24(2 * pairs, open_=True)
             two_pi = np.float32(2.0 * math.pi)
         u1, u2 = u[0::2], u[1::2]
         r = xp.sqrt(-2 * xp.log(u1))
@@ -264,54 +238,28 @@ class PhiloxGenerator:
         z = xp.stack([r * xp.cos(theta), r * xp.sin(theta)], axis=1).reshape(-1)
         return z[:n]
 
-    @_on_device
-    def normal(self, shape=None, dtype=np.float32, mean=0.0, std=1.0, contiguous: bool = True):
-        """``empty(shape, dtype).normal_(mean, std)``; ``mean``/``std`` may be
-        arrays (broadcast, as in ``torch.normal(mean, std)``)."""
+    def _normal_tensor(self, shape, dt, mean, std, contiguous: bool):
+        """Normals for array ``mean``/``std`` (broadcast, as in ``torch.normal(mean, std)``)."""
         xp = self.xp
-        dt = _float_dtype(dtype, "normal_")
-        if not _is_number(mean) or not _is_number(std):
-            m = mean if _is_number(mean) else xp.asarray(mean)
-            s = std if _is_number(std) else xp.asarray(std)
-            if not _is_number(std) and s.size and not bool((s >= 0).all()):
-                raise RuntimeError("normal expects all elements of std >= 0.0")
-            full = np.broadcast_shapes(np.shape(m) if _is_number(m) else m.shape,
-                                       np.shape(s) if _is_number(s) else s.shape)
-            if shape is not None and _shape_of(shape) != full:
-                raise RuntimeError(f"shape {shape} does not match broadcast of mean/std {full}")
-            z = self._std_normal(math.prod(full), dt).reshape(full).astype(dt, copy=False)
-            return (z * s + m).astype(dt, copy=False)
-        shape = _shape_of(shape)
-        mean, std = float(mean), float(std)
-        if not std >= 0.0:
-            raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-        n = math.prod(shape)
-        if n == 0:
-            return xp.empty(shape, dt)
+        m = mean if self._scalar(mean) else xp.asarray(mean)
+        s = std if self._scalar(std) else xp.asarray(std)
+        if not self._scalar(std) and s.size and not bool((s >= 0).all()):
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+        full = np.broadcast_shapes(np.shape(m) if self._scalar(m) else m.shape,
+                                   np.shape(s) if self._scalar(s) else s.shape)
+        if shape is not None and _shape_of(shape) != full:
+            raise RuntimeError(f"shape {shape} does not match broadcast of mean/std {full}")
+        z = self._std_normal(math.prod(full), dt).reshape(full).astype(dt, copy=False)
+        return (z * s + m).astype(dt, copy=False)
+
+    def _draw_normal(self, n: int, dt, mean: float, std: float, contiguous: bool):
         z = self._std_normal(n, dt)
         if mean != 0.0 or std != 1.0:
             z = z * (np.float32(std) if z.dtype == np.float32 else std) + (
                 np.float32(mean) if z.dtype == np.float32 else mean)
-        return _cast(z, dt).reshape(shape)
+        return _cast(z, dt)
 
     # --- integers ---------------------------------------------------------------------
-    def randint(self, low: int, high: int, shape, dtype=np.int64):
-        """``randint(low, high, shape, dtype=dtype)`` on this device."""
-        return self.random_(shape, dtype, low, high)
-
-    @_on_device
-    def random_(self, shape, dtype=np.int64, low=None, high=None):
-        """``Tensor.random_()`` / ``random_(to)`` / ``random_(from, to)`` (ranges as on the CPU)."""
-        shape = _shape_of(shape)
-        dt = _dtype(dtype)
-        n = math.prod(shape)
-        if low is None and high is None:
-            return self._random_default(n, dt).reshape(shape)
-        bounds = _random_range(low, high, dt)
-        if bounds is not None:
-            return self._random_from_to(n, bounds[0], bounds[1], dt).reshape(shape)
-        return _cast(self._u64(n).view(np.int64), dt).reshape(shape)
-
     def _random_from_to(self, n, rng, base, dt):
         v = self._words(n).astype(np.uint64) if rng < 1 << 32 else self._u64(n)
         v = v % np.uint64(rng) if rng else v
@@ -331,113 +279,33 @@ class PhiloxGenerator:
             return (self._words(n).astype(np.uint64) % np.uint64(int(np.iinfo(dt).max) + 1)).astype(dt)
         raise NotImplementedError(f"random_ does not support dtype {dt}")
 
-    @_on_device
-    def randperm(self, n: int, dtype=np.int64):
-        """A random permutation of ``0..n-1``: the order that sorts ``n`` random 64-bit keys."""
-        n = int(n)
-        if n < 0:
-            raise RuntimeError(f"n must be non-negative, got {n}")
-        dt = _dtype(dtype)
-        if dt in _FLOATS and n > (1 << _DIGITS[dt]) + 1:
-            raise RuntimeError(f"n cannot be greater than 2**{_DIGITS[dt]}+1 for {dt}")
-        if n == 0:
-            return self.xp.empty((0,), dt)
-        return _cast(self.xp.argsort(self._u64(n)).astype(np.int64, copy=False), dt)
+    def _draw_permutation(self, n: int):
+        """The order that sorts ``n`` random 64-bit keys."""
+        return self.xp.argsort(self._u64(n)).astype(np.int64, copy=False)
 
     # --- other distributions ------------------------------------------------------------------
-    @_on_device
-    def bernoulli(self, p, shape, dtype=np.float32):
-        """``empty(shape, dtype).bernoulli_(p)``: a number ``p`` against 53-bit
-        uniforms, an array ``p`` (NumPy or device, broadcast to ``shape``)
-        against 24-bit ones unless it is float64."""
-        xp = self.xp
-        shape = _shape_of(shape)
-        dt = _dtype(dtype)
-        n = math.prod(shape)
-        if _is_number(p):
-            p = float(p)
-            if not 0.0 <= p <= 1.0:
-                raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
-            if n == 0:
-                return xp.empty(shape, dt)
-            return (self._unit53(n) < p).astype(dt).reshape(shape)
-        p = xp.asarray(p)
-        if p.dtype not in _FLOATS:
-            raise NotImplementedError(f"bernoulli_ expects a floating point p, got {p.dtype}")
-        pb = xp.broadcast_to(p, shape)
-        if n == 0:
-            return xp.empty(shape, dt)
-        if not bool(((pb >= 0) & (pb <= 1)).all()):
-            raise RuntimeError("bernoulli_ expects all elements of p to be in [0, 1]")
-        u = self._unit53(n) if p.dtype == np.float64 else self._unit24(n)
-        return (u.reshape(shape) < pb.astype(u.dtype)).astype(dt)
+    def _draw_exponential(self, n: int, lambd: float):
+        return (-1.0 / lambd) * self.xp.log1p(-self._uniform53(n))
 
-    def _finish(self, v, dt, shape):
-        return _cast(v, dt).reshape(shape)
+    def _draw_geometric(self, n: int, p: float):
+        u = self._uniform53(n, open_=True)
+        return self.xp.ceil(self.xp.log(u) / math.log1p(-p))
 
-    @_on_device
-    def exponential(self, shape, dtype=np.float32, lambd: float = 1.0):
-        shape = _shape_of(shape)
-        dt = _float_dtype(dtype, "exponential_")
-        lambd = float(lambd)
-        if not lambd > 0.0:
-            raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
-        u = self._unit53(math.prod(shape))
-        return self._finish((-1.0 / lambd) * self.xp.log1p(-u), dt, shape)
+    def _draw_log_normal(self, n: int, mean: float, std: float):
+        z = self._std_normal(n, np.dtype(np.float64))
+        return self.xp.exp(z * std + mean)
 
-    @_on_device
-    def geometric(self, shape, dtype=np.float32, p: float = 0.5):
-        shape = _shape_of(shape)
-        dt = _dtype(dtype)
-        p = float(p)
-        if not 0.0 < p < 1.0:
-            raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
-        u = self._unit53(math.prod(shape), open_=True)
-        return self._finish(self.xp.ceil(self.xp.log(u) / math.log1p(-p)), dt, shape)
+    def _draw_cauchy(self, n: int, median: float, sigma: float):
+        u = self._uniform53(n, open_=True)
+        return median + sigma * self.xp.tan(math.pi * (u - 0.5))
 
-    @_on_device
-    def log_normal(self, shape, dtype=np.float32, mean: float = 1.0, std: float = 2.0):
-        shape = _shape_of(shape)
-        dt = _float_dtype(dtype, "log_normal_")
-        mean, std = float(mean), float(std)
-        if not std > 0.0:
-            raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
-        z = self._std_normal(math.prod(shape), np.dtype(np.float64))
-        return self._finish(self.xp.exp(z * std + mean), dt, shape)
-
-    @_on_device
-    def cauchy(self, shape, dtype=np.float32, median: float = 0.0, sigma: float = 1.0):
-        shape = _shape_of(shape)
-        dt = _float_dtype(dtype, "cauchy_")
-        median, sigma = float(median), float(sigma)
-        if not sigma > 0.0:
-            raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
-        u = self._unit53(math.prod(shape), open_=True)
-        return self._finish(median + sigma * self.xp.tan(math.pi * (u - 0.5)), dt, shape)
-
-    @_on_device
-    def multinomial(self, probs, num_samples: int, replacement: bool = False):
+    def _draw_multinomial(self, p, num_samples: int, replacement: bool, out_shape):
         """``multinomial(probs, num_samples, replacement)`` (int64), ``probs``
         NumPy or device: without replacement the top ``probs / Exp(1)`` (as
         PyTorch), with replacement the inverse of each row's normalised
         cumulative sum at uniform points."""
         xp = self.xp
-        p = xp.asarray(probs)
-        if p.ndim not in (1, 2):
-            raise RuntimeError("prob_dist must be 1 or 2 dim")
-        if p.dtype not in _FLOATS:
-            raise NotImplementedError(f"multinomial only supports floating-point dtypes for input, got: {p.dtype}")
-        num_samples = int(num_samples)
-        if num_samples <= 0:
-            raise RuntimeError("cannot sample n_sample <= 0 samples")
         n_cat = p.shape[-1]
-        if not replacement and num_samples > n_cat:
-            raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
-        if n_cat > 1 << 24:
-            raise RuntimeError("number of categories cannot exceed 2^24")
-        out_shape = p.shape[:-1] + (num_samples,)
-        if math.prod(out_shape) == 0:
-            return xp.empty(out_shape, np.int64)
         rows = p.reshape(-1, n_cat).astype(np.float64)
         if not bool((xp.isfinite(rows) & (rows >= 0)).all()):
             raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
@@ -446,7 +314,7 @@ class PhiloxGenerator:
             raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
         n_rows = rows.shape[0]
         if not replacement or num_samples == 1:
-            q = rows / -xp.log1p(-self._unit53(rows.size).reshape(rows.shape))
+            q = rows / -xp.log1p(-self._uniform53(rows.size).reshape(rows.shape))
             if num_samples == 1:
                 idx = xp.argmax(q, axis=1)[:, None]
             else:
@@ -456,22 +324,16 @@ class PhiloxGenerator:
         cum[:, -1] = 1.0
         # one sorted array: row r's cumulative sums shifted by r
         offs = xp.arange(n_rows, dtype=np.float64)[:, None]
-        u = self._unit53(n_rows * num_samples, open_=True).reshape(n_rows, num_samples)
+        u = self._uniform53(n_rows * num_samples, open_=True).reshape(n_rows, num_samples)
         flat = xp.searchsorted((cum + offs).reshape(-1), (u + offs).reshape(-1), side="left")
         idx = flat.reshape(n_rows, num_samples) - (xp.arange(n_rows) * n_cat)[:, None]
         return xp.minimum(idx, n_cat - 1).astype(np.int64).reshape(out_shape)
 
-    @_on_device
-    def poisson(self, rates):
+    def _draw_poisson(self, flat):
         """``poisson(rates)``: same shape and dtype as ``rates`` (NumPy or device).
         Inversion by sequential search for rates below 10, Hormann's PTRS
         transformed rejection above, both vectorised over all elements."""
         xp = self.xp
-        lam = xp.asarray(rates)
-        dt = _float_dtype(lam.dtype, "poisson")
-        flat = lam.astype(np.float64).reshape(-1)
-        if bool((flat < 0).any()):
-            raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
         out = xp.zeros(flat.shape, np.float64)
         small = xp.flatnonzero((flat > 0) & (flat < 10))
         if small.size:
@@ -479,11 +341,11 @@ class PhiloxGenerator:
         big = xp.flatnonzero(flat >= 10)
         if big.size:
             out[big] = self._poisson_ptrs(flat[big])
-        return _cast(out, dt).reshape(lam.shape)
+        return out
 
     def _poisson_inversion(self, lam):
         xp = self.xp
-        u = self._unit53(lam.size)
+        u = self._uniform53(lam.size)
         k = xp.zeros(lam.shape, np.float64)
         pk = xp.exp(-lam)
         cdf = pk.copy()
@@ -508,8 +370,8 @@ class PhiloxGenerator:
         todo = xp.arange(lam.size)
         while todo.size:
             m = todo.size
-            U = self._unit53(m) - 0.5
-            V = self._unit53(m, open_=True)
+            U = self._uniform53(m) - 0.5
+            V = self._uniform53(m, open_=True)
             us = 0.5 - xp.abs(U)
             a_, b_, lam_ = a[todo], b[todo], lam[todo]
             k = xp.floor((2 * a_ / us + b_) * U + lam_ + 0.43)
