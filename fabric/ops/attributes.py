@@ -34,13 +34,13 @@ __all__ = ["is_inference", "is_nonzero", "is_same_size", "get_device", "is_share
 _ndarray = np.ndarray
 
 
-def is_inference(input) -> bool:
+def is_inference(input: Tensor) -> bool:
     """False: fabric has no inference tensors (``inference_mode`` acts as
     ``no_grad``; its results are ordinary tensors)."""
     return False
 
 
-def is_nonzero(input) -> bool:
+def is_nonzero(input: Tensor) -> bool:
     """The truth value of a one-element tensor.
 
     Example::
@@ -57,7 +57,7 @@ def is_nonzero(input) -> bool:
     return builtins.bool(input._data.reshape(-1)[0])
 
 
-def is_same_size(input, other) -> bool:
+def is_same_size(input: Tensor, other: Tensor) -> bool:
     """Whether two tensors have the same shape.
 
     Example::
@@ -71,7 +71,7 @@ def is_same_size(input, other) -> bool:
     return input._data.shape == other._data.shape
 
 
-def get_device(input) -> int:
+def get_device(input: Tensor) -> int:
     """-1 for a CPU tensor, the device index for a CUDA tensor.
 
     Example::
@@ -89,7 +89,7 @@ def _output_nr(self) -> int:
     return self._output_nr
 
 
-def is_shared(self) -> bool:
+def is_shared(self: Tensor) -> bool:
     """Whether the data lives in shared memory (after :func:`share_memory_`,
     in a DataLoader worker's batch, or any CUDA tensor)."""
     d = self._data
@@ -98,7 +98,7 @@ def is_shared(self) -> bool:
     return _shared_memory.in_shared_mapping(d)
 
 
-def share_memory_(self):
+def share_memory_(self: Tensor) -> Tensor:
     """Move a CPU tensor's data into anonymous shared memory, which other
     processes can map (forked children, and any process the tensor is sent
     to through ``fabric.multiprocessing``); a no-op for CUDA tensors and
@@ -136,15 +136,15 @@ if "output_nr" not in Tensor.__dict__:
 __all__ += ["is_signed", "is_complex", "typename"]
 
 
-def is_signed(input) -> bool:
+def is_signed(input: Tensor) -> bool:
     return input.is_signed()
 
 
-def is_complex(input) -> bool:
+def is_complex(input: Tensor) -> bool:
     return False
 
 
-def typename(obj) -> str:
+def typename(obj: object) -> str:
     if isinstance(obj, Tensor):
         return obj.type()
     return type(obj).__module__ + "." + type(obj).__qualname__

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import builtins
 import numbers
+from typing import Any
 
 import numpy as np
 
+from .._device import device as _Device
 from .._tensor import Size, Tensor
 from ..autograd.function import Function, _apply
 from ..backends import backend_for, backend_of
@@ -74,7 +76,7 @@ __all__ += ["new"]
 
 # --- Tensor.new ---------------------------------------------------------------------------------------
 
-def new(self, *args, device=None):
+def new(self: Tensor, *args: Any, device: str | _Device | None = None) -> Tensor:
     """Legacy constructor of ``self``'s dtype and device: ``new()`` is empty,
     ``new(2, 3)`` / ``new(Size)`` zeros of that size (PyTorch: uninitialised),
     ``new(data)`` a tensor of the data, ``new(tensor)`` shares its memory.
@@ -110,9 +112,9 @@ def new(self, *args, device=None):
 __all__ += ["detach", "to_dlpack"]
 
 
-def detach(input):
+def detach(input: Tensor) -> Tensor:
     return input.detach()
 
 
-def to_dlpack(tensor):
+def to_dlpack(tensor: Tensor) -> Any:
     return tensor.__dlpack__()
