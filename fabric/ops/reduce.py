@@ -37,6 +37,7 @@ import math
 import sys
 import types
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -418,7 +419,8 @@ class MeanDim(Mean):
     _node_name = "MeanBackward1"
 
 
-def sum(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
+def sum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: D.dtype | None = None,
+        out: Tensor | None = None, axis: int | Sequence[int] | None = None) -> Tensor:
     """Sum over ``dim`` (int, tuple, or None for all); ints and bools sum as int64.
 
     Example::
@@ -449,7 +451,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
     return _out(r, out)
 
 
-def mean(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
+def mean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: D.dtype | None = None,
+         out: Tensor | None = None, axis: int | Sequence[int] | None = None) -> Tensor:
     """Arithmetic mean over ``dim``; floating inputs only, as in PyTorch.
 
     Example::
@@ -489,7 +492,8 @@ class NanSum(Function):
         return _expand_back(gy, ctx.shape, ctx.dims, ctx.keepdim) * keep, None, None, None
 
 
-def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
+def nansum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+           dtype: D.dtype | None = None, out: Tensor | None = None) -> Tensor:
     """Sum treating NaN as zero.
 
     Example::
@@ -505,7 +509,8 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     return _out(_apply1(NanSum, input, (x, dims, keepdim, dt)), out)
 
 
-def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
+def nanmean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+            dtype: D.dtype | None = None, out: Tensor | None = None) -> Tensor:
     """Mean of the non-NaN elements (NaN where there are none).
 
     Example::
@@ -582,7 +587,8 @@ def _exclusive_prods_t(x, axis):
     return left * _flip(right, axis)
 
 
-def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
+def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: D.dtype | None = None,
+         out: Tensor | None = None) -> Tensor:
     """Product of all elements, or along one ``dim``; ints and bools give int64.
     The gradient is exact with zeros in the input (as in PyTorch).
 
@@ -628,7 +634,7 @@ def _cumsum(t, axis, reverse=False):
     return _apply(CumSum, (t, axis, reverse, None), (t._data, axis, reverse, None))
 
 
-def cumsum(input, dim, *, dtype=None, out=None):
+def cumsum(input: Tensor, dim: int, *, dtype: D.dtype | None = None, out: Tensor | None = None) -> Tensor:
     """Cumulative sum along ``dim``; ints and bools accumulate as int64.
 
     Example::
@@ -701,7 +707,7 @@ def _cumprod_grad_zeros(x, y, g, axis):
     return xp.moveaxis(gx, -1, axis).astype(x.dtype, copy=False)
 
 
-def cumprod(input, dim, *, dtype=None, out=None):
+def cumprod(input: Tensor, dim: int, *, dtype: D.dtype | None = None, out: Tensor | None = None) -> Tensor:
     """Cumulative product along ``dim``; ints and bools accumulate as int64.
     The gradient is exact with zeros in the input.
 
@@ -781,7 +787,8 @@ def _binary_extreme(name, input, other, out):
     return getattr(pointwise, name)(input, other, out=out)
 
 
-def max(input, dim=None, keepdim=False, *, out=None, other=None):
+def max(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out: Tensor | None = None,
+        other: Tensor | None = None) -> Tensor | tuple[Tensor, Tensor]:
     """``max(input)``: the largest element; ``max(input, dim, keepdim=False)``:
     ``(values, indices)`` along ``dim`` (ties: the first index); ``max(input,
     other)``: elementwise :func:`maximum`.
@@ -800,7 +807,8 @@ def max(input, dim=None, keepdim=False, *, out=None, other=None):
     return _out_tuple(_extreme_dim(input, dim, keepdim, True, "max"), out)
 
 
-def min(input, dim=None, keepdim=False, *, out=None, other=None):
+def min(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out: Tensor | None = None,
+        other: Tensor | None = None) -> Tensor | tuple[Tensor, Tensor]:
     """``min(input)``, ``min(input, dim, keepdim=False)`` -> ``(values, indices)``
     (ties: the first index), or elementwise :func:`minimum` with a Tensor.
 
@@ -856,7 +864,7 @@ def _aextreme(input, dim, keepdim, is_max, name, sep="()"):
     return _apply(Amax if is_max else Amin, (input, dims, keepdim, is_max), (x, dims, keepdim, is_max))
 
 
-def amax(input, dim=(), keepdim=False, *, out=None):
+def amax(input: Tensor, dim: int | Sequence[int] = (), keepdim: bool = False, *, out: Tensor | None = None) -> Tensor:
     """Largest value over ``dim`` (int or tuple; ``()`` means all). Ties share
     the gradient evenly.
 
@@ -868,7 +876,7 @@ def amax(input, dim=(), keepdim=False, *, out=None):
     return _out(_aextreme(input, dim, keepdim, True, "amax"), out)
 
 
-def amin(input, dim=(), keepdim=False, *, out=None):
+def amin(input: Tensor, dim: int | Sequence[int] = (), keepdim: bool = False, *, out: Tensor | None = None) -> Tensor:
     """Smallest value over ``dim`` (int or tuple; ``()`` means all).
 
     Example::
@@ -879,7 +887,8 @@ def amin(input, dim=(), keepdim=False, *, out=None):
     return _out(_aextreme(input, dim, keepdim, False, "amin"), out)
 
 
-def aminmax(input, *, dim=None, keepdim=False, out=None):
+def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False,
+            out: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """``(min, max)`` over all elements or one ``dim``.
 
     Example::
@@ -922,7 +931,7 @@ def _arg_extreme(input, dim, keepdim, is_max, name):
     return _const(r.astype(np.int64, copy=False))
 
 
-def argmax(input, dim=None, keepdim=False, *, out=None):
+def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out: Tensor | None = None) -> Tensor:
     """Index of the largest value (of the flattened tensor when ``dim`` is
     None); ties give the first index, NaN counts as largest.
 
@@ -934,7 +943,7 @@ def argmax(input, dim=None, keepdim=False, *, out=None):
     return _out(_arg_extreme(input, dim, keepdim, True, "argmax"), out)
 
 
-def argmin(input, dim=None, keepdim=False, *, out=None):
+def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out: Tensor | None = None) -> Tensor:
     """Index of the smallest value; ties give the first index.
 
     Example::
@@ -1013,7 +1022,8 @@ def _var_args(name, input, dim, unbiased, keepdim, correction):
     return x, dims, correction
 
 
-def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+def var(input: Tensor, dim: int | Sequence[int] | None = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: float | None = None, out: Tensor | None = None) -> Tensor:
     """Variance over ``dim``, divided by ``N - correction`` (``correction=1`` by
     default; ``unbiased=False`` means ``correction=0``). NaN (with a warning)
     when ``N - correction <= 0``.
@@ -1028,7 +1038,8 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     return _out(_apply1(Var, input, (x, dims, c, keepdim, False, whole)), out)
 
 
-def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+def std(input: Tensor, dim: int | Sequence[int] | None = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: float | None = None, out: Tensor | None = None) -> Tensor:
     """Standard deviation over ``dim`` (see :func:`var` for ``correction``).
 
     Example::
@@ -1040,7 +1051,8 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     return _out(_apply1(Std, input, (x, dims, c, keepdim, True)), out)
 
 
-def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def var_mean(input: Tensor, dim: int | Sequence[int] | None = None, unbiased: bool | None = None, keepdim: bool = False,
+             *, correction: float | None = None) -> tuple[Tensor, Tensor]:
     """``(var, mean)`` over ``dim`` (a plain tuple, as in PyTorch).
 
     Example::
@@ -1052,7 +1064,8 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return v, mean(input, None if isinstance(dim, _bool) else dim, keepdim)
 
 
-def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def std_mean(input: Tensor, dim: int | Sequence[int] | None = None, unbiased: bool | None = None, keepdim: bool = False,
+             *, correction: float | None = None) -> tuple[Tensor, Tensor]:
     """``(std, mean)`` over ``dim``.
 
     Example::
@@ -1098,7 +1111,7 @@ def _float_or_default(x):
     return x if x.dtype.kind == "f" else x.astype(D.get_default_dtype().np)
 
 
-def logsumexp(input, dim, keepdim=False, *, out=None):
+def logsumexp(input: Tensor, dim: int | Sequence[int], keepdim: bool = False, *, out: Tensor | None = None) -> Tensor:
     """``log(sum(exp(input), dim))`` computed stably (no overflow for large
     inputs); integer inputs give the default float dtype.
 
@@ -1154,7 +1167,7 @@ class LogCumSumExp(Function):
         return out, None
 
 
-def logcumsumexp(input, dim, *, out=None):
+def logcumsumexp(input: Tensor, dim: int, *, out: Tensor | None = None) -> Tensor:
     """``log(cumsum(exp(input), dim))`` computed stably.
 
     Example::
@@ -1198,7 +1211,7 @@ def _cum_extreme(input, dim, is_max, name):
     return getattr(return_types, name)(v, _const(idx))
 
 
-def cummax(input, dim, *, out=None):
+def cummax(input: Tensor, dim: int, *, out: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """Running maximum along ``dim`` and where it was attained (the latest
     index on ties, as PyTorch).
 
@@ -1210,7 +1223,7 @@ def cummax(input, dim, *, out=None):
     return _out_tuple(_cum_extreme(input, dim, True, "cummax"), out)
 
 
-def cummin(input, dim, *, out=None):
+def cummin(input: Tensor, dim: int, *, out: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """Running minimum along ``dim`` and its (latest on ties) index.
 
     Example::
@@ -1320,7 +1333,8 @@ def _vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None, name="lin
     return _apply1(VectorNorm, input, (x, ord, dims, keepdim))
 
 
-def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+def norm(input: Tensor, p: float | str | None = "fro", dim: int | Sequence[int] | None = None, keepdim: bool = False,
+         out: Tensor | None = None, dtype: D.dtype | None = None) -> Tensor:
     """``torch.norm``: the vector ``p``-norm over ``dim`` (int, tuple or None
     for all) for numeric ``p`` (incl. ``inf``, ``-inf``, 0) and for ``'fro'``
     (the 2-norm of the flattened dims). ``'nuc'`` and other matrix norms call
@@ -1360,7 +1374,8 @@ def _logical_reduce(input, dim, keepdim, is_all):
     return _const(xp.asarray(r, dtype=np.uint8 if x.dtype == np.uint8 else np.bool_))
 
 
-def all(input, dim=None, keepdim=False, *, out=None):
+def all(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+        out: Tensor | None = None) -> Tensor:
     """Whether all elements (over ``dim``: int, tuple or None) are nonzero.
     bool result (uint8 for uint8 input, as PyTorch).
 
@@ -1372,7 +1387,8 @@ def all(input, dim=None, keepdim=False, *, out=None):
     return _out(_logical_reduce(input, dim, keepdim, True), out)
 
 
-def any(input, dim=None, keepdim=False, *, out=None):
+def any(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+        out: Tensor | None = None) -> Tensor:
     """Whether any element (over ``dim``) is nonzero.
 
     Example::
@@ -1383,7 +1399,7 @@ def any(input, dim=None, keepdim=False, *, out=None):
     return _out(_logical_reduce(input, dim, keepdim, False), out)
 
 
-def count_nonzero(input, dim=None):
+def count_nonzero(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     """Number of nonzero elements over ``dim`` (int, tuple or None), int64.
 
     Example::
@@ -1415,7 +1431,7 @@ def _scan_(self, dim, dtype, fn, name, saves_self):
     return _inplace_from(self, lambda t: fn(t, dim), (), saves_self)
 
 
-def cumsum_(self, dim, *, dtype=None):
+def cumsum_(self: Tensor, dim: int, *, dtype: D.dtype | None = None) -> Tensor:
     """In-place :func:`fabric.cumsum` (``dtype``, if given, must be ``self``'s).
 
     Example::
@@ -1426,7 +1442,7 @@ def cumsum_(self, dim, *, dtype=None):
     return _scan_(self, dim, dtype, cumsum, "cumsum", False)
 
 
-def cumprod_(self, dim, *, dtype=None):
+def cumprod_(self: Tensor, dim: int, *, dtype: D.dtype | None = None) -> Tensor:
     """In-place :func:`fabric.cumprod`.
 
     Example::
@@ -1439,7 +1455,7 @@ def cumprod_(self, dim, *, dtype=None):
 
 # --- sum_to_size ------------------------------------------------------------------------------------------
 
-def sum_to_size(self, *size):
+def sum_to_size(self: Tensor, *size: int | Sequence[int]) -> Tensor:
     """Sum ``self`` down to ``size`` (the reverse of ``expand``); returns
     ``self`` when the sizes already match.
 
@@ -1469,7 +1485,8 @@ def sum_to_size(self, *size):
 __all__ += ["diff", "cov", "corrcoef", "trapezoid", "trapz", "cumulative_trapezoid"]
 
 
-def diff(input, n=1, dim=-1, prepend=None, append=None):
+def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
+         append: Tensor | None = None) -> Tensor:
     """n-th forward difference along ``dim`` (bool inputs use xor, as PyTorch).
 
     Example::
@@ -1494,7 +1511,8 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     return x
 
 
-def cov(input, *, correction=1, fweights=None, aweights=None):
+def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
+        aweights: Tensor | None = None) -> Tensor:
     """Covariance of the rows of ``input`` (variables) over its columns (observations)."""
     if fweights is not None or aweights is not None:
         raise NotImplementedError("fabric.cov does not support fweights/aweights yet")
@@ -1507,7 +1525,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     return c.squeeze() if input.ndim < 2 else c
 
 
-def corrcoef(input):
+def corrcoef(input: Tensor) -> Tensor:
     """Pearson correlation coefficients of the rows of ``input``."""
     from .pointwise import clamp  # pointwise imports reduce
 
@@ -1518,7 +1536,7 @@ def corrcoef(input):
     return clamp(c / d[:, None] / d[None, :], -1, 1)
 
 
-def trapezoid(y, x=None, *, dx=None, dim=-1):
+def trapezoid(y: Tensor, x: Tensor | None = None, *, dx: float | None = None, dim: int = -1) -> Tensor:
     """Trapezoidal rule along ``dim``."""
     n = y.shape[dim]
     if n == 0:
@@ -1533,7 +1551,7 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
 trapz = trapezoid
 
 
-def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+def cumulative_trapezoid(y: Tensor, x: Tensor | None = None, *, dx: float | None = None, dim: int = -1) -> Tensor:
     n = y.shape[dim]
     left, right = narrow(y, dim, 0, builtins.max(n - 1, 0)), narrow(y, dim, 1, builtins.max(n - 1, 0))
     if x is None:
