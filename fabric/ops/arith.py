@@ -438,7 +438,7 @@ def _times(value, alpha):
     return mul(value, alpha) if isinstance(value, Tensor) else value * alpha
 
 
-def add(input, other, *, alpha=1, out=None):
+def add(input: Tensor, other: Tensor | float, *, alpha: float = 1, out: Tensor | None = None) -> Tensor:
     """``input + alpha * other`` with PyTorch's type promotion."""
     if alpha != 1:
         other = _times(other, alpha)
@@ -448,7 +448,7 @@ def add(input, other, *, alpha=1, out=None):
     return _out(_apply(Add, (a, b), (x, y)), out)
 
 
-def sub(input, other, *, alpha=1, out=None):
+def sub(input: Tensor, other: Tensor | float, *, alpha: float = 1, out: Tensor | None = None) -> Tensor:
     """``input - alpha * other``."""
     if alpha != 1:
         other = _times(other, alpha)
@@ -463,7 +463,7 @@ def sub(input, other, *, alpha=1, out=None):
 subtract = sub
 
 
-def rsub(input, other, *, alpha=1):
+def rsub(input: Tensor, other: Tensor | float, *, alpha: float = 1) -> Tensor:
     """``other - alpha * input`` (the reflected ``-``)."""
     if alpha != 1:
         input = _times(input, alpha)
@@ -476,7 +476,7 @@ def rsub(input, other, *, alpha=1):
     return _apply(Sub, (a, b), (x, y))
 
 
-def mul(input, other, *, out=None):
+def mul(input: Tensor, other: Tensor | float, *, out: Tensor | None = None) -> Tensor:
     """Elementwise product with broadcasting."""
     if out is None and isinstance(input, Tensor):
         return binary(Mul, input, other)
@@ -487,7 +487,7 @@ def mul(input, other, *, out=None):
 multiply = mul
 
 
-def div(input, other, *, rounding_mode=None, out=None):
+def div(input: Tensor, other: Tensor | float, *, rounding_mode: str | None = None, out: Tensor | None = None) -> Tensor:
     """True division (integers give the default float dtype), or floor /
     trunc division with ``rounding_mode``."""
     if rounding_mode is not None:
@@ -504,34 +504,34 @@ divide = div
 true_divide = div
 
 
-def rdiv(input, other):
+def rdiv(input: Tensor, other: Tensor | float) -> Tensor:
     """``other / input`` (the reflected ``/``)."""
     a, b, x, y = float_operands(other, input)
     return _apply(Div, (a, b), (x, y))
 
 
-def neg(input, *, out=None):
+def neg(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     return _out(_apply(Neg, (input,), (input._data,)), out)
 
 
 negative = neg
 
 
-def exp(input, *, out=None):
+def exp(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     if _amp.active and out is None and (c := _amp.cast("exp", input)):
         input, = c
     r = _apply_elementwise(Exp, input, float_array(input._data))
     return r if out is None else _out(r, out)
 
 
-def log(input, *, out=None):
+def log(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     if _amp.active and out is None and (c := _amp.cast("log", input)):
         input, = c
     r = _apply_elementwise(Log, input, float_array(input._data))
     return r if out is None else _out(r, out)
 
 
-def pow(input, exponent, *, out=None):
+def pow(input: Tensor, exponent: Tensor | float, *, out: Tensor | None = None) -> Tensor:
     """``input ** exponent``; either may be a Python number."""
     if _amp.active and out is None and (c := _amp.cast("pow", input, exponent)):
         input, exponent = c
@@ -547,7 +547,7 @@ def pow(input, exponent, *, out=None):
     return _out(_apply(cls, (a, b), (x, y)), out)
 
 
-def matmul(input, other, *, out=None):
+def matmul(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Matrix product with NumPy/PyTorch broadcasting of batch dims and
     1-D operands."""
     if _amp.active and out is None and (c := _amp.cast("matmul", input, other)):

@@ -549,7 +549,7 @@ class RoundDecimals(Function):
         return _zeros_like(gy), None
 
 
-def round(input, *, decimals=0, out=None):
+def round(input: Tensor, *, decimals: int = 0, out: Tensor | None = None) -> Tensor:
     """Round half to even, to ``decimals`` decimal places (integer tensors
     are unchanged when ``decimals`` is 0).
 
@@ -570,7 +570,7 @@ def round(input, *, decimals=0, out=None):
     return _out(r, out)
 
 
-def round_(self, *, decimals=0):
+def round_(self: Tensor, *, decimals: int = 0) -> Tensor:
     """In-place :func:`round`."""
     x = _data(self, "round_")
     if x.dtype.kind not in "fiu" or (decimals and x.dtype.kind != "f"):
@@ -580,7 +580,7 @@ def round_(self, *, decimals=0):
     return _inplace(self, RoundDecimals, (self, None), [x, builtins.int(decimals)], False)
 
 
-def relu(input):
+def relu(input: Tensor) -> Tensor:
     """``max(x, 0)`` (nan stays nan; integer tensors keep their dtype).
 
     Example::
@@ -594,7 +594,7 @@ def relu(input):
     return _apply_elementwise(Relu, input, x)
 
 
-def relu_(input):
+def relu_(input: Tensor) -> Tensor:
     """In-place :func:`relu`."""
     x = _data(input, "relu_")
     if x.dtype == np.bool_:
@@ -606,7 +606,7 @@ def relu_(input):
     return _inplace(input, Relu, (input,), [x], False)
 
 
-def square(input, *, out=None):
+def square(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """``x * x`` (bool gives int64, as PyTorch's ``pow(x, 2)``).
 
     Example::
@@ -618,7 +618,7 @@ def square(input, *, out=None):
     return _out(pow(input, 2), out)
 
 
-def square_(self):
+def square_(self: Tensor) -> Tensor:
     """In-place :func:`square`."""
     from .arith import PowScalar
 
@@ -626,7 +626,7 @@ def square_(self):
     return _inplace(self, PowScalar, (a, c), [x, c2], True)
 
 
-def positive(input):
+def positive(input: Tensor) -> Tensor:
     """``input`` itself (not for bool), as ``+x``."""
     x = _data(input, "positive")
     if x.dtype == np.bool_:
@@ -658,7 +658,7 @@ class Logit(Function):
         return where((x < eps) | (x > 1 - eps), 0.0, g), None
 
 
-def logit(input, eps=None, *, out=None):
+def logit(input: Tensor, eps: float | None = None, *, out: Tensor | None = None) -> Tensor:
     """The inverse of :func:`sigmoid`; ``eps`` clamps the input to ``[eps, 1 - eps]``.
 
     Example::
@@ -672,7 +672,7 @@ def logit(input, eps=None, *, out=None):
     return _out(_apply(Logit, (input, None), (x, None if eps is None else builtins.float(eps))), out)
 
 
-def logit_(self, eps=None):
+def logit_(self: Tensor, eps: float | None = None) -> Tensor:
     """In-place :func:`logit`."""
     _check_float_inplace(self, "logit_")
     return _inplace(self, Logit, (self, None), [self._data, None if eps is None else builtins.float(eps)])
@@ -706,7 +706,7 @@ def _check_polygamma_n(n):
     return builtins.int(n)
 
 
-def polygamma(n, input, *, out=None):
+def polygamma(n: int, input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """The n-th derivative of :func:`digamma` (n = 0 is digamma itself).
 
     Example::
@@ -721,7 +721,7 @@ def polygamma(n, input, *, out=None):
     return _out(_apply(Polygamma, (input, None), (x, n)), out)
 
 
-def polygamma_(self, n):
+def polygamma_(self: Tensor, n: int) -> Tensor:
     """In-place ``self = polygamma(n, self)`` (``Tensor.polygamma_(n)``)."""
     n = _check_polygamma_n(n)
     _check_float_inplace(self, "polygamma_")
@@ -742,7 +742,8 @@ class NanToNum(Function):
         return gy * isfinite(x), None, None, None
 
 
-def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
+def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None, *,
+               out: Tensor | None = None) -> Tensor:
     """Replace nan, +inf and -inf (by default with 0 and the dtype's largest
     and smallest finite values); integer tensors are unchanged.
 
@@ -757,7 +758,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     return _out(_apply(NanToNum, (input, None, None, None), (x, nan, posinf, neginf)), out)
 
 
-def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+def nan_to_num_(self: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
     """In-place :func:`nan_to_num`."""
     x = _data(self, "nan_to_num_")
     if x.dtype.kind != "f":
@@ -768,7 +769,7 @@ def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
 
 # --- predicates (bool results, no graph) ---------------------------------------------
 
-def isnan(input):
+def isnan(input: Tensor) -> Tensor:
     """True where the element is nan.
 
     Example::
@@ -781,28 +782,28 @@ def isnan(input):
     return _wrap(xp.isnan(x) if x.dtype.kind == "f" else xp.zeros(x.shape, bool))
 
 
-def isinf(input):
+def isinf(input: Tensor) -> Tensor:
     """True where the element is +inf or -inf."""
     x = _data(input, "isinf")
     xp = xp_of(x)
     return _wrap(xp.isinf(x) if x.dtype.kind == "f" else xp.zeros(x.shape, bool))
 
 
-def isposinf(input, *, out=None):
+def isposinf(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """True where the element is +inf."""
     x = _data(input, "isposinf")
     xp = xp_of(x)
     return _out(_wrap(x == math.inf if x.dtype.kind == "f" else xp.zeros(x.shape, bool)), out)
 
 
-def isneginf(input, *, out=None):
+def isneginf(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """True where the element is -inf."""
     x = _data(input, "isneginf")
     xp = xp_of(x)
     return _out(_wrap(x == -math.inf if x.dtype.kind == "f" else xp.zeros(x.shape, bool)), out)
 
 
-def isfinite(input):
+def isfinite(input: Tensor) -> Tensor:
     """True where the element is neither inf nor nan.
 
     Example::
@@ -815,13 +816,13 @@ def isfinite(input):
     return _wrap(xp.isfinite(x) if x.dtype.kind == "f" else xp.ones(x.shape, bool))
 
 
-def isreal(input):
+def isreal(input: Tensor) -> Tensor:
     """True everywhere: fabric tensors are real (complex dtypes are out of scope)."""
     x = _data(input, "isreal")
     return _wrap(xp_of(x).ones(x.shape, bool))
 
 
-def signbit(input, *, out=None):
+def signbit(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """True where the sign bit is set (also for -0.0).
 
     Example::
@@ -836,7 +837,7 @@ def signbit(input, *, out=None):
     return _out(_wrap(x < 0 if x.dtype.kind == "i" else xp.zeros(x.shape, bool)), out)
 
 
-def logical_not(input, *, out=None):
+def logical_not(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """True where the element is zero.
 
     Example::
@@ -848,12 +849,12 @@ def logical_not(input, *, out=None):
     return _out(_wrap(xp_of(x).logical_not(x)), out)
 
 
-def logical_not_(self):
+def logical_not_(self: Tensor) -> Tensor:
     """In-place :func:`logical_not` (the result is cast to ``self``'s dtype)."""
     return _inplace_no_grad(self, logical_not(self))
 
 
-def bitwise_not(input, *, out=None):
+def bitwise_not(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Bitwise NOT of integer tensors (logical NOT of bool tensors), ``~x``.
 
     Example::
@@ -867,7 +868,7 @@ def bitwise_not(input, *, out=None):
     return _out(_wrap(xp_of(x).invert(x)), out)
 
 
-def bitwise_not_(self):
+def bitwise_not_(self: Tensor) -> Tensor:
     """In-place :func:`bitwise_not`."""
     return _inplace_no_grad(self, bitwise_not(self))
 
@@ -1009,7 +1010,7 @@ def _no_bool(name, x, y):
 
 
 @_broadcasting
-def float_power(input, exponent, *, out=None):
+def float_power(input: Tensor, exponent: Tensor | float, *, out: Tensor | None = None) -> Tensor:
     """``input ** exponent`` computed in float64 (either may be a number).
 
     Example::
@@ -1027,7 +1028,7 @@ def float_power(input, exponent, *, out=None):
     return _out(pow(base, exponent), out)
 
 
-def float_power_(self, exponent):
+def float_power_(self: Tensor, exponent: Tensor | float) -> Tensor:
     """In-place :func:`float_power` (``self`` must be float64)."""
     if self._data.dtype != np.float64:
         raise RuntimeError(f"the base given to float_power_ has dtype {_tname(self._data.dtype)} but the "
@@ -1036,7 +1037,7 @@ def float_power_(self, exponent):
 
 
 @_broadcasting
-def pow_(self, exponent):
+def pow_(self: Tensor, exponent: Tensor | float) -> Tensor:
     """In-place :func:`fabric.pow`.
 
     Example::
@@ -1050,7 +1051,7 @@ def pow_(self, exponent):
     return _inplace(self, PowTensor if isinstance(exponent, Tensor) else PowScalar, (a, b), [x, y])
 
 
-def true_divide_(self, other):
+def true_divide_(self: Tensor, other: Tensor | float) -> Tensor:
     """In-place true division (as ``div_``)."""
     from .inplace import div_
 
@@ -1516,7 +1517,7 @@ def _shift(xp, x, y, left):
 
 
 @_broadcasting
-def bitwise_left_shift(input, other, *, out=None):
+def bitwise_left_shift(input: Tensor, other: Tensor | float, *, out: Tensor | None = None) -> Tensor:
     """``input << other`` for integer tensors (either may be a number).
 
     Example::
@@ -1529,7 +1530,7 @@ def bitwise_left_shift(input, other, *, out=None):
 
 
 @_broadcasting
-def bitwise_right_shift(input, other, *, out=None):
+def bitwise_right_shift(input: Tensor, other: Tensor | float, *, out: Tensor | None = None) -> Tensor:
     """``input >> other`` (arithmetic shift) for integer tensors (either may be a number).
 
     Example::
@@ -1541,18 +1542,19 @@ def bitwise_right_shift(input, other, *, out=None):
     return _out(_wrap(_shift(_xp2(x, y), x, y, False)), out)
 
 
-def bitwise_left_shift_(self, other):
+def bitwise_left_shift_(self: Tensor, other: Tensor | float) -> Tensor:
     """In-place :func:`bitwise_left_shift`."""
     return _inplace_no_grad(self, bitwise_left_shift(self, other))
 
 
-def bitwise_right_shift_(self, other):
+def bitwise_right_shift_(self: Tensor, other: Tensor | float) -> Tensor:
     """In-place :func:`bitwise_right_shift`."""
     return _inplace_no_grad(self, bitwise_right_shift(self, other))
 
 
 @_broadcasting
-def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+def isclose(input: Tensor, other: Tensor | float, rtol: float = 1e-05, atol: float = 1e-08,
+            equal_nan: bool = False) -> Tensor:
     """``|input - other| <= atol + rtol * |other|`` elementwise (and equal
     infinities); both tensors must have the same dtype.
 
@@ -1585,7 +1587,8 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return _wrap(close)
 
 
-def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+def allclose(input: Tensor, other: Tensor | float, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> bool:
     """Whether :func:`isclose` holds everywhere (a Python bool).
 
     Example::
@@ -1596,7 +1599,7 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return builtins.bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
 
 
-def equal(input, other):
+def equal(input: Tensor, other: Tensor) -> bool:
     """Whether both tensors have the same shape and the same values (a Python bool).
 
     Example::
@@ -1629,7 +1632,8 @@ class Where(Function):
 
 
 @_broadcasting
-def where(condition, input=None, other=None, *, out=None):
+def where(condition: Tensor, input: Tensor | float | None = None, other: Tensor | float | None = None, *,
+          out: Tensor | None = None) -> Tensor | tuple[Tensor, ...]:
     """``input`` where ``condition`` is true, else ``other`` (broadcast; either
     may be a number).  ``where(condition)`` is ``nonzero(condition, as_tuple=True)``.
 
@@ -1782,7 +1786,8 @@ def _clamp_args(input, min, max, name):
 
 
 @_broadcasting
-def clamp(input, min=None, max=None, *, out=None):
+def clamp(input: Tensor, min: Tensor | float | None = None, max: Tensor | float | None = None, *,
+          out: Tensor | None = None) -> Tensor:
     """Limit ``input`` to ``[min, max]`` (numbers or tensors; either may be
     None): ``minimum(maximum(input, min), max)``.  The gradient passes where
     ``min <= input <= max``, as PyTorch.
@@ -1802,7 +1807,7 @@ clip = clamp
 
 
 @_broadcasting
-def clamp_(self, min=None, max=None):
+def clamp_(self: Tensor, min: Tensor | float | None = None, max: Tensor | float | None = None) -> Tensor:
     """In-place :func:`clamp`."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
@@ -1819,7 +1824,7 @@ clip_ = clamp_
 
 
 @_broadcasting
-def clamp_min(input, min):
+def clamp_min(input: Tensor, min: Tensor | float) -> Tensor:
     """``clamp(input, min=min)``.
 
     Example::
@@ -1832,7 +1837,7 @@ def clamp_min(input, min):
 
 
 @_broadcasting
-def clamp_max(input, max):
+def clamp_max(input: Tensor, max: Tensor | float) -> Tensor:
     """``clamp(input, max=max)``.
 
     Example::
@@ -1845,14 +1850,14 @@ def clamp_max(input, max):
 
 
 @_broadcasting
-def clamp_min_(self, min):
+def clamp_min_(self: Tensor, min: Tensor | float) -> Tensor:
     """In-place :func:`clamp_min`."""
     F, args, arrays = _clamp_args(self, min, None, "clamp_min_")
     return _inplace(self, ClampMin if F is ClampScalar else ClampMinTensor, (self,) + args[1:], arrays)
 
 
 @_broadcasting
-def clamp_max_(self, max):
+def clamp_max_(self: Tensor, max: Tensor | float) -> Tensor:
     """In-place :func:`clamp_max`."""
     F, args, arrays = _clamp_args(self, None, max, "clamp_max_")
     return _inplace(self, ClampMax if F is ClampScalar else ClampMaxTensor, (self,) + args[1:], arrays)
@@ -1946,7 +1951,7 @@ def _lerp_args(input, end, weight, name):
 
 
 @_broadcasting
-def lerp(input, end, weight, *, out=None):
+def lerp(input: Tensor, end: Tensor, weight: Tensor | float, *, out: Tensor | None = None) -> Tensor:
     """Linear interpolation ``input + weight * (end - input)`` (``weight`` a
     number or a tensor).
 
@@ -1960,7 +1965,7 @@ def lerp(input, end, weight, *, out=None):
 
 
 @_broadcasting
-def lerp_(self, end, weight):
+def lerp_(self: Tensor, end: Tensor, weight: Tensor | float) -> Tensor:
     """In-place :func:`lerp`."""
     F, args, arrays = _lerp_args(self, end, weight, "lerp_")
     return _inplace(self, F, args, arrays, F is LerpTensor)
@@ -2019,7 +2024,7 @@ def _addc_value(rt, value):
 
 
 @_broadcasting
-def addcmul(input, tensor1, tensor2, *, value=1, out=None):
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1, out: Tensor | None = None) -> Tensor:
     """``input + value * tensor1 * tensor2``.
 
     Example::
@@ -2039,7 +2044,7 @@ _ADDCDIV_INT = ("Integer division with addcdiv is no longer supported, and in a 
 
 
 @_broadcasting
-def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1, out: Tensor | None = None) -> Tensor:
     """``input + value * tensor1 / tensor2`` (tensor1 and tensor2 must not both be integer).
 
     Example::
@@ -2056,14 +2061,14 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
 
 
 @_broadcasting
-def addcmul_(self, tensor1, tensor2, *, value=1):
+def addcmul_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
     """In-place :func:`addcmul`."""
     rt, arrays = _three_operands("addcmul_", self, tensor1, tensor2)
     return _inplace(self, Addcmul, (self, tensor1, tensor2, None), arrays + [_addc_value(rt, value)], False)
 
 
 @_broadcasting
-def addcdiv_(self, tensor1, tensor2, *, value=1):
+def addcdiv_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
     """In-place :func:`addcdiv`."""
     if tensor1._data.dtype.kind in "iub" and tensor2._data.dtype.kind in "iub":
         raise RuntimeError(_ADDCDIV_INT)
@@ -2074,7 +2079,7 @@ def addcdiv_(self, tensor1, tensor2, *, value=1):
 # --- in-place variants of arith ops ----------------------------------------------------
 
 
-def neg_(self):
+def neg_(self: Tensor) -> Tensor:
     """In-place negation.
 
     Example::
@@ -2090,7 +2095,7 @@ def neg_(self):
 negative_ = neg_
 
 
-def exp_(self):
+def exp_(self: Tensor) -> Tensor:
     """In-place :func:`fabric.exp`."""
     from .arith import Exp
 
@@ -2098,7 +2103,7 @@ def exp_(self):
     return _inplace(self, Exp, (self,), [self._data], False)
 
 
-def log_(self):
+def log_(self: Tensor) -> Tensor:
     """In-place :func:`fabric.log`."""
     from .arith import Log
 
@@ -2165,7 +2170,7 @@ def _integer_operands(input, other, name):
     return x, y
 
 
-def gcd(input, other):
+def gcd(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise greatest common divisor of integer tensors (non-negative).
 
     Example::
@@ -2177,7 +2182,7 @@ def gcd(input, other):
     return _const(xp_of(x).gcd(x, y))
 
 
-def lcm(input, other):
+def lcm(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise least common multiple of integer tensors (non-negative).
 
     Example::
@@ -2189,12 +2194,12 @@ def lcm(input, other):
     return _const(xp_of(x).lcm(x, y))
 
 
-def gcd_(input, other):
+def gcd_(input: Tensor, other: Tensor) -> Tensor:
     """In-place :func:`gcd`."""
     return _commit(input, gcd(input, other), False)
 
 
-def lcm_(input, other):
+def lcm_(input: Tensor, other: Tensor) -> Tensor:
     """In-place :func:`lcm`."""
     return _commit(input, lcm(input, other), False)
 
@@ -2220,7 +2225,7 @@ def _heaviside_checks(input, values, name, position):
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
 
 
-def heaviside(input, values, *, out=None):
+def heaviside(input: Tensor, values: Tensor, *, out: Tensor | None = None) -> Tensor:
     """0 where ``input < 0``, ``values`` where ``input == 0``, 1 where ``input > 0``
     (``values`` a tensor of ``input``'s dtype, broadcast; no derivative, as PyTorch).
 
@@ -2237,7 +2242,7 @@ def heaviside(input, values, *, out=None):
     return r
 
 
-def heaviside_(self, values):
+def heaviside_(self: Tensor, values: Tensor) -> Tensor:
     """In-place ``heaviside``: 0 where ``self < 0``, ``values`` where
     ``self == 0``, 1 where ``self > 0`` (``values`` of ``self``'s dtype)."""
     _heaviside_checks(self, values, "heaviside_", 1)
@@ -2246,7 +2251,7 @@ def heaviside_(self, values):
 
 # --- ldexp / frexp ----------------------------------------------------------------------------
 
-def ldexp(input, other, *, out=None):
+def ldexp(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """``input * 2 ** other`` (a float result, differentiable in both).
 
     Example::
@@ -2266,7 +2271,7 @@ def ldexp(input, other, *, out=None):
     return r
 
 
-def ldexp_(input, other):
+def ldexp_(input: Tensor, other: Tensor) -> Tensor:
     """In-place :func:`ldexp` (``input`` must be floating)."""
     if input._data.dtype.kind != "f":
         raise RuntimeError(f"ldexp can't be cast to the desired output type {_tname(input._data.dtype)}")
@@ -2297,7 +2302,7 @@ class Frexp(Function):
         return gm * _const(scale)
 
 
-def frexp(input, *, out=None):
+def frexp(input: Tensor, *, out: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """``input = mantissa * 2 ** exponent`` with ``0.5 <= |mantissa| < 1``;
     returns ``(mantissa, exponent)`` (exponent int32).
 
@@ -2356,7 +2361,7 @@ def _i1(x):
     return _apply1(I1, x, (x._data,))
 
 
-def i0(input, *, out=None):
+def i0(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Modified Bessel function of the first kind, order 0 (float result;
     its gradient is I1, computed internally).
 
@@ -2371,7 +2376,7 @@ def i0(input, *, out=None):
     return r
 
 
-def i0_(input):
+def i0_(input: Tensor) -> Tensor:
     """In-place :func:`i0` (floating tensors)."""
     if input._data.dtype.kind != "f":
         raise RuntimeError(f"result type Float can't be cast to the desired output type {_tname(input._data.dtype)}")
@@ -2380,7 +2385,7 @@ def i0_(input):
 
 # --- mvlgamma -------------------------------------------------------------------------------------
 
-def mvlgamma(input, p):
+def mvlgamma(input: Tensor, p: int) -> Tensor:
     """Multivariate log-gamma of dimension ``p``:
     ``p(p-1)/4 log(pi) + sum_{j<p} lgamma(input - j/2)``.
 
@@ -2403,7 +2408,7 @@ def mvlgamma(input, p):
     return r + (p * (p - 1) / 4.0) * math.log(math.pi)
 
 
-def mvlgamma_(input, p):
+def mvlgamma_(input: Tensor, p: int) -> Tensor:
     """In-place :func:`mvlgamma` (floating tensors)."""
     if input._data.dtype.kind != "f":
         raise RuntimeError(f"mvlgamma: result type {_tname(input._data.dtype)} can't be cast to the desired output "
