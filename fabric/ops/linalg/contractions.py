@@ -9,6 +9,8 @@ Example::
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -296,7 +298,7 @@ def _sublist_to_str(sub):
     return out
 
 
-def einsum(*args):
+def einsum(*args: Any) -> Tensor:
     """Einstein summation, PyTorch's rules: ellipsis broadcasting, implicit
     output (sorted letters that occur once), repeated subscripts (diagonals,
     traces), size-1 broadcasting, and the sublist format
@@ -349,7 +351,8 @@ def einsum(*args):
     return _einsum_core(in_subs, out_subs, list(operands))
 
 
-def tensordot(a, b, dims=2, out=None):
+def tensordot(a: Tensor, b: Tensor, dims: int | Sequence[int] | Sequence[Sequence[int]] = 2,
+              out: Tensor | None = None) -> Tensor:
     """Contract ``dims`` dims of ``a`` and ``b``: an int (last ``dims`` of
     ``a`` with the first of ``b``) or a pair of dim lists."""
     if _amp.active and out is None and (c := _amp.cast("tensordot", a, b, dims, out)):

@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 
+from ..._tensor import Tensor
 from ...autograd.function import Function, _apply
 from ...autograd.grad_mode import state as _grad_state
 from .. import _autocast as _amp
@@ -84,7 +85,7 @@ class LinalgCholesky(Function):
         return linalg_solve_triangular(L, P, upper=False, left=False), None
 
 
-def linalg_cholesky(A, *, upper=False, out=None):
+def linalg_cholesky(A: Tensor, *, upper: bool = False, out: Tensor | None = None) -> Tensor:
     """Cholesky factor ``L`` (lower; ``upper=True`` gives ``L^T``) of a
     symmetric positive-definite matrix, reading its lower triangle.  Not
     positive-definite input raises ``fabric.linalg.LinAlgError``."""
@@ -95,7 +96,8 @@ def linalg_cholesky(A, *, upper=False, out=None):
     return _out(_apply(LinalgCholesky, (A, upper), (a, upper)), out)
 
 
-def linalg_cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+def linalg_cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False,
+                       out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor]:
     """``(L, info)``: ``info`` (int32) is 0 on success, else the order of the
     first leading minor that is not positive-definite; ``L`` of such a
     matrix is NaN (LAPACK leaves a partial factor there)."""
@@ -116,7 +118,7 @@ def linalg_cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     return _out(linalg_cholesky_ex_t(L, _const(info)), out)
 
 
-def cholesky(input, upper=False, *, out=None):
+def cholesky(input: Tensor, upper: bool = False, *, out: Tensor | None = None) -> Tensor:
     """``torch.cholesky`` (deprecated in PyTorch, which warns; so does fabric)."""
     if _amp.active and out is None and (c := _amp.cast("cholesky", input, upper)):
         with _amp.excluded():
@@ -171,7 +173,7 @@ class CholeskySolve(Function):
         return (gb if need_b else None), gL, None
 
 
-def cholesky_solve(B, L, upper=False, *, out=None):
+def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False, *, out: Tensor | None = None) -> Tensor:
     """Solve ``A X = B`` given the Cholesky factor of ``A`` (lower ``L``, or
     upper ``U`` with ``upper=True``); batch dims broadcast.  The forward reads
     only the factor's triangle; the gradient with respect to ``L`` is
@@ -216,7 +218,7 @@ class CholeskyInverse(Function):
         return (-(L @ common) if ctx.upper else -(common @ L)), None
 
 
-def cholesky_inverse(L, upper=False, *, out=None):
+def cholesky_inverse(L: Tensor, upper: bool = False, *, out: Tensor | None = None) -> Tensor:
     """Inverse of ``A`` from its Cholesky factor (``A = L L^T``, or ``U^T U``
     with ``upper=True``), reading the factor's triangle; the gradient is
     PyTorch's formula (``L`` treated as a full matrix)."""
@@ -295,7 +297,7 @@ def _qr_backward_square(gQ, gR, Q, R):
     return linalg_solve_triangular(R.mT, B, upper=False, left=False)
 
 
-def linalg_qr(A, mode="reduced", *, out=None):
+def linalg_qr(A: Tensor, mode: str = "reduced", *, out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor]:
     """QR decomposition ``A = Q R`` (Householder, via LAPACK geqrf/orgqr):
     ``mode`` is 'reduced', 'complete' or 'r' (Q is then an empty tensor)."""
     if _amp.active and out is None and (c := _amp.cast("linalg_qr", A, mode)):
@@ -308,7 +310,7 @@ def linalg_qr(A, mode="reduced", *, out=None):
     return _out(linalg_qr_t(*_apply(LinalgQr, (A, mode), (a, mode))), out)
 
 
-def qr(input, some=True, *, out=None):
+def qr(input: Tensor, some: bool = True, *, out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor]:
     """``torch.qr`` (deprecated in PyTorch, which warns; so does fabric):
     ``some=True`` is mode 'reduced', ``some=False`` 'complete'."""
     if _amp.active and out is None and (c := _amp.cast("qr", input, some)):
@@ -399,7 +401,8 @@ def _svd_backward(gU, gS, gVh, U, S, Vh, full):
     return gA
 
 
-def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
+def linalg_svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None,
+               out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor, Tensor]:
     """``A = U diag(S) Vh`` with ``S`` descending.  Gradients follow PyTorch's
     formula (defined for distinct singular values; U and Vh are unique only
     up to the signs of their columns/rows)."""
@@ -417,7 +420,7 @@ def _needs_grad(*ts):
     return _grad_state.enabled and any(t._requires_grad for t in ts)
 
 
-def linalg_svdvals(A, *, driver=None, out=None):
+def linalg_svdvals(A: Tensor, *, driver: str | None = None, out: Tensor | None = None) -> Tensor:
     """Singular values in descending order (no U/V computed unless a gradient
     is needed)."""
     if _amp.active and out is None and (c := _amp.cast("linalg_svdvals", A, driver)):
@@ -429,7 +432,8 @@ def linalg_svdvals(A, *, driver=None, out=None):
     return _out(_const(_lapack_svd(a, False, compute_uv=False)), out)
 
 
-def svd(input, some=True, compute_uv=True, *, out=None):
+def svd(input: Tensor, some: bool = True, compute_uv: bool = True, *,
+        out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor, Tensor]:
     """``torch.svd``: returns ``(U, S, V)`` with ``V`` (not ``Vh``);
     ``some=True`` gives the reduced decomposition.  With
     ``compute_uv=False``, U and V are zero-filled ``(m, m)``/``(n, n)``."""
@@ -483,7 +487,7 @@ def _check_uplo(UPLO, fn):
     return UPLO.upper()
 
 
-def linalg_eigh(A, UPLO="L", *, out=None):
+def linalg_eigh(A: Tensor, UPLO: str = "L", *, out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor]:
     """Eigenvalues (ascending) and orthonormal eigenvectors of a symmetric
     matrix, reading the ``UPLO`` triangle.  Gradients are defined for
     distinct eigenvalues; eigenvectors are unique only up to sign."""
@@ -495,7 +499,7 @@ def linalg_eigh(A, UPLO="L", *, out=None):
     return _out(linalg_eigh_t(*_apply(LinalgEigh, (A, uplo), (a, uplo))), out)
 
 
-def linalg_eigvalsh(A, UPLO="L", *, out=None):
+def linalg_eigvalsh(A: Tensor, UPLO: str = "L", *, out: Tensor | None = None) -> Tensor:
     """Eigenvalues (ascending) of a symmetric matrix."""
     if _amp.active and out is None and (c := _amp.cast("linalg_eigvalsh", A, UPLO)):
         with _amp.excluded():
@@ -517,7 +521,7 @@ def _complex_unsupported(name):
                               "fabric.linalg.eigh / eigvalsh.")
 
 
-def linalg_eig(A, *, out=None):
+def linalg_eig(A: Tensor, *, out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor]:
     """Not supported: results are complex (complex dtypes are out of scope)."""
     if _amp.active and out is None and (c := _amp.cast("linalg_eig", A)):
         with _amp.excluded():
@@ -525,7 +529,7 @@ def linalg_eig(A, *, out=None):
     _complex_unsupported("eig")
 
 
-def linalg_eigvals(A, *, out=None):
+def linalg_eigvals(A: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Not supported: results are complex (complex dtypes are out of scope)."""
     if _amp.active and out is None and (c := _amp.cast("linalg_eigvals", A)):
         with _amp.excluded():

@@ -13,6 +13,7 @@ Example::
 from __future__ import annotations
 
 import builtins
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -123,7 +124,8 @@ def _pinv_backward(g, pinvA, A):
     return -(K @ pinvA).mT + (gh - A @ K) @ pinvA @ pinvAh + pinvAhK - pinvAhK @ pinvA @ A
 
 
-def linalg_pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
+def linalg_pinv(A: Tensor, rcond: float | None = None, hermitian: bool = False, *, atol: float | Tensor | None = None,
+                rtol: float | Tensor | None = None, out: Tensor | None = None) -> Tensor:
     """Moore-Penrose pseudo-inverse through the SVD (``eigh`` when
     ``hermitian``); singular values ``<= max(atol, rtol * smax)`` are treated
     as zero.  ``rcond`` is PyTorch's legacy name for ``rtol``.  The gradient
@@ -133,7 +135,7 @@ def linalg_pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=Non
     return _out(_apply(LinalgPinv, (A, None, None, None, hermitian), (a, atol, rtol, rcond, hermitian)), out)
 
 
-def pinverse(input, rcond=1e-15):
+def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
     """``torch.pinverse``: ``linalg.pinv(input, rtol=rcond)``."""
     if _amp.active and (c := _amp.cast("pinverse", input, rcond)):
         with _amp.excluded():
@@ -187,7 +189,8 @@ class LinalgLstsq(Function):
 _LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 
-def linalg_lstsq(A, B, rcond=None, *, driver=None):
+def linalg_lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *,
+                 driver: str | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """Least-squares solution of ``A X = B`` (minimum norm for rank-deficient
     ``A``), returned as ``(solution, residuals, rank, singular_values)``.
 
@@ -250,7 +253,7 @@ def linalg_lstsq(A, B, rcond=None, *, driver=None):
     return linalg_lstsq_t(X, residuals, rank, S)
 
 
-def linalg_matrix_power(A, n, *, out=None):
+def linalg_matrix_power(A: Tensor, n: int, *, out: Tensor | None = None) -> Tensor:
     """``A`` to the integer power ``n`` by repeated squaring; negative powers
     use the inverse; ``n = 0`` gives the identity (still joined to the
     graph with a zero gradient, as in PyTorch)."""
@@ -287,12 +290,14 @@ def linalg_matrix_power(A, n, *, out=None):
     return _out(result, out)
 
 
-def matrix_power(input, n, *, out=None):
+def matrix_power(input: Tensor, n: int, *, out: Tensor | None = None) -> Tensor:
     """``torch.matrix_power``: alias of ``linalg.matrix_power``."""
     return linalg_matrix_power(input, n, out=out)
 
 
-def linalg_matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None):
+def linalg_matrix_rank(A: Tensor, tol: float | Tensor | None = None, hermitian: bool = False, *,
+                       atol: float | Tensor | None = None, rtol: float | Tensor | None = None,
+                       out: Tensor | None = None) -> Tensor:
     """Number of singular values ``> max(atol, rtol * smax)`` (int64); ``tol``
     is PyTorch's legacy absolute tolerance."""
     if _amp.active and out is None and (c := _amp.cast("linalg_matrix_rank", A, tol, hermitian, atol, rtol)):
@@ -379,13 +384,13 @@ class LinalgMatrixExp(Function):
         return linalg_matrix_exp(big)[..., :n, n:]
 
 
-def linalg_matrix_exp(A):
+def linalg_matrix_exp(A: Tensor) -> Tensor:
     """Matrix exponential ``sum_k A^k / k!`` of square matrices."""
     a = _check_matrix(A, "linalg.matrix_exp")
     return _apply(LinalgMatrixExp, (A,), (a,))
 
 
-def matrix_exp(input):
+def matrix_exp(input: Tensor) -> Tensor:
     """``torch.matrix_exp``: alias of ``linalg.matrix_exp``."""
     return linalg_matrix_exp(input)
 
@@ -434,7 +439,7 @@ def _vander(x, N, increasing, fn):
     return _apply(LinalgVander, (x, int(N), increasing), (x._data, int(N), increasing))
 
 
-def linalg_vander(x, *, N=None):
+def linalg_vander(x: Tensor, *, N: int | None = None) -> Tensor:
     """``torch.linalg.vander``: ``(..., n) -> (..., n, N)`` with columns
     ``x**0 ... x**(N-1)`` (``N`` defaults to ``n``)."""
     _check_tensor(x, "linalg.vander", "x", 1)
@@ -445,7 +450,7 @@ def linalg_vander(x, *, N=None):
     return _vander(x, N, True, "linalg.vander")
 
 
-def vander(x, N=None, increasing=False):
+def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
     """``torch.vander``: 1-D ``x``, decreasing powers unless ``increasing``."""
     _check_tensor(x, "vander", "x", 1)
     if x._data.ndim != 1:
@@ -453,7 +458,7 @@ def vander(x, N=None, increasing=False):
     return _vander(x, N, increasing, "vander")
 
 
-def linalg_tensorinv(A, ind=2, *, out=None):
+def linalg_tensorinv(A: Tensor, ind: int = 2, *, out: Tensor | None = None) -> Tensor:
     """Inverse of ``A`` viewed as a square matrix ``prod(shape[:ind]) x prod(shape[ind:])``."""
     if _amp.active and out is None and (c := _amp.cast("linalg_tensorinv", A, ind)):
         with _amp.excluded():
@@ -469,7 +474,7 @@ def linalg_tensorinv(A, ind=2, *, out=None):
     return _out(linalg_inv(A.reshape(rows, cols)).reshape(shp[ind:] + shp[:ind]), out)
 
 
-def linalg_tensorsolve(A, B, dims=None, *, out=None):
+def linalg_tensorsolve(A: Tensor, B: Tensor, dims: Sequence[int] | None = None, *, out: Tensor | None = None) -> Tensor:
     """``X`` with ``tensordot(A, X, X.ndim) == B``; ``dims`` are moved to the end of ``A`` first."""
     if _amp.active and out is None and (c := _amp.cast("linalg_tensorsolve", A, B, dims)):
         with _amp.excluded():
@@ -490,7 +495,7 @@ def linalg_tensorsolve(A, B, dims=None, *, out=None):
     return _out(linalg_solve(A.reshape(n, m), B.reshape(n)).reshape(rest), out)
 
 
-def linalg_diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+def linalg_diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     """``torch.linalg.diagonal``: ``A.diagonal(offset, dim1, dim2)`` (defaults
     pick the last two dims)."""
     from .. import shape

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -50,7 +51,8 @@ def _check_ord(ord, fn):
     return float(ord)
 
 
-def linalg_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
+def linalg_vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+                       dtype: D.dtype | None = None, out: Tensor | None = None) -> Tensor:
     """The ``ord``-norm of ``x`` over ``dim`` (all dims when None), treating
     the selected dims as one flat vector.
 
@@ -80,7 +82,8 @@ def linalg_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=Non
 _MATRIX_ORDS = ("fro", "nuc", 1, -1, 2, -2, _inf, -_inf)
 
 
-def linalg_matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
+def linalg_matrix_norm(A: Tensor, ord: float | str = "fro", dim: tuple[int, int] = (-2, -1), keepdim: bool = False, *,
+                       dtype: D.dtype | None = None, out: Tensor | None = None) -> Tensor:
     """Matrix norm over the two dims ``dim``: 'fro', 'nuc', 1, -1, 2, -2,
     inf, -inf (2/-2/'nuc' through the singular values).
 
@@ -131,7 +134,8 @@ def linalg_matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None,
     return _out(r, out)
 
 
-def linalg_norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
+def linalg_norm(A: Tensor, ord: float | str | None = None, dim: int | Sequence[int] | None = None,
+                keepdim: bool = False, *, out: Tensor | None = None, dtype: D.dtype | None = None) -> Tensor:
     """Vector or matrix norm, chosen as ``torch.linalg.norm`` does: a string
     ``ord`` or a 2-tuple ``dim`` means a matrix norm; ``ord=None`` is the
     2-norm of the flattened input (Frobenius for matrices)."""
@@ -154,7 +158,7 @@ def linalg_norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
     return linalg_vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype=dtype, out=out)
 
 
-def linalg_cond(A, p=None, *, out=None):
+def linalg_cond(A: Tensor, p: float | str | None = None, *, out: Tensor | None = None) -> Tensor:
     """Condition number: ``smax / smin`` for p in (None, 2), ``smin / smax``
     for -2, else ``norm(A, p) * norm(inv(A), p)`` (square A)."""
     if _amp.active and out is None and (c := _amp.cast("linalg_cond", A, p)):
@@ -181,6 +185,6 @@ def linalg_cond(A, p=None, *, out=None):
 __all__ += ["dist"]
 
 
-def dist(input, other, p=2):
+def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
     """p-norm of ``input - other``."""
     return linalg_vector_norm(input - other, p)

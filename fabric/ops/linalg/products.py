@@ -11,6 +11,7 @@ Example::
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -67,7 +68,7 @@ def _check_mm_dtype(a, b):
                            f"{_CNAME.get(b._data.dtype.name)}")
 
 
-def mm(input, mat2, *, out=None):
+def mm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Matrix product of two 2-D tensors (no broadcasting; see ``matmul``).
 
     Example::
@@ -95,7 +96,7 @@ def mm(input, mat2, *, out=None):
     return _out(_apply(Mm, (input, mat2), (x, y)), out)
 
 
-def bmm(input, mat2, *, out=None):
+def bmm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Batched matrix product of two 3-D tensors ``(b, n, m) @ (b, m, p)``."""
     if _amp.active and out is None and (c := _amp.cast("bmm", input, mat2)):
         input, mat2 = c
@@ -116,7 +117,7 @@ def bmm(input, mat2, *, out=None):
     return _out(_apply(Bmm, (input, mat2), (x, y)), out)
 
 
-def mv(input, vec, *, out=None):
+def mv(input: Tensor, vec: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Matrix-vector product ``(n, m) @ (m,)``."""
     if _amp.active and out is None and (c := _amp.cast("mv", input, vec)):
         input, vec = c
@@ -136,7 +137,7 @@ def mv(input, vec, *, out=None):
     return _out(_apply(Mv, (input, vec), (x, y)), out)
 
 
-def dot(input, tensor, *, out=None):
+def dot(input: Tensor, tensor: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Inner product of two 1-D tensors of the same size and dtype."""
     if _amp.active and out is None and (c := _amp.cast("dot", input, tensor)):
         with _amp.excluded():
@@ -157,7 +158,7 @@ def dot(input, tensor, *, out=None):
     return _out(_apply(Dot, (input, tensor), (x, y)), out)
 
 
-def vdot(input, other, *, out=None):
+def vdot(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """``dot`` that conjugates its first argument (identical for real dtypes)."""
     if _amp.active and out is None and (c := _amp.cast("vdot", input, other)):
         with _amp.excluded():
@@ -165,7 +166,7 @@ def vdot(input, other, *, out=None):
     return dot(input, other, out=out)
 
 
-def outer(input, vec2, *, out=None):
+def outer(input: Tensor, vec2: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Outer product ``input[:, None] * vec2[None, :]`` (dtypes promote)."""
     _check_tensor(input, "outer", "input", 1)
     _check_tensor(vec2, "outer", "vec2", 2)
@@ -179,7 +180,7 @@ def outer(input, vec2, *, out=None):
 ger = outer
 
 
-def inner(input, other, *, out=None):
+def inner(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Sum of products over the last dim: shape ``input.shape[:-1] + other.shape[:-1]``
     (a plain product when either is 0-d)."""
     _check_tensor(input, "inner", "input", 1)
@@ -249,7 +250,8 @@ def _check_add_dtype(input, mat2):
                            f"{_tname(mat2._data.dtype)}")
 
 
-def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: float = 1,
+          out: Tensor | None = None) -> Tensor:
     """``beta * input + alpha * (mat1 @ mat2)``; ``input`` broadcasts to the result.
 
     Example::
@@ -266,7 +268,8 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     return _out(_add_scaled("addmm", input, mm(mat1, mat2), beta, alpha), out)
 
 
-def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
+def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: float = 1, alpha: float = 1,
+          out: Tensor | None = None) -> Tensor:
     """``beta * input + alpha * (mat @ vec)``."""
     if _amp.active and out is None and (c := _amp.cast("addmv", input, mat, vec)):
         input, mat, vec = c
@@ -279,7 +282,8 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     return _out(_add_scaled("addmv", input, mv(mat, vec), beta, alpha), out)
 
 
-def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1,
+           out: Tensor | None = None) -> Tensor:
     """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
     if _amp.active and out is None and (c := _amp.cast("addbmm", input, batch1, batch2)):
         input, batch1, batch2 = c
@@ -289,7 +293,8 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     return _out(_add_scaled("addbmm", input, bmm(batch1, batch2).sum(0, dtype=batch1.dtype), beta, alpha), out)
 
 
-def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1,
+            out: Tensor | None = None) -> Tensor:
     """``beta * input + alpha * (batch1 @ batch2)`` batched."""
     if _amp.active and out is None and (c := _amp.cast("baddbmm", input, batch1, batch2)):
         input, batch1, batch2 = c
@@ -299,7 +304,8 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     return _out(_add_scaled("baddbmm", input, bmm(batch1, batch2), beta, alpha), out)
 
 
-def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
+def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: float = 1, alpha: float = 1,
+         out: Tensor | None = None) -> Tensor:
     """``beta * input + alpha * outer(vec1, vec2)`` (dtypes promote, as in PyTorch)."""
     if _amp.active and out is None and (c := _amp.cast("addr", input, vec1, vec2)):
         input, vec1, vec2 = c
@@ -320,33 +326,33 @@ def _inplace_from(self, result, name):
     return self.copy_(result)
 
 
-def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
+def addmm_(self: Tensor, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
     """In-place ``addmm``."""
     return _inplace_from(self, addmm(self, mat1, mat2, beta=beta, alpha=alpha), "addmm_")
 
 
-def addmv_(self, mat, vec, *, beta=1, alpha=1):
+def addmv_(self: Tensor, mat: Tensor, vec: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
     """In-place ``addmv``."""
     return _inplace_from(self, addmv(self, mat, vec, beta=beta, alpha=alpha), "addmv_")
 
 
-def addbmm_(self, batch1, batch2, *, beta=1, alpha=1):
+def addbmm_(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
     """In-place ``addbmm``."""
     return _inplace_from(self, addbmm(self, batch1, batch2, beta=beta, alpha=alpha), "addbmm_")
 
 
-def baddbmm_(self, batch1, batch2, *, beta=1, alpha=1):
+def baddbmm_(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
     """In-place ``baddbmm``."""
     return _inplace_from(self, baddbmm(self, batch1, batch2, beta=beta, alpha=alpha), "baddbmm_")
 
 
-def addr_(self, vec1, vec2, *, beta=1, alpha=1):
+def addr_(self: Tensor, vec1: Tensor, vec2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
     """In-place ``addr``."""
     return _inplace_from(self, addr(self, vec1, vec2, beta=beta, alpha=alpha), "addr_")
 
 
 
-def kron(input, other, *, out=None):
+def kron(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Kronecker product; the result's shape is the elementwise product of
     the (left-padded) shapes, and dtypes promote."""
     _check_tensor(input, "kron", "input", 1)
@@ -374,7 +380,7 @@ class Trace(Function):
         return gy * _const(_eye(n, m, gy._data.dtype, gy._data))
 
 
-def trace(input):
+def trace(input: Tensor) -> Tensor:
     """Sum of the main diagonal of a 2-D tensor (integers sum as int64)."""
     if _amp.active and (c := _amp.cast("trace", input)):
         with _amp.excluded():
@@ -438,7 +444,7 @@ def _cross_checked(input, other, dim, fn):
     return _cross(input, other, d)
 
 
-def cross(input, other, dim=None, *, out=None):
+def cross(input: Tensor, other: Tensor, dim: int | None = None, *, out: Tensor | None = None) -> Tensor:
     """Cross product of 3-vectors along ``dim``; without ``dim``, the first
     dim of size 3 (deprecated in PyTorch, which warns; so does fabric)."""
     if _amp.active and out is None and (c := _amp.cast("cross", input, other, dim)):
@@ -458,7 +464,7 @@ def cross(input, other, dim=None, *, out=None):
     return _out(_cross_checked(input, other, dim, "cross"), out)
 
 
-def linalg_cross(input, other, *, dim=-1, out=None):
+def linalg_cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Tensor | None = None) -> Tensor:
     """``torch.linalg.cross``: cross product along ``dim`` (default -1), broadcasting."""
     return _out(_cross_checked(input, other, dim, "linalg.cross"), out)
 
@@ -523,7 +529,7 @@ class Cdist(Function):
         return (t.sum(-2) if need1 else None), (-t.sum(-3) if need2 else None), None, None
 
 
-def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
     """Batched pairwise distances ``(..., P, M), (..., R, M) -> (..., P, R)``.
 
     ``compute_mode`` picks, as in PyTorch, the matrix-product formula for
@@ -590,7 +596,7 @@ def _multi_dot(mats, split, i, j):
     return matmul(_multi_dot(mats, split, i, k), _multi_dot(mats, split, k + 1, j))
 
 
-def linalg_multi_dot(tensors, *, out=None):
+def linalg_multi_dot(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor:
     """Product of a chain of matrices in the cheapest order; the first may be
     a 1-D row vector and the last a 1-D column vector."""
     if _amp.active and out is None and (c := _amp.cast("linalg_multi_dot", tensors)):
@@ -641,7 +647,7 @@ def linalg_multi_dot(tensors, *, out=None):
     return _out(r, out)
 
 
-def chain_matmul(*matrices, out=None):
+def chain_matmul(*matrices: Tensor, out: Tensor | None = None) -> Tensor:
     """Deprecated PyTorch alias of ``linalg.multi_dot`` for 2-D matrices (warns)."""
     if _amp.active and out is None and (c := _amp.cast("chain_matmul", *matrices)):
         with _amp.excluded():
@@ -659,7 +665,7 @@ def chain_matmul(*matrices, out=None):
     return linalg_multi_dot(matrices, out=out)
 
 
-def linalg_vecdot(x, y, *, dim=-1, out=None):
+def linalg_vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out: Tensor | None = None) -> Tensor:
     """``sum(x * y, dim)`` with broadcasting (``torch.linalg.vecdot``)."""
     if _amp.active and out is None and (c := _amp.cast("linalg_vecdot", x, y, dim)):
         with _amp.excluded():

@@ -70,7 +70,7 @@ class LinalgInv(Function):
         return -(yt @ (gy @ yt))
 
 
-def linalg_inv(A, *, out=None):
+def linalg_inv(A: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Inverse of a (batch of) square matrices; singular input raises
     ``fabric.linalg.LinAlgError``.
 
@@ -87,7 +87,7 @@ def linalg_inv(A, *, out=None):
     return _out(_apply(LinalgInv, (A,), (a,)), out)
 
 
-def inverse(input, *, out=None):
+def inverse(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """``torch.inverse``: alias of ``linalg.inv``."""
     if _amp.active and out is None and (c := _amp.cast("inverse", input)):
         with _amp.excluded():
@@ -95,7 +95,8 @@ def inverse(input, *, out=None):
     return linalg_inv(input, out=out)
 
 
-def linalg_inv_ex(A, *, check_errors=False, out=None):
+def linalg_inv_ex(A: Tensor, *, check_errors: bool = False,
+                  out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor]:
     """``(inverse, info)``: ``info`` (int32) is 0 for invertible matrices and
     the 1-based index of the first zero pivot of the LU factorization
     otherwise; the inverse of such a matrix is NaN (LAPACK leaves partial
@@ -181,14 +182,14 @@ def _prod_others(xp, s):
     return pre * suf
 
 
-def linalg_det(A, *, out=None):
+def linalg_det(A: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Determinant of a (batch of) square matrices; the gradient is the
     cofactor matrix (through the SVD where ``det == 0``)."""
     a = _check_matrix(A, "linalg.det")
     return _out(_apply(LinalgDet, (A,), (a,)), out)
 
 
-def det(input):
+def det(input: Tensor) -> Tensor:
     """``torch.det``: alias of ``linalg.det``."""
     return linalg_det(input)
 
@@ -212,18 +213,18 @@ class LinalgSlogdet(Function):
         return glad.unsqueeze(-1).unsqueeze(-1) * linalg_inv(a).mT
 
 
-def linalg_slogdet(A, *, out=None):
+def linalg_slogdet(A: Tensor, *, out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor]:
     """``(sign, logabsdet)`` of the determinant: ``det = sign * exp(logabsdet)``."""
     a = _check_matrix(A, "linalg.slogdet")
     return _out(linalg_slogdet_t(*_apply(LinalgSlogdet, (A,), (a,))), out)
 
 
-def slogdet(input):
+def slogdet(input: Tensor) -> tuple[Tensor, Tensor]:
     """``torch.slogdet``: like ``linalg.slogdet``."""
     return slogdet_t(*linalg_slogdet(input))
 
 
-def logdet(input):
+def logdet(input: Tensor) -> Tensor:
     """``log(det(input))``: NaN for a negative determinant (with a zero
     gradient there, as in PyTorch), -inf for a singular matrix."""
     sign, lad = linalg_slogdet(input)
@@ -287,7 +288,7 @@ class LinalgSolve(Function):
         return ga, (gb if need_b else None), None, None
 
 
-def linalg_solve(A, B, *, left=True, out=None):
+def linalg_solve(A: Tensor, B: Tensor, *, left: bool = True, out: Tensor | None = None) -> Tensor:
     """Solve ``A X = B`` (``X A = B`` when ``left=False``) for square ``A``.
     ``B`` is a batch of vectors when it is 1-D or has shape ``A.shape[:-1]``.
 
@@ -335,7 +336,8 @@ def linalg_solve(A, B, *, left=True, out=None):
     return _out(_apply(LinalgSolve, (A, B, left, vector), (a, b, left, vector)), out)
 
 
-def linalg_solve_ex(A, B, *, left=True, check_errors=False, out=None):
+def linalg_solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False,
+                    out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor]:
     """``(result, info)`` version of ``solve``: a singular matrix gives a
     nonzero ``info`` (the first zero pivot of its LU factorization) and NaN
     results instead of raising, unless ``check_errors``."""
