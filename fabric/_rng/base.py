@@ -1,6 +1,8 @@
-"""What the CPU (mt19937) and CUDA (Philox) generators share: the dtype
-tables and the argument rules of PyTorch's samplers (shapes, dtypes,
-``random_``'s bounds, casts of float64/int64 draws to the result dtype)."""
+"""What the CPU (mt19937) and CUDA (Philox) generators share:
+:class:`BaseGenerator` (seeding, and each sampler's argument checks with
+PyTorch's messages), the dtype tables, and the argument rules of PyTorch's
+samplers (shapes, dtypes, ``random_``'s bounds, casts of float64/int64 draws
+to the result dtype)."""
 from __future__ import annotations
 
 import math
