@@ -280,7 +280,7 @@ class BaseGenerator:
                 raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
             if n == 0:
                 return xp.empty(shape, dt)
-            return (self._uniform53(n) < p).astype(dt).reshape(shape)
+            return self._bernoulli_scalar(n, p, dt).reshape(shape)
         p = xp.asarray(p)
         if p.dtype not in _FLOATS:
             raise NotImplementedError(f"bernoulli_ expects a floating point p, got {p.dtype}")
@@ -374,6 +374,10 @@ class BaseGenerator:
 
     def _draw_uniform(self, n: int, dt, low: float, high: float, unit: bool):
         raise NotImplementedError
+
+    def _bernoulli_scalar(self, n: int, p: float, dt):
+        """``n`` draws of ``uniform53 < p`` as ``dt`` (a subclass may compute them faster)."""
+        return (self._uniform53(n) < p).astype(dt)
 
     def _draw_normal(self, n: int, dt, mean: float, std: float, contiguous: bool):
         raise NotImplementedError

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from . import libm
+from . import libm, normal_kernel
 from .base import (
     _DEFAULT_SEED,
     _DIGITS,
@@ -53,6 +53,21 @@ assert _STATE_DTYPE.itemsize == 5056
 # --------------------------------------------------------------------------
 # The generator
 # --------------------------------------------------------------------------
+
+# A compiled bernoulli-mask generator, registered by the numba CPU backend
+# (``fabric.backends.cpu_kernels``; this module sits below the backends, so it is handed the
+# kernel rather than importing it): ``fn(key, pos, p * 2**53, out) -> new pos`` with the
+# semantics of ``(self._uniform53(n) < p)`` on the state ``(key, pos)``.  None: NumPy's draws.
+_compiled_bernoulli53 = None
+_COMPILED_MIN = 4096   # below this many draws the state round trip costs more than it saves
+
+
+def register_compiled_bernoulli53(fn) -> None:
+    """Use ``fn`` (see ``_compiled_bernoulli53``) for large float-``p`` bernoulli draws; None
+    turns it off."""
+    global _compiled_bernoulli53
+    _compiled_bernoulli53 = fn
+
 
 class MT19937Generator(BaseGenerator):
     """A ``torch.Generator`` (CPU) compatible random stream.
@@ -311,7 +326,12 @@ class MT19937Generator(BaseGenerator):
             # float16/bfloat16 compute in a float buffer drawn block by block,
             # so the tail block follows the last full block directly.
             body = self._uniform24(n - tail)
-        out = _by_rows(_box_muller16_f32, body.reshape(-1, 16), mean, std)
+        kernel = normal_kernel.box_muller16_f32() if libm._AVX2_NORMAL and body.size >= normal_kernel.MIN_ELEMENTS \
+            else None
+        if kernel is not None:  # the numba twin: the same values, one pass
+            out = kernel(body.reshape(-1, 16), mean, std).reshape(-1)
+        else:
+            out = _by_rows(_box_muller16_f32, body.reshape(-1, 16), mean, std)
         if tail:
             out = np.concatenate([out, np.empty(tail, np.float32)])
             out[n - 16:] = _box_muller16_f32(self._uniform24(16).reshape(1, 16),
@@ -365,6 +385,29 @@ class MT19937Generator(BaseGenerator):
         return r
 
     # -- other distributions -------------------------------------------------
+    def _bernoulli_scalar(self, n: int, p: float, dt: np.dtype) -> np.ndarray:
+        """``torch.empty(shape, dtype).bernoulli_(p)`` for a float ``p``: 53-bit doubles
+        compared with ``p`` (by the registered compiled kernel for large float32/64 draws).
+
+        >>> MT19937Generator(0).bernoulli(0.5, (6,), np.float32)
+        array([0., 0., 1., 0., 0., 0.], dtype=float32)
+        """
+        kernel = _compiled_bernoulli53
+        if kernel is not None and n >= _COMPILED_MIN and dt in (_F32, _F64):
+            return self._bernoulli53_compiled(kernel, p, n, dt)
+        return (self._uniform53(n) < p).astype(dt)
+
+    def _bernoulli53_compiled(self, kernel, p: float, n: int, dt) -> np.ndarray:
+        """``(self._uniform53(n) < p).astype(dt)`` by the registered compiled kernel: the same
+        draws, the state handed over and back."""
+        st = self._bg.state["state"]
+        key = st["key"]                     # a fresh copy: the kernel advances it in place
+        out = np.empty(n, dt)
+        pos = kernel(key, int(st["pos"]), p * 2.0 ** 53, out)
+        self._bg.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": int(pos)}}
+        self._fresh = False
+        return out
+
     def _draw_exponential(self, n: int, lambd: float) -> np.ndarray:
         """``torch.empty(shape, dtype).exponential_(lambd)``.
 

@@ -531,7 +531,7 @@ def gelu(xp, x, approximate: str = "none"):
     if approximate not in ("none", "tanh"):
         raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
     if approximate == "none" and _fast32(xp, xa):
-        y = np.empty_like(xa)
+        y = np.empty(xa.shape, xa.dtype)   # C order: _chunked writes through reshape(-1)
         _chunked(_gelu32, 4, y, np.ascontiguousarray(xa))
         return _down(y, x.dtype)
     with np.errstate(over="ignore", invalid="ignore"):   # inf inputs: PyTorch's inf / NaN, no warning
@@ -582,7 +582,7 @@ def gelu_backward(xp, x, gy, approximate: str = "none"):
         raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
     xa, ga = _up(x), _up(gy)
     if _fast32(xp, xa) and ga.dtype == xa.dtype and ga.shape == xa.shape:
-        d = np.empty_like(xa)
+        d = np.empty(xa.shape, xa.dtype)
         kernel = _gelu_backward32 if approximate == "none" else _gelu_tanh_backward32
         _chunked(kernel, 4 if approximate == "none" else 3, d, np.ascontiguousarray(xa),
                  np.ascontiguousarray(ga))
@@ -636,7 +636,7 @@ def silu(xp, x):
     """
     xa = _up(x)
     if _fast32(xp, xa):
-        y = np.empty_like(xa)
+        y = np.empty(xa.shape, xa.dtype)
         _chunked(_silu32, 1, y, np.ascontiguousarray(xa))
         return _down(y, x.dtype)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -653,7 +653,7 @@ def silu_backward(xp, x, gy):
     """
     xa, ga = _up(x), _up(gy)
     if _fast32(xp, xa) and ga.dtype == xa.dtype and ga.shape == xa.shape:
-        d = np.empty_like(xa)
+        d = np.empty(xa.shape, xa.dtype)
         _chunked(_silu_backward32, 2, d, np.ascontiguousarray(xa), np.ascontiguousarray(ga))
         return _down(d, gy.dtype)
     with np.errstate(over="ignore", invalid="ignore"):

@@ -141,7 +141,7 @@ def is_signed(input: Tensor) -> bool:
 
 
 def is_complex(input: Tensor) -> bool:
-    return False
+    return input.is_complex()
 
 
 def typename(obj: object) -> str:

@@ -15,7 +15,7 @@ import numba
 import numpy as np
 from numba import prange
 
-_jit = numba.njit(cache=True, nogil=True)
+_jit = numba.njit(cache=True, nogil=True, error_model="numpy")
 # Row loops are written with ``prange`` but compiled serially for now: numba's default
 # threading layer here (workqueue) aborts on concurrent launches from two Python threads
 # (DataParallel, data-loader threads), and the fusion, not the core count, is the win on a
@@ -400,12 +400,45 @@ def embedding_bwd(idx, gy, out):
             out[idx[k], j] += gy[k, j]
 
 
+@_jit
+def _max_pool2x2(x, out, ind):
+    """The 2x2 stride-2 unpadded windows (every window in bounds): the general kernel's
+    rule as branch-free selects over the four positions, so the row loop vectorises."""
+    p_, h, w = x.shape
+    oh, ow = out.shape[1], out.shape[2]
+    for p in range(p_):
+        for oy in range(oh):
+            r0, r1 = 2 * oy, 2 * oy + 1
+            for ox in range(ow):
+                c0 = 2 * ox
+                best = x[p, r0, c0]
+                bi = r0 * w + c0
+                v = x[p, r0, c0 + 1]
+                take = v > best or v != v
+                best = v if take else best
+                bi = r0 * w + c0 + 1 if take else bi
+                v = x[p, r1, c0]
+                take = v > best or v != v
+                best = v if take else best
+                bi = r1 * w + c0 if take else bi
+                v = x[p, r1, c0 + 1]
+                take = v > best or v != v
+                best = v if take else best
+                bi = r1 * w + c0 + 1 if take else bi
+                out[p, oy, ox] = best
+                ind[p, oy, ox] = bi
+
+
 @_pjit
 def max_pool2d_fwd(x, kh, kw, sh, sw, ph, pw, dh, dw, out, ind):
     """``x`` (planes, H, W); windows that see only padding or -inf report their first
     in-bounds position; NaN wins (the last one), ties keep the first maximum."""
     p_, h, w = x.shape
     oh, ow = out.shape[1], out.shape[2]
+    if (kh == 2 and kw == 2 and sh == 2 and sw == 2 and ph == 0 and pw == 0 and dh == 1 and dw == 1
+            and 2 * oh <= h and 2 * ow <= w):
+        _max_pool2x2(x, out, ind)
+        return
     for p in prange(p_):
         for oy in range(oh):
             h0 = oy * sh - ph
@@ -462,40 +495,106 @@ def col2im_2d(cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, out):
 
 
 # --- optimizers (one flat parameter at a time) ----------------------------------------------
-@_pjit
-def sgd_update(p, g, buf, lr, momentum, dampening, weight_decay, nesterov, maximize, first_step):
+# The scalars arrive in the parameters' dtype (the backend casts them), so a float32 update is
+# float32 arithmetic throughout, in the reference's operation order: the same bits as the NumPy
+# twin (which rounds each Python scalar to float32 too), and a loop LLVM vectorises (float64
+# scalars made every element a float64 computation with scalar sqrt and division: slower than
+# NumPy's ~13 float32 SIMD passes).  The flags are loop-invariant branches LLVM unswitches.
+@_jit
+def sgd_update(p, g, buf, lr, momentum, one_minus_dampening, weight_decay, has_momentum, nesterov,
+               maximize, first_step):
     """``buf`` of length 0 when ``momentum == 0``."""
-    for i in prange(p.shape[0]):
+    for i in range(p.shape[0]):
         gi = -g[i] if maximize else g[i]
-        if weight_decay != 0.0:
+        if weight_decay != 0:
             gi = gi + weight_decay * p[i]
-        if momentum != 0.0:
+        if has_momentum:
             if first_step:
                 b = gi
             else:
-                b = momentum * buf[i] + (1.0 - dampening) * gi
+                b = buf[i] * momentum + one_minus_dampening * gi
             buf[i] = b
-            gi = gi + momentum * buf[i] if nesterov else buf[i]
+            gi = gi + momentum * b if nesterov else b
         p[i] = p[i] - lr * gi
 
 
-@_pjit
-def adam_update(p, g, m, v, vmax, lr, beta1, beta2, eps, weight_decay, amsgrad, maximize, decoupled,
-                step_size, bc2_sqrt):
-    """``vmax`` of length 0 unless ``amsgrad``."""
-    for i in prange(p.shape[0]):
+@_jit
+def adam_update(p, g, m, v, vmax, one_minus_beta1, beta2, one_minus_beta2, eps, weight_decay, decay,
+                amsgrad, maximize, decoupled, step_size, bc2_sqrt):
+    """``vmax`` of length 0 unless ``amsgrad``; ``decay = 1 - lr * weight_decay`` (AdamW)."""
+    for i in range(p.shape[0]):
         gi = -g[i] if maximize else g[i]
-        if weight_decay != 0.0:
+        pi = p[i]
+        if weight_decay != 0:
             if decoupled:
-                p[i] = p[i] * (1.0 - lr * weight_decay)
+                pi = pi * decay
             else:
-                gi = gi + weight_decay * p[i]
-        m[i] = m[i] + (1.0 - beta1) * (gi - m[i])
-        v[i] = beta2 * v[i] + (1.0 - beta2) * (gi * gi)
+                gi = gi + weight_decay * pi
+        mi = m[i] + (gi - m[i]) * one_minus_beta1
+        vi = v[i] * beta2 + (gi * gi) * one_minus_beta2
+        m[i] = mi
+        v[i] = vi
         if amsgrad:
-            if v[i] > vmax[i] or v[i] != v[i]:
-                vmax[i] = v[i]
-            den = sqrt(vmax[i])
-        else:
-            den = sqrt(v[i])
-        p[i] = p[i] - step_size * (m[i] / (den / bc2_sqrt + eps))
+            if vi > vmax[i] or vi != vi:   # NaN in either propagates, as np.maximum
+                vmax[i] = vi
+            vi = vmax[i]
+        p[i] = pi - (mi / (sqrt(vi) / bc2_sqrt + eps)) * step_size
+
+
+# --- the CPU generator's mt19937 stream: bernoulli masks in compiled code --------------------
+# Bit for bit NumPy's MT19937 (the engine behind fabric's PyTorch-exact CPU generator): the
+# reference twist and tempering, words drawn from ``key[pos:]`` and a twist whenever pos
+# reaches 624.  Both twist loops and the tempering vectorise (the recurrence reads words 1 and
+# 397 ahead, or 227 behind).
+_U32 = np.uint64(0xFFFFFFFF)
+_UPPER, _LOWER, _MATRIX = np.uint64(0x80000000), np.uint64(0x7FFFFFFF), np.uint64(0x9908B0DF)
+_ONE_U, _SHIFT_1 = np.uint64(1), np.uint64(1)
+
+
+@_jit
+def _mt_twist(mt):
+    for i in range(227):
+        y = (np.uint64(mt[i]) & _UPPER) | (np.uint64(mt[i + 1]) & _LOWER)
+        mt[i] = np.uint64(mt[i + 397]) ^ (y >> _SHIFT_1) ^ ((y & _ONE_U) * _MATRIX)
+    for i in range(227, 623):
+        y = (np.uint64(mt[i]) & _UPPER) | (np.uint64(mt[i + 1]) & _LOWER)
+        mt[i] = np.uint64(mt[i - 227]) ^ (y >> _SHIFT_1) ^ ((y & _ONE_U) * _MATRIX)
+    y = (np.uint64(mt[623]) & _UPPER) | (np.uint64(mt[0]) & _LOWER)
+    mt[623] = np.uint64(mt[396]) ^ (y >> _SHIFT_1) ^ ((y & _ONE_U) * _MATRIX)
+
+
+@_jit
+def mt19937_words(key, pos, out):
+    """Fill ``out`` (uint32) with the next tempered words of the state ``(key, pos)``; ``key``
+    is advanced in place and the new ``pos`` returned."""
+    n = out.shape[0]
+    k = 0
+    while k < n:
+        if pos == 624:
+            _mt_twist(key)
+            pos = 0
+        m = min(624 - pos, n - k)
+        for j in range(m):
+            y = np.uint64(key[pos + j])
+            y ^= y >> np.uint64(11)
+            y ^= (y << np.uint64(7)) & np.uint64(0x9D2C5680)
+            y ^= (y << np.uint64(15)) & np.uint64(0xEFC60000)
+            y ^= y >> np.uint64(18)
+            out[k + j] = y & _U32
+        pos += m
+        k += m
+    return pos
+
+
+@_jit
+def mt19937_bernoulli53(key, pos, threshold, out):
+    """``out[i] = 1`` where the i-th 53-bit uniform (two words, the first one's low 21 bits
+    high) is below ``threshold / 2**53``, else 0: ``(uniform53(n) < p).astype(out.dtype)``
+    with ``threshold = p * 2**53`` (exact: a power-of-two scaling).  Returns the new pos."""
+    n = out.shape[0]
+    words = np.empty(2 * n, np.uint32)
+    pos = mt19937_words(key, pos, words)
+    for i in range(n):
+        v = ((np.uint64(words[2 * i]) & np.uint64(0x1FFFFF)) << np.uint64(32)) | np.uint64(words[2 * i + 1])
+        out[i] = 1 if np.float64(v) < threshold else 0
+    return pos
