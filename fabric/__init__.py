@@ -8,7 +8,7 @@ Example::
     >>> x.grad
     tensor([2., 4., 6.])
 """
-from __future__ import annotations
+# (no `from __future__ import annotations` here: it would put `annotations` in fabric's namespace)
 
 # The PyTorch release whose API fabric follows, with fabric's own version (the fabric-dl distribution's) as
 # the local label: scripts that compare torch.__version__ with "2.0" under the alias take PyTorch 2's branches.

@@ -486,7 +486,7 @@ def _times(value, alpha):
 
 
 @declare_op()
-def add(input, other, *, alpha=1, out=None):
+def add(input: Tensor, other: Tensor | float, *, alpha: float = 1, out: Tensor | None = None) -> Tensor:
     """``input + alpha * other`` with PyTorch's type promotion."""
     if alpha != 1:
         other = _times(other, alpha)
@@ -497,7 +497,7 @@ def add(input, other, *, alpha=1, out=None):
 
 
 @declare_op(aliases=("subtract",))
-def sub(input, other, *, alpha=1, out=None):
+def sub(input: Tensor, other: Tensor | float, *, alpha: float = 1, out: Tensor | None = None) -> Tensor:
     """``input - alpha * other``."""
     if alpha != 1:
         other = _times(other, alpha)
@@ -513,7 +513,7 @@ subtract = sub
 
 
 @declare_op()
-def rsub(input, other, *, alpha=1):
+def rsub(input: Tensor, other: Tensor | float, *, alpha: float = 1) -> Tensor:
     """``other - alpha * input`` (the reflected ``-``)."""
     if alpha != 1:
         input = _times(input, alpha)
@@ -527,7 +527,7 @@ def rsub(input, other, *, alpha=1):
 
 
 @declare_op(aliases=("multiply",))
-def mul(input, other, *, out=None):
+def mul(input: Tensor, other: Tensor | float, *, out: Tensor | None = None) -> Tensor:
     """Elementwise product with broadcasting."""
     if out is None and isinstance(input, Tensor):
         return mul_operator(input, other)
@@ -539,7 +539,7 @@ multiply = mul
 
 
 @declare_op(aliases=("divide", "true_divide"))
-def div(input, other, *, rounding_mode=None, out=None):
+def div(input: Tensor, other: Tensor | float, *, rounding_mode: str | None = None, out: Tensor | None = None) -> Tensor:
     """True division (integers give the default float dtype), or floor /
     trunc division with ``rounding_mode``."""
     if rounding_mode is not None:
@@ -556,14 +556,14 @@ divide = div
 true_divide = div
 
 
-def rdiv(input, other):
+def rdiv(input: Tensor, other: Tensor | float) -> Tensor:
     """``other / input`` (the reflected ``/``)."""
     a, b, x, y = float_operands(other, input)
     return _apply(Div, (a, b), (x, y))
 
 
 @declare_op(aliases=("negative",))
-def neg(input, *, out=None):
+def neg(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     return _out(_apply(Neg, (input,), (input._data,)), out)
 
 
@@ -571,19 +571,19 @@ negative = neg
 
 
 @declare_op()
-def exp(input, *, out=None):
+def exp(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     r = _apply_elementwise(Exp, input, float_array(input._data))
     return r if out is None else _out(r, out)
 
 
 @declare_op()
-def log(input, *, out=None):
+def log(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     r = _apply_elementwise(Log, input, float_array(input._data))
     return r if out is None else _out(r, out)
 
 
 @declare_op()
-def pow(input, exponent, *, out=None):
+def pow(input: Tensor, exponent: Tensor | float, *, out: Tensor | None = None) -> Tensor:
     """``input ** exponent``; either may be a Python number."""
     if not isinstance(exponent, Tensor):
         a, c, x, c2 = binary_operands(input, exponent)
@@ -598,7 +598,7 @@ def pow(input, exponent, *, out=None):
 
 
 @declare_op()
-def matmul(input, other, *, out=None):
+def matmul(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Matrix product with NumPy/PyTorch broadcasting of batch dims and
     1-D operands."""
     try:

@@ -37,14 +37,14 @@ _ndarray = np.ndarray
 
 
 @declare_op()
-def is_inference(input) -> bool:
+def is_inference(input: Tensor) -> bool:
     """False: fabric has no inference tensors (``inference_mode`` acts as
     ``no_grad``; its results are ordinary tensors)."""
     return False
 
 
 @declare_op()
-def is_nonzero(input) -> bool:
+def is_nonzero(input: Tensor) -> bool:
     """The truth value of a one-element tensor.
 
     Example::
@@ -62,7 +62,7 @@ def is_nonzero(input) -> bool:
 
 
 @declare_op()
-def is_same_size(input, other) -> bool:
+def is_same_size(input: Tensor, other: Tensor) -> bool:
     """Whether two tensors have the same shape.
 
     Example::
@@ -77,7 +77,7 @@ def is_same_size(input, other) -> bool:
 
 
 @declare_op()
-def get_device(input) -> int:
+def get_device(input: Tensor) -> int:
     """-1 for a CPU tensor, the device index for a CUDA tensor.
 
     Example::
@@ -96,7 +96,7 @@ def _output_nr(self) -> int:
 
 
 @declare_op(top_level=False)
-def is_shared(self) -> bool:
+def is_shared(self: Tensor) -> bool:
     """Whether the data lives in shared memory (after :func:`share_memory_`,
     in a DataLoader worker's batch, or any CUDA tensor)."""
     d = self._data
@@ -106,7 +106,7 @@ def is_shared(self) -> bool:
 
 
 @declare_op(top_level=False)
-def share_memory_(self):
+def share_memory_(self: Tensor) -> Tensor:
     """Move a CPU tensor's data into anonymous shared memory, which other
     processes can map (forked children, and any process the tensor is sent
     to through ``fabric.multiprocessing``); a no-op for CUDA tensors and
@@ -144,17 +144,17 @@ if "output_nr" not in Tensor.__dict__:
 
 
 @declare_op(method=False)
-def is_signed(input) -> bool:
+def is_signed(input: Tensor) -> bool:
     return input.is_signed()
 
 
 @declare_op(method=False)
-def is_complex(input) -> bool:
+def is_complex(input: Tensor) -> bool:
     return input.is_complex()
 
 
 @declare_op(method=False)
-def typename(obj) -> str:
+def typename(obj: object) -> str:
     if isinstance(obj, Tensor):
         return obj.type()
     return type(obj).__module__ + "." + type(obj).__qualname__

@@ -11,9 +11,11 @@ from __future__ import annotations
 import builtins
 import numbers
 import warnings
+from typing import Any
 
 import numpy as np
 
+from .._device import device as _Device
 from .._tensor import Size, Tensor
 from ..autograd.function import Function, _apply
 from ..backends import backend_for, backend_of
@@ -85,7 +87,7 @@ class _ToCopy(Function):
 # --- Tensor.new ---------------------------------------------------------------------------------------
 
 @declare_op(top_level=False)
-def new(self, *args, device=None):
+def new(self: Tensor, *args: Any, device: str | _Device | None = None) -> Tensor:
     """Legacy constructor of ``self``'s dtype and device: ``new()`` is empty,
     ``new(2, 3)`` / ``new(Size)`` zeros of that size (PyTorch: uninitialised),
     ``new(data)`` a tensor of the data, ``new(tensor)`` shares its memory.
@@ -119,14 +121,13 @@ def new(self, *args, device=None):
 # --- detach, to_dlpack ---------------------------------------------------------------------------------------------
 
 
-
 @declare_op(method=False)
-def detach(input):
+def detach(input: Tensor) -> Tensor:
     return input.detach()
 
 
 @declare_op(method=False)
-def to_dlpack(tensor):
+def to_dlpack(tensor: Tensor) -> Any:
     return tensor.__dlpack__()
 
 

@@ -26,6 +26,8 @@ import builtins
 import math
 import numbers
 import warnings
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -263,7 +265,7 @@ def _index_add_axis(target, d, idx, src):
 
 
 @declare_op()
-def index_select(input, dim, index):
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """The entries of ``input`` at ``index`` (1-D) along ``dim``.
 
     Example::
@@ -324,7 +326,7 @@ class GatherBackward(Function):
 
 
 @declare_op()
-def gather(input, dim, index, *, sparse_grad=False, out=None):
+def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False, out: Tensor | None = None) -> Tensor:
     """``out[i][j] = input[i][index[i][j]]`` for ``dim=1`` (and likewise for
     other dims); ``index`` may be smaller than ``input`` off ``dim``.
 
@@ -348,7 +350,7 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
 
 
 @declare_op()
-def take_along_dim(input, indices, dim=None, *, out=None):
+def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *, out: Tensor | None = None) -> Tensor:
     """Pick values along ``dim`` at ``indices`` (broadcast against ``input``
     off ``dim``); with ``dim=None`` both are flattened.
 
@@ -517,7 +519,8 @@ def _scatter(input, dim, index, src, value, reduce, inplace, name):
 
 
 @declare_op()
-def scatter(input, dim, index, src=None, *, value=None, reduce=None):
+def scatter(input: Tensor, dim: int, index: Tensor, src: Tensor | None = None, *, value: float | None = None,
+            reduce: str | None = None) -> Tensor:
     """A copy of ``input`` with ``src`` (a tensor, or a number ``value``)
     written at ``index`` along ``dim``: for ``dim=1``,
     ``out[i][index[i][j]] = src[i][j]``.  ``reduce='add'|'multiply'``
@@ -533,7 +536,8 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
 
 
 @declare_op()
-def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+def scatter_(self: Tensor, dim: int, index: Tensor, src: Tensor | None = None, *, value: float | None = None,
+             reduce: str | None = None) -> Tensor:
     """In-place :func:`scatter`."""
     return _scatter(self, dim, index, src, value, reduce, True, "scatter_")
 
@@ -577,7 +581,7 @@ def _scatter_add(input, dim, index, src, inplace):
 
 
 @declare_op()
-def scatter_add(input, dim, index, src):
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim``
     (repeated indices accumulate).
 
@@ -590,7 +594,7 @@ def scatter_add(input, dim, index, src):
 
 
 @declare_op()
-def scatter_add_(self, dim, index, src):
+def scatter_add_(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """In-place :func:`scatter_add`."""
     return _scatter_add(self, dim, index, src, True)
 
@@ -773,7 +777,8 @@ def _scatter_reduce(input, dim, index, src, reduce, include_self, inplace):
 
 
 @declare_op()
-def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                   include_self: bool = True) -> Tensor:
     """Combine ``src`` into a copy of ``input`` at ``index`` along ``dim``
     with ``reduce`` in ``sum``, ``prod``, ``mean``, ``amax``, ``amin``
     (``include_self=False`` ignores the original values where anything lands).
@@ -788,7 +793,8 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
 
 
 @declare_op()
-def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
+def scatter_reduce_(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                    include_self: bool = True) -> Tensor:
     """In-place :func:`scatter_reduce`."""
     return _scatter_reduce(self, dim, index, src, reduce, include_self, True)
 
@@ -875,7 +881,7 @@ def _index_add(input, dim, index, source, alpha, inplace):
 
 
 @declare_op()
-def index_add(input, dim, index, source, *, alpha=1):
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: float = 1) -> Tensor:
     """A copy of ``input`` with ``alpha * source`` added at ``index`` along
     ``dim`` (repeated indices accumulate).
 
@@ -888,7 +894,7 @@ def index_add(input, dim, index, source, *, alpha=1):
 
 
 @declare_op()
-def index_add_(self, dim, index, source, *, alpha=1):
+def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: float = 1) -> Tensor:
     """In-place :func:`index_add`."""
     return _index_add(self, dim, index, source, alpha, True)
 
@@ -942,7 +948,7 @@ def _index_copy(input, dim, index, source, inplace):
 
 
 @declare_op()
-def index_copy(input, dim, index, source):
+def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     """A copy of ``input`` with the slices of ``source`` written at ``index`` along ``dim``.
 
     Example::
@@ -954,7 +960,7 @@ def index_copy(input, dim, index, source):
 
 
 @declare_op()
-def index_copy_(self, dim, index, source):
+def index_copy_(self: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     """In-place :func:`index_copy`."""
     return _index_copy(self, dim, index, source, True)
 
@@ -1002,7 +1008,7 @@ def _index_fill(input, dim, index, value, inplace):
 
 
 @declare_op()
-def index_fill(input, dim, index, value):
+def index_fill(input: Tensor, dim: int, index: Tensor, value: float | Tensor) -> Tensor:
     """A copy of ``input`` with ``value`` (a number or 0-d tensor) written at
     ``index`` along ``dim``.
 
@@ -1016,7 +1022,7 @@ def index_fill(input, dim, index, value):
 
 
 @declare_op()
-def index_fill_(self, dim, index, value):
+def index_fill_(self: Tensor, dim: int, index: Tensor, value: float | Tensor) -> Tensor:
     """In-place :func:`index_fill`."""
     return _index_fill(self, dim, index, value, True)
 
@@ -1092,7 +1098,7 @@ def _index_put(input, indices, values, accumulate, inplace):
 
 
 @declare_op()
-def index_put(input, indices, values, accumulate=False):
+def index_put(input: Tensor, indices: Sequence[Tensor | None], values: Tensor, accumulate: bool = False) -> Tensor:
     """``input[indices] = values`` on a copy (``accumulate=True`` adds,
     repeated indices accumulating).
 
@@ -1105,7 +1111,7 @@ def index_put(input, indices, values, accumulate=False):
 
 
 @declare_op()
-def index_put_(self, indices, values, accumulate=False):
+def index_put_(self: Tensor, indices: Sequence[Tensor | None], values: Tensor, accumulate: bool = False) -> Tensor:
     """In-place :func:`index_put`."""
     return _index_put(self, indices, values, accumulate, True)
 
@@ -1183,7 +1189,7 @@ def _masked_fill(input, mask, value, inplace):
 
 
 @declare_op()
-def masked_fill(input, mask, value):
+def masked_fill(input: Tensor, mask: Tensor, value: float | Tensor) -> Tensor:
     """``value`` (number or 0-d tensor) where ``mask`` is True, else
     ``input`` (``mask`` broadcasts).
 
@@ -1197,7 +1203,7 @@ def masked_fill(input, mask, value):
 
 
 @declare_op()
-def masked_fill_(self, mask, value):
+def masked_fill_(self: Tensor, mask: Tensor, value: float | Tensor) -> Tensor:
     """In-place :func:`masked_fill`."""
     return _masked_fill(self, mask, value, True)
 
@@ -1236,7 +1242,7 @@ class MaskedSelectBackward(Function):
 
 
 @declare_op()
-def masked_select(input, mask, *, out=None):
+def masked_select(input: Tensor, mask: Tensor, *, out: Tensor | None = None) -> Tensor:
     """The elements of ``input`` where ``mask`` is True, as a 1-D tensor
     (``input`` and ``mask`` broadcast).
 
@@ -1333,7 +1339,7 @@ def _masked_scatter(input, mask, source, inplace):
 
 
 @declare_op()
-def masked_scatter(input, mask, source):
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """A copy of ``input`` with the first elements of ``source`` (in order)
     written where ``mask`` is True.
 
@@ -1346,7 +1352,7 @@ def masked_scatter(input, mask, source):
 
 
 @declare_op()
-def masked_scatter_(self, mask, source):
+def masked_scatter_(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """In-place :func:`masked_scatter`."""
     return _masked_scatter(self, mask, source, True)
 
@@ -1401,7 +1407,7 @@ class TakeBackward(Function):
 
 
 @declare_op()
-def take(input, index):
+def take(input: Tensor, index: Tensor) -> Tensor:
     """The elements of ``input`` read as 1-D at ``index`` (result has ``index``'s shape).
 
     Example::
@@ -1474,7 +1480,7 @@ def _put(input, index, source, accumulate, inplace):
 
 
 @declare_op()
-def put(input, index, source, accumulate=False):
+def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
     """A copy of ``input`` (read as 1-D) with ``source`` written at ``index``
     (``accumulate=True`` adds, repeated indices accumulating).
 
@@ -1488,7 +1494,7 @@ def put(input, index, source, accumulate=False):
 
 
 @declare_op()
-def put_(self, index, source, accumulate=False):
+def put_(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
     """In-place :func:`put`."""
     return _put(self, index, source, accumulate, True)
 
@@ -1496,7 +1502,7 @@ def put_(self, index, source, accumulate=False):
 # --- nonzero ---------------------------------------------------------------------------------------
 
 @declare_op()
-def nonzero(input, *, out=None, as_tuple=False):
+def nonzero(input: Tensor, *, out: Tensor | None = None, as_tuple: bool = False) -> Tensor | tuple[Tensor, ...]:
     """Indices of the non-zero elements: an ``(n, ndim)`` int64 tensor, or
     with ``as_tuple=True`` one 1-D tensor per dim (a 0-d input counts as 1-D).
 
@@ -1524,7 +1530,7 @@ def nonzero(input, *, out=None, as_tuple=False):
 
 
 @declare_op()
-def argwhere(input):
+def argwhere(input: Tensor) -> Tensor:
     """``nonzero(input)``: one row of indices per non-zero element."""
     return nonzero(input)
 
@@ -1576,7 +1582,7 @@ class FillDiagonal(Function):
 
 
 @declare_op(top_level=False)
-def fill_diagonal_(self, fill_value, wrap=False):
+def fill_diagonal_(self: Tensor, fill_value: float, wrap: bool = False) -> Tensor:
     """Fill the main diagonal with ``fill_value`` in place (2-D, or N-D with
     all dims equal); ``wrap`` restarts the diagonal below a tall matrix.
 
@@ -1676,7 +1682,8 @@ def _check_src(input, src, spec, name):
 
 
 @declare_op()
-def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None, end: int | None = None,
+                  step: int = 1) -> Tensor:
     """A copy of ``input`` with ``input[..., start:end:step, ...]`` (along
     ``dim``) replaced by ``src``; differentiable in both.
 
@@ -1697,7 +1704,7 @@ def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
 
 
 @declare_op()
-def select_scatter(input, src, dim, index):
+def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
     """A copy of ``input`` with ``input.select(dim, index)`` replaced by ``src``.
 
     Example::
@@ -1717,7 +1724,7 @@ def select_scatter(input, src, dim, index):
 
 
 @declare_op()
-def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """A copy of ``input`` with ``input.diagonal(offset, dim1, dim2)``
     replaced by ``src``.
 
@@ -1782,7 +1789,8 @@ def _index_reduce(input, dim, index, source, reduce, include_self, inplace):
 
 
 @declare_op()
-def index_reduce(input, dim, index, source, reduce, *, include_self=True):
+def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
+                 include_self: bool = True) -> Tensor:
     """A copy of ``input`` where ``source``'s slices along ``dim`` are
     combined into the slices ``index`` names, with ``reduce`` in ``prod``,
     ``mean``, ``amax``, ``amin`` (``include_self=False`` leaves out the
@@ -1800,7 +1808,8 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
 
 
 @declare_op(top_level=False)
-def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
+def index_reduce_(self: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
+                  include_self: bool = True) -> Tensor:
     """In-place :func:`index_reduce`."""
     return _index_reduce(self, dim, index, source, reduce, include_self, True)
 
@@ -1808,7 +1817,7 @@ def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
 
 
 @declare_op(method=False)
-def unravel_index(indices, shape):
+def unravel_index(indices: Tensor, shape: int | Sequence[int]) -> tuple[Tensor, ...]:
     """Tuple of coordinate tensors for flat ``indices`` into ``shape``."""
     idx = indices._data if isinstance(indices, Tensor) else np.asarray(indices)
     if idx.dtype.kind not in "iu":
@@ -2206,7 +2215,7 @@ def _plain_slice(key):
             and (step is None or (step.__class__ is builtins.int and step > 0)))
 
 
-def getitem(input, key):
+def getitem(input: Tensor, key: Any) -> Tensor:
     """``input[key]`` with PyTorch's indexing rules: ints, slices (positive
     steps), None, Ellipsis, integer tensors/lists/arrays, bool masks and
     bool scalars, in any mix. Basic indexing gives a view, advanced a copy.
@@ -2334,7 +2343,7 @@ def _fit_value(v, tshape, advanced):
     raise AssertionError("unreachable")
 
 
-def setitem(input, key, value):
+def setitem(input: Tensor, key: Any, value: Tensor | float) -> None:
     """``input[key] = value``: in place, bumps the version, differentiable
     (on non-leaf tensors; on leaves that require grad only under no_grad).
 

@@ -14,6 +14,8 @@ Example::
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -149,7 +151,7 @@ def _old_value(self, other):
 
 
 @declare_op()
-def add_(self, other, *, alpha=1):
+def add_(self: Tensor, other: Tensor | float, *, alpha: float = 1) -> Tensor:
     """In-place ``self += alpha * other``."""
     if alpha != 1:
         from .arith import _times
@@ -160,7 +162,7 @@ def add_(self, other, *, alpha=1):
 
 
 @declare_op()
-def sub_(self, other, *, alpha=1):
+def sub_(self: Tensor, other: Tensor | float, *, alpha: float = 1) -> Tensor:
     """In-place ``self -= alpha * other``."""
     if alpha != 1:
         from .arith import _times
@@ -171,7 +173,7 @@ def sub_(self, other, *, alpha=1):
 
 
 @declare_op()
-def mul_(self, other):
+def mul_(self: Tensor, other: Tensor | float) -> Tensor:
     """In-place ``self *= other``."""
     x, y, rt = _inplace_operands(self, other, "mul_")
     old = _old_value(self, other)
@@ -179,7 +181,7 @@ def mul_(self, other):
 
 
 @declare_op()
-def div_(self, other, *, rounding_mode=None):
+def div_(self: Tensor, other: Tensor | float, *, rounding_mode: str | None = None) -> Tensor:
     """In-place true division (floating tensors only)."""
     if rounding_mode is not None:
         from . import pointwise
@@ -209,13 +211,13 @@ class Fill(Function):
 
 
 @declare_op()
-def zero_(self):
+def zero_(self: Tensor) -> Tensor:
     """Fill with zeros in place."""
     return _apply(Fill, (self, 0), (self._data, 0))
 
 
 @declare_op()
-def fill_(self, value):
+def fill_(self: Tensor, value: float | Tensor) -> Tensor:
     """Fill with ``value`` (a number or a 0-d tensor) in place."""
     if isinstance(value, Tensor):
         if value._data.ndim != 0:
@@ -242,7 +244,7 @@ class Copy(Function):
 
 
 @declare_op()
-def copy_(self, src, non_blocking=False):
+def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     """Copy ``src`` (broadcast, cast, moved across devices) into ``self``."""
     if not isinstance(src, Tensor):
         src_arr = xp_of(self._data).asarray(src, dtype=self._data.dtype)
@@ -265,7 +267,7 @@ def copy_(self, src, non_blocking=False):
     return _apply(Copy, (self, src), (self._data, s))
 
 
-def copy_into_out(out, result):
+def copy_into_out(out: Tensor, result: Tensor) -> Tensor:
     """Implement ``out=``: resize ``out`` if needed and copy ``result`` in."""
     if not isinstance(out, Tensor):
         raise TypeError(f"out must be a Tensor, got {type(out).__name__}")
@@ -315,7 +317,7 @@ def _check_callable_target(self, name):
 
 
 @declare_op(top_level=False)
-def apply_(self, callable):
+def apply_(self: Tensor, callable: Callable[..., Any]) -> Tensor:
     """Replace every element ``v`` by ``callable(v)`` (a Python number), in
     place; CPU only, and slow (one Python call per element).
 
@@ -335,7 +337,7 @@ def apply_(self, callable):
 
 
 @declare_op(top_level=False)
-def map_(self, tensor, callable):
+def map_(self: Tensor, tensor: Tensor, callable: Callable[..., Any]) -> Tensor:
     """``self[i] = callable(self[i], tensor[i])`` elementwise in place
     (``tensor`` broadcast to ``self``'s shape, of ``self``'s dtype); CPU only.
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import itertools
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -74,7 +75,7 @@ class Cat(Function):
 
 
 @declare_op(aliases=("concat", "concatenate"), method=False)
-def cat(tensors, dim=0, *, out=None):
+def cat(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -> Tensor:
     """Concatenate along an existing ``dim``. Legacy 1-D empty tensors are skipped, as in PyTorch."""
     tensors, arrays = _prepare(tensors, "cat")
     keep = [i for i, a in enumerate(arrays) if not (a.ndim == 1 and a.shape[0] == 0)] or [0]
@@ -121,7 +122,7 @@ class Stack(Function):
 
 
 @declare_op(method=False)
-def stack(tensors, dim=0, *, out=None):
+def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -> Tensor:
     """Join tensors of equal shape along a new ``dim``."""
     tensors, arrays = _prepare(tensors, "stack")
     ref = arrays[0]
@@ -145,7 +146,7 @@ def _seq(tensors, name):
 
 
 @declare_op(method=False)
-def hstack(tensors, *, out=None):
+def hstack(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor:
     """Concatenate along dim 1 (dim 0 for 1-D tensors); 0-d tensors count as 1-D.
 
     Example::
@@ -160,7 +161,7 @@ def hstack(tensors, *, out=None):
 
 
 @declare_op(aliases=("row_stack",), method=False)
-def vstack(tensors, *, out=None):
+def vstack(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor:
     """Concatenate along dim 0 after making every tensor at least 2-D.
 
     Example::
@@ -178,7 +179,7 @@ row_stack = vstack
 
 
 @declare_op(method=False)
-def dstack(tensors, *, out=None):
+def dstack(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor:
     """Concatenate along dim 2 after making every tensor at least 3-D."""
     from .shape import atleast_3d
 
@@ -186,7 +187,7 @@ def dstack(tensors, *, out=None):
 
 
 @declare_op(method=False)
-def column_stack(tensors, *, out=None):
+def column_stack(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor:
     """Stack 0-/1-D tensors as columns (and 2-D ones as they are) along dim 1.
 
     Example::
@@ -254,7 +255,7 @@ def _split_at(input, dim, bounds):
 
 
 @declare_op()
-def split_with_sizes(input, split_sizes, dim=0):
+def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     """Split along ``dim`` into pieces of the given sizes (views)."""
     d = _wrap_dim(dim, input._data.ndim)
     n = input._data.shape[d] if input._data.ndim else 1
@@ -273,7 +274,7 @@ def split_with_sizes(input, split_sizes, dim=0):
 
 
 @declare_op()
-def split(tensor, split_size_or_sections, dim=0):
+def split(tensor: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     """Split along ``dim`` into pieces of ``split_size`` (the last may be
     smaller) or of the listed sizes; the pieces are views.
 
@@ -297,7 +298,7 @@ def split(tensor, split_size_or_sections, dim=0):
 
 
 @declare_op()
-def chunk(input, chunks, dim=0):
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """Split into ``chunks`` pieces of equal size (the last may be smaller;
     there may be fewer pieces), as views.
 
@@ -319,7 +320,7 @@ def chunk(input, chunks, dim=0):
 
 
 @declare_op()
-def tensor_split(input, indices_or_sections, dim=0):
+def tensor_split(input: Tensor, indices_or_sections: int | Sequence[int] | Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     """Split into ``sections`` nearly equal pieces (the first ``n % sections``
     one longer), or at the given ``indices``, as views.
 
@@ -377,19 +378,19 @@ def _dir_split(input, sections, dim, name, min_dims):
 
 
 @declare_op()
-def hsplit(input, indices_or_sections):
+def hsplit(input: Tensor, indices_or_sections: int | Sequence[int]) -> tuple[Tensor, ...]:
     """:func:`tensor_split` along dim 1 (dim 0 for 1-D); an int must divide evenly."""
     return _dir_split(input, indices_or_sections, 1 if input._data.ndim > 1 else 0, "hsplit", 1)
 
 
 @declare_op()
-def vsplit(input, indices_or_sections):
+def vsplit(input: Tensor, indices_or_sections: int | Sequence[int]) -> tuple[Tensor, ...]:
     """:func:`tensor_split` along dim 0 of a tensor with at least 2 dims."""
     return _dir_split(input, indices_or_sections, 0, "vsplit", 2)
 
 
 @declare_op()
-def dsplit(input, indices_or_sections):
+def dsplit(input: Tensor, indices_or_sections: int | Sequence[int]) -> tuple[Tensor, ...]:
     """:func:`tensor_split` along dim 2 of a tensor with at least 3 dims."""
     return _dir_split(input, indices_or_sections, 2, "dsplit", 3)
 
@@ -417,19 +418,19 @@ def _unsafe(input, pieces, dim):
 
 
 @declare_op()
-def unsafe_chunk(input, chunks, dim=0):
+def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """:func:`fabric.chunk` without view tracking."""
     return _unsafe(input, chunk(input.detach(), chunks, dim), dim)
 
 
 @declare_op()
-def unsafe_split(input, split_size, dim=0):
+def unsafe_split(input: Tensor, split_size: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     """:func:`fabric.split` without view tracking."""
     return _unsafe(input, split(input.detach(), split_size, dim), dim)
 
 
 @declare_op()
-def unsafe_split_with_sizes(input, split_sizes, dim=0):
+def unsafe_split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     """:func:`fabric.split_with_sizes` without view tracking."""
     return _unsafe(input, split_with_sizes(input.detach(), split_sizes, dim), dim)
 

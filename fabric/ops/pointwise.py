@@ -627,7 +627,7 @@ class RoundDecimals(Function):
 
 
 @declare_op()
-def round(input, *, decimals=0, out=None):
+def round(input: Tensor, *, decimals: int = 0, out: Tensor | None = None) -> Tensor:
     """Round half to even, to ``decimals`` decimal places (integer tensors
     are unchanged when ``decimals`` is 0).
 
@@ -649,7 +649,7 @@ def round(input, *, decimals=0, out=None):
 
 
 @declare_op()
-def round_(self, *, decimals=0):
+def round_(self: Tensor, *, decimals: int = 0) -> Tensor:
     """In-place :func:`round`."""
     x = _data(self, "round_")
     if x.dtype.kind not in "fiu" or (decimals and x.dtype.kind != "f"):
@@ -660,7 +660,7 @@ def round_(self, *, decimals=0):
 
 
 @declare_op()
-def relu(input):
+def relu(input: Tensor) -> Tensor:
     """``max(x, 0)`` (nan stays nan; integer tensors keep their dtype).
 
     Example::
@@ -677,7 +677,7 @@ def relu(input):
 
 
 @declare_op()
-def relu_(input):
+def relu_(input: Tensor) -> Tensor:
     """In-place :func:`relu`."""
     x = _data(input, "relu_")
     if x.dtype == np.bool_:
@@ -692,7 +692,7 @@ def relu_(input):
 
 
 @declare_op()
-def square(input, *, out=None):
+def square(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """``x * x`` (bool gives int64, as PyTorch's ``pow(x, 2)``).
 
     Example::
@@ -705,7 +705,7 @@ def square(input, *, out=None):
 
 
 @declare_op()
-def square_(self):
+def square_(self: Tensor) -> Tensor:
     """In-place :func:`square`."""
     from .arith import PowScalar
 
@@ -714,7 +714,7 @@ def square_(self):
 
 
 @declare_op()
-def positive(input):
+def positive(input: Tensor) -> Tensor:
     """``input`` itself (not for bool), as ``+x``."""
     x = _data(input, "positive")
     if x.dtype == np.bool_:
@@ -747,7 +747,7 @@ class Logit(Function):
 
 
 @declare_op()
-def logit(input, eps=None, *, out=None):
+def logit(input: Tensor, eps: float | None = None, *, out: Tensor | None = None) -> Tensor:
     """The inverse of :func:`sigmoid`; ``eps`` clamps the input to ``[eps, 1 - eps]``.
 
     Example::
@@ -762,7 +762,7 @@ def logit(input, eps=None, *, out=None):
 
 
 @declare_op()
-def logit_(self, eps=None):
+def logit_(self: Tensor, eps: float | None = None) -> Tensor:
     """In-place :func:`logit`."""
     _check_float_inplace(self, "logit_")
     return _inplace(self, Logit, (self, None), [self._data, None if eps is None else builtins.float(eps)])
@@ -796,7 +796,7 @@ def _check_polygamma_n(n):
     return builtins.int(n)
 
 
-def polygamma(n, input, *, out=None):
+def polygamma(n: int, input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """The n-th derivative of :func:`digamma` (n = 0 is digamma itself).
 
     Example::
@@ -811,7 +811,7 @@ def polygamma(n, input, *, out=None):
     return _out(_apply(Polygamma, (input, None), (x, n)), out)
 
 
-def polygamma_(self, n):
+def polygamma_(self: Tensor, n: int) -> Tensor:
     """In-place ``self = polygamma(n, self)`` (``Tensor.polygamma_(n)``)."""
     n = _check_polygamma_n(n)
     _check_float_inplace(self, "polygamma_")
@@ -833,7 +833,8 @@ class NanToNum(Function):
 
 
 @declare_op()
-def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
+def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None, *,
+               out: Tensor | None = None) -> Tensor:
     """Replace nan, +inf and -inf (by default with 0 and the dtype's largest
     and smallest finite values); integer tensors are unchanged.
 
@@ -849,7 +850,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
 
 
 @declare_op()
-def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+def nan_to_num_(self: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
     """In-place :func:`nan_to_num`."""
     x = _data(self, "nan_to_num_")
     if x.dtype.kind != "f":
@@ -861,7 +862,7 @@ def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
 # --- predicates (bool results, no graph) ---------------------------------------------
 
 @declare_op()
-def isnan(input):
+def isnan(input: Tensor) -> Tensor:
     """True where the element is nan.
 
     Example::
@@ -875,7 +876,7 @@ def isnan(input):
 
 
 @declare_op()
-def isinf(input):
+def isinf(input: Tensor) -> Tensor:
     """True where the element is +inf or -inf."""
     x = _data(input, "isinf")
     xp = xp_of(x)
@@ -883,7 +884,7 @@ def isinf(input):
 
 
 @declare_op()
-def isposinf(input, *, out=None):
+def isposinf(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """True where the element is +inf."""
     x = _data(input, "isposinf")
     xp = xp_of(x)
@@ -891,7 +892,7 @@ def isposinf(input, *, out=None):
 
 
 @declare_op()
-def isneginf(input, *, out=None):
+def isneginf(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """True where the element is -inf."""
     x = _data(input, "isneginf")
     xp = xp_of(x)
@@ -899,7 +900,7 @@ def isneginf(input, *, out=None):
 
 
 @declare_op()
-def isfinite(input):
+def isfinite(input: Tensor) -> Tensor:
     """True where the element is neither inf nor nan.
 
     Example::
@@ -913,14 +914,14 @@ def isfinite(input):
 
 
 @declare_op()
-def isreal(input):
+def isreal(input: Tensor) -> Tensor:
     """True everywhere: fabric tensors are real (complex dtypes are out of scope)."""
     x = _data(input, "isreal")
     return _wrap(xp_of(x).ones(x.shape, bool))
 
 
 @declare_op()
-def signbit(input, *, out=None):
+def signbit(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """True where the sign bit is set (also for -0.0).
 
     Example::
@@ -936,7 +937,7 @@ def signbit(input, *, out=None):
 
 
 @declare_op()
-def logical_not(input, *, out=None):
+def logical_not(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """True where the element is zero.
 
     Example::
@@ -949,13 +950,13 @@ def logical_not(input, *, out=None):
 
 
 @declare_op()
-def logical_not_(self):
+def logical_not_(self: Tensor) -> Tensor:
     """In-place :func:`logical_not` (the result is cast to ``self``'s dtype)."""
     return _inplace_no_grad(self, logical_not(self))
 
 
 @declare_op()
-def bitwise_not(input, *, out=None):
+def bitwise_not(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Bitwise NOT of integer tensors (logical NOT of bool tensors), ``~x``.
 
     Example::
@@ -970,7 +971,7 @@ def bitwise_not(input, *, out=None):
 
 
 @declare_op()
-def bitwise_not_(self):
+def bitwise_not_(self: Tensor) -> Tensor:
     """In-place :func:`bitwise_not`."""
     return _inplace_no_grad(self, bitwise_not(self))
 
@@ -1113,7 +1114,7 @@ def _no_bool(name, x, y):
 
 @declare_op()
 @_broadcasting
-def float_power(input, exponent, *, out=None):
+def float_power(input: Tensor, exponent: Tensor | float, *, out: Tensor | None = None) -> Tensor:
     """``input ** exponent`` computed in float64 (either may be a number).
 
     Example::
@@ -1132,7 +1133,7 @@ def float_power(input, exponent, *, out=None):
 
 
 @declare_op()
-def float_power_(self, exponent):
+def float_power_(self: Tensor, exponent: Tensor | float) -> Tensor:
     """In-place :func:`float_power` (``self`` must be float64)."""
     if self._data.dtype != np.float64:
         raise RuntimeError(f"the base given to float_power_ has dtype {_tname(self._data.dtype)} but the "
@@ -1142,7 +1143,7 @@ def float_power_(self, exponent):
 
 @declare_op()
 @_broadcasting
-def pow_(self, exponent):
+def pow_(self: Tensor, exponent: Tensor | float) -> Tensor:
     """In-place :func:`fabric.pow`.
 
     Example::
@@ -1157,7 +1158,7 @@ def pow_(self, exponent):
 
 
 @declare_op()
-def true_divide_(self, other):
+def true_divide_(self: Tensor, other: Tensor | float) -> Tensor:
     """In-place true division (as ``div_``)."""
     from .inplace import div_
 
@@ -1680,7 +1681,7 @@ def _shift(xp, x, y, left):
 
 @declare_op()
 @_broadcasting
-def bitwise_left_shift(input, other, *, out=None):
+def bitwise_left_shift(input: Tensor, other: Tensor | float, *, out: Tensor | None = None) -> Tensor:
     """``input << other`` for integer tensors (either may be a number).
 
     Example::
@@ -1694,7 +1695,7 @@ def bitwise_left_shift(input, other, *, out=None):
 
 @declare_op()
 @_broadcasting
-def bitwise_right_shift(input, other, *, out=None):
+def bitwise_right_shift(input: Tensor, other: Tensor | float, *, out: Tensor | None = None) -> Tensor:
     """``input >> other`` (arithmetic shift) for integer tensors (either may be a number).
 
     Example::
@@ -1707,20 +1708,21 @@ def bitwise_right_shift(input, other, *, out=None):
 
 
 @declare_op()
-def bitwise_left_shift_(self, other):
+def bitwise_left_shift_(self: Tensor, other: Tensor | float) -> Tensor:
     """In-place :func:`bitwise_left_shift`."""
     return _inplace_no_grad(self, bitwise_left_shift(self, other))
 
 
 @declare_op()
-def bitwise_right_shift_(self, other):
+def bitwise_right_shift_(self: Tensor, other: Tensor | float) -> Tensor:
     """In-place :func:`bitwise_right_shift`."""
     return _inplace_no_grad(self, bitwise_right_shift(self, other))
 
 
 @declare_op()
 @_broadcasting
-def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+def isclose(input: Tensor, other: Tensor | float, rtol: float = 1e-05, atol: float = 1e-08,
+            equal_nan: bool = False) -> Tensor:
     """``|input - other| <= atol + rtol * |other|`` elementwise (and equal
     infinities); both tensors must have the same dtype.
 
@@ -1754,7 +1756,8 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 @declare_op()
-def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+def allclose(input: Tensor, other: Tensor | float, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> bool:
     """Whether :func:`isclose` holds everywhere (a Python bool).
 
     Example::
@@ -1766,7 +1769,7 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 @declare_op()
-def equal(input, other):
+def equal(input: Tensor, other: Tensor) -> bool:
     """Whether both tensors have the same shape and the same values (a Python bool).
 
     Example::
@@ -1811,7 +1814,8 @@ class Where(Function):
 
 
 @_broadcasting
-def where(condition, input=None, other=None, *, out=None):
+def where(condition: Tensor, input: Tensor | float | None = None, other: Tensor | float | None = None, *,
+          out: Tensor | None = None) -> Tensor | tuple[Tensor, ...]:
     """``input`` where ``condition`` is true, else ``other`` (broadcast; either
     may be a number).  ``where(condition)`` is ``nonzero(condition, as_tuple=True)``.
 
@@ -1967,7 +1971,8 @@ def _clamp_args(input, min, max, name):
 
 @declare_op(aliases=("clip",))
 @_broadcasting
-def clamp(input, min=None, max=None, *, out=None):
+def clamp(input: Tensor, min: Tensor | float | None = None, max: Tensor | float | None = None, *,
+          out: Tensor | None = None) -> Tensor:
     """Limit ``input`` to ``[min, max]`` (numbers or tensors; either may be
     None): ``minimum(maximum(input, min), max)``.  The gradient passes where
     ``min <= input <= max``, as PyTorch.
@@ -1988,7 +1993,7 @@ clip = clamp
 
 @declare_op(aliases=("clip_",))
 @_broadcasting
-def clamp_(self, min=None, max=None):
+def clamp_(self: Tensor, min: Tensor | float | None = None, max: Tensor | float | None = None) -> Tensor:
     """In-place :func:`clamp`."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
@@ -2006,7 +2011,7 @@ clip_ = clamp_
 
 @declare_op()
 @_broadcasting
-def clamp_min(input, min):
+def clamp_min(input: Tensor, min: Tensor | float) -> Tensor:
     """``clamp(input, min=min)``.
 
     Example::
@@ -2020,7 +2025,7 @@ def clamp_min(input, min):
 
 @declare_op()
 @_broadcasting
-def clamp_max(input, max):
+def clamp_max(input: Tensor, max: Tensor | float) -> Tensor:
     """``clamp(input, max=max)``.
 
     Example::
@@ -2034,7 +2039,7 @@ def clamp_max(input, max):
 
 @declare_op()
 @_broadcasting
-def clamp_min_(self, min):
+def clamp_min_(self: Tensor, min: Tensor | float) -> Tensor:
     """In-place :func:`clamp_min`."""
     F, args, arrays = _clamp_args(self, min, None, "clamp_min_")
     return _inplace(self, ClampMin if F is ClampScalar else ClampMinTensor, (self,) + args[1:], arrays)
@@ -2042,7 +2047,7 @@ def clamp_min_(self, min):
 
 @declare_op()
 @_broadcasting
-def clamp_max_(self, max):
+def clamp_max_(self: Tensor, max: Tensor | float) -> Tensor:
     """In-place :func:`clamp_max`."""
     F, args, arrays = _clamp_args(self, None, max, "clamp_max_")
     return _inplace(self, ClampMax if F is ClampScalar else ClampMaxTensor, (self,) + args[1:], arrays)
@@ -2137,7 +2142,7 @@ def _lerp_args(input, end, weight, name):
 
 @declare_op()
 @_broadcasting
-def lerp(input, end, weight, *, out=None):
+def lerp(input: Tensor, end: Tensor, weight: Tensor | float, *, out: Tensor | None = None) -> Tensor:
     """Linear interpolation ``input + weight * (end - input)`` (``weight`` a
     number or a tensor).
 
@@ -2152,7 +2157,7 @@ def lerp(input, end, weight, *, out=None):
 
 @declare_op()
 @_broadcasting
-def lerp_(self, end, weight):
+def lerp_(self: Tensor, end: Tensor, weight: Tensor | float) -> Tensor:
     """In-place :func:`lerp`."""
     F, args, arrays = _lerp_args(self, end, weight, "lerp_")
     return _inplace(self, F, args, arrays, F is LerpTensor)
@@ -2212,7 +2217,7 @@ def _addc_value(rt, value):
 
 @declare_op()
 @_broadcasting
-def addcmul(input, tensor1, tensor2, *, value=1, out=None):
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1, out: Tensor | None = None) -> Tensor:
     """``input + value * tensor1 * tensor2``.
 
     Example::
@@ -2233,7 +2238,7 @@ _ADDCDIV_INT = ("Integer division with addcdiv is no longer supported, and in a 
 
 @declare_op()
 @_broadcasting
-def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1, out: Tensor | None = None) -> Tensor:
     """``input + value * tensor1 / tensor2`` (tensor1 and tensor2 must not both be integer).
 
     Example::
@@ -2251,7 +2256,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
 
 @declare_op()
 @_broadcasting
-def addcmul_(self, tensor1, tensor2, *, value=1):
+def addcmul_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
     """In-place :func:`addcmul`."""
     rt, arrays = _three_operands("addcmul_", self, tensor1, tensor2)
     return _inplace(self, Addcmul, (self, tensor1, tensor2, None), arrays + [_addc_value(rt, value)], False)
@@ -2259,7 +2264,7 @@ def addcmul_(self, tensor1, tensor2, *, value=1):
 
 @declare_op()
 @_broadcasting
-def addcdiv_(self, tensor1, tensor2, *, value=1):
+def addcdiv_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
     """In-place :func:`addcdiv`."""
     if tensor1._data.dtype.kind in "iub" and tensor2._data.dtype.kind in "iub":
         raise RuntimeError(_ADDCDIV_INT)
@@ -2271,7 +2276,7 @@ def addcdiv_(self, tensor1, tensor2, *, value=1):
 
 
 @declare_op(aliases=("negative_",))
-def neg_(self):
+def neg_(self: Tensor) -> Tensor:
     """In-place negation.
 
     Example::
@@ -2288,7 +2293,7 @@ negative_ = neg_
 
 
 @declare_op()
-def exp_(self):
+def exp_(self: Tensor) -> Tensor:
     """In-place :func:`fabric.exp`."""
     from .arith import Exp
 
@@ -2297,7 +2302,7 @@ def exp_(self):
 
 
 @declare_op()
-def log_(self):
+def log_(self: Tensor) -> Tensor:
     """In-place :func:`fabric.log`."""
     from .arith import Log
 
@@ -2361,7 +2366,7 @@ def _integer_operands(input, other, name):
 
 
 @declare_op()
-def gcd(input, other):
+def gcd(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise greatest common divisor of integer tensors (non-negative).
 
     Example::
@@ -2374,7 +2379,7 @@ def gcd(input, other):
 
 
 @declare_op()
-def lcm(input, other):
+def lcm(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise least common multiple of integer tensors (non-negative).
 
     Example::
@@ -2387,13 +2392,13 @@ def lcm(input, other):
 
 
 @declare_op()
-def gcd_(input, other):
+def gcd_(input: Tensor, other: Tensor) -> Tensor:
     """In-place :func:`gcd`."""
     return _commit(input, gcd(input, other), False)
 
 
 @declare_op()
-def lcm_(input, other):
+def lcm_(input: Tensor, other: Tensor) -> Tensor:
     """In-place :func:`lcm`."""
     return _commit(input, lcm(input, other), False)
 
@@ -2420,7 +2425,7 @@ def _heaviside_checks(input, values, name, position):
 
 
 @declare_op()
-def heaviside(input, values, *, out=None):
+def heaviside(input: Tensor, values: Tensor, *, out: Tensor | None = None) -> Tensor:
     """0 where ``input < 0``, ``values`` where ``input == 0``, 1 where ``input > 0``
     (``values`` a tensor of ``input``'s dtype, broadcast; no derivative, as PyTorch).
 
@@ -2438,7 +2443,7 @@ def heaviside(input, values, *, out=None):
 
 
 @declare_op(top_level=False)
-def heaviside_(self, values):
+def heaviside_(self: Tensor, values: Tensor) -> Tensor:
     """In-place ``heaviside``: 0 where ``self < 0``, ``values`` where
     ``self == 0``, 1 where ``self > 0`` (``values`` of ``self``'s dtype)."""
     _heaviside_checks(self, values, "heaviside_", 1)
@@ -2448,7 +2453,7 @@ def heaviside_(self, values):
 # --- ldexp / frexp ----------------------------------------------------------------------------
 
 @declare_op()
-def ldexp(input, other, *, out=None):
+def ldexp(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """``input * 2 ** other`` (a float result, differentiable in both).
 
     Example::
@@ -2469,7 +2474,7 @@ def ldexp(input, other, *, out=None):
 
 
 @declare_op()
-def ldexp_(input, other):
+def ldexp_(input: Tensor, other: Tensor) -> Tensor:
     """In-place :func:`ldexp` (``input`` must be floating)."""
     if input._data.dtype.kind != "f":
         raise RuntimeError(f"ldexp can't be cast to the desired output type {_tname(input._data.dtype)}")
@@ -2501,7 +2506,7 @@ class Frexp(Function):
 
 
 @declare_op()
-def frexp(input, *, out=None):
+def frexp(input: Tensor, *, out: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """``input = mantissa * 2 ** exponent`` with ``0.5 <= |mantissa| < 1``;
     returns ``(mantissa, exponent)`` (exponent int32).
 
@@ -2561,7 +2566,7 @@ def _i1(x):
 
 
 @declare_op()
-def i0(input, *, out=None):
+def i0(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Modified Bessel function of the first kind, order 0 (float result;
     its gradient is I1, computed internally).
 
@@ -2577,7 +2582,7 @@ def i0(input, *, out=None):
 
 
 @declare_op()
-def i0_(input):
+def i0_(input: Tensor) -> Tensor:
     """In-place :func:`i0` (floating tensors)."""
     if input._data.dtype.kind != "f":
         raise RuntimeError(f"result type Float can't be cast to the desired output type {_tname(input._data.dtype)}")
@@ -2587,7 +2592,7 @@ def i0_(input):
 # --- mvlgamma -------------------------------------------------------------------------------------
 
 @declare_op()
-def mvlgamma(input, p):
+def mvlgamma(input: Tensor, p: int) -> Tensor:
     """Multivariate log-gamma of dimension ``p``:
     ``p(p-1)/4 log(pi) + sum_{j<p} lgamma(input - j/2)``.
 
@@ -2611,7 +2616,7 @@ def mvlgamma(input, p):
 
 
 @declare_op(top_level=False)
-def mvlgamma_(input, p):
+def mvlgamma_(input: Tensor, p: int) -> Tensor:
     """In-place :func:`mvlgamma` (floating tensors)."""
     if input._data.dtype.kind != "f":
         raise RuntimeError(f"mvlgamma: result type {_tname(input._data.dtype)} can't be cast to the desired output "

@@ -37,6 +37,7 @@ import math
 import sys
 import types
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -431,7 +432,8 @@ class MeanDim(Mean):
 
 
 @declare_op()
-def sum(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
+def sum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: D.dtype | None = None,
+        out: Tensor | None = None, axis: int | Sequence[int] | None = None) -> Tensor:
     """Sum over ``dim`` (int, tuple, or None for all); ints and bools sum as int64.
 
     Example::
@@ -461,7 +463,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
 
 
 @declare_op()
-def mean(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
+def mean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: D.dtype | None = None,
+         out: Tensor | None = None, axis: int | Sequence[int] | None = None) -> Tensor:
     """Arithmetic mean over ``dim``; floating inputs only, as in PyTorch.
 
     Example::
@@ -502,7 +505,8 @@ class NanSum(Function):
 
 
 @declare_op()
-def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
+def nansum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+           dtype: D.dtype | None = None, out: Tensor | None = None) -> Tensor:
     """Sum treating NaN as zero.
 
     Example::
@@ -520,7 +524,8 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
 
 
 @declare_op()
-def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
+def nanmean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+            dtype: D.dtype | None = None, out: Tensor | None = None) -> Tensor:
     """Mean of the non-NaN elements (NaN where there are none).
 
     Example::
@@ -599,7 +604,8 @@ def _exclusive_prods_t(x, axis):
 
 
 @declare_op()
-def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
+def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: D.dtype | None = None,
+         out: Tensor | None = None) -> Tensor:
     """Product of all elements, or along one ``dim``; ints and bools give int64.
     The gradient is exact with zeros in the input (as in PyTorch).
 
@@ -648,7 +654,7 @@ def _cumsum(t, axis, reverse=False):
 
 
 @declare_op()
-def cumsum(input, dim, *, dtype=None, out=None):
+def cumsum(input: Tensor, dim: int, *, dtype: D.dtype | None = None, out: Tensor | None = None) -> Tensor:
     """Cumulative sum along ``dim``; ints and bools accumulate as int64.
 
     Example::
@@ -720,7 +726,7 @@ def _cumprod_grad_zeros(x, y, g, axis):
 
 
 @declare_op()
-def cumprod(input, dim, *, dtype=None, out=None):
+def cumprod(input: Tensor, dim: int, *, dtype: D.dtype | None = None, out: Tensor | None = None) -> Tensor:
     """Cumulative product along ``dim``; ints and bools accumulate as int64.
     The gradient is exact with zeros in the input.
 
@@ -799,7 +805,8 @@ def _binary_extreme(name, input, other, out):
 
 
 @declare_op()
-def max(input, dim=None, keepdim=False, *, out=None, other=None):
+def max(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out: Tensor | None = None,
+        other: Tensor | None = None) -> Tensor | tuple[Tensor, Tensor]:
     """``max(input)``: the largest element; ``max(input, dim, keepdim=False)``:
     ``(values, indices)`` along ``dim`` (ties: the first index); ``max(input,
     other)``: elementwise :func:`maximum`.
@@ -822,7 +829,8 @@ def max(input, dim=None, keepdim=False, *, out=None, other=None):
 
 
 @declare_op()
-def min(input, dim=None, keepdim=False, *, out=None, other=None):
+def min(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out: Tensor | None = None,
+        other: Tensor | None = None) -> Tensor | tuple[Tensor, Tensor]:
     """``min(input)``, ``min(input, dim, keepdim=False)`` -> ``(values, indices)``
     (ties: the first index), or elementwise :func:`minimum` with a Tensor.
 
@@ -893,7 +901,7 @@ def _aextreme(input, dim, keepdim, is_max, name, sep="()"):
 
 
 @declare_op()
-def amax(input, dim=(), keepdim=False, *, out=None):
+def amax(input: Tensor, dim: int | Sequence[int] = (), keepdim: bool = False, *, out: Tensor | None = None) -> Tensor:
     """Largest value over ``dim`` (int or tuple; ``()`` means all). Ties share
     the gradient evenly.
 
@@ -907,7 +915,7 @@ def amax(input, dim=(), keepdim=False, *, out=None):
 
 
 @declare_op()
-def amin(input, dim=(), keepdim=False, *, out=None):
+def amin(input: Tensor, dim: int | Sequence[int] = (), keepdim: bool = False, *, out: Tensor | None = None) -> Tensor:
     """Smallest value over ``dim`` (int or tuple; ``()`` means all).
 
     Example::
@@ -920,7 +928,8 @@ def amin(input, dim=(), keepdim=False, *, out=None):
 
 
 @declare_op()
-def aminmax(input, *, dim=None, keepdim=False, out=None):
+def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False,
+            out: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """``(min, max)`` over all elements or one ``dim``.
 
     Example::
@@ -965,7 +974,7 @@ def _arg_extreme(input, dim, keepdim, is_max, name):
 
 
 @declare_op()
-def argmax(input, dim=None, keepdim=False, *, out=None):
+def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out: Tensor | None = None) -> Tensor:
     """Index of the largest value (of the flattened tensor when ``dim`` is
     None); ties give the first index, NaN counts as largest.
 
@@ -979,7 +988,7 @@ def argmax(input, dim=None, keepdim=False, *, out=None):
 
 
 @declare_op()
-def argmin(input, dim=None, keepdim=False, *, out=None):
+def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out: Tensor | None = None) -> Tensor:
     """Index of the smallest value; ties give the first index.
 
     Example::
@@ -1075,7 +1084,8 @@ def _var_args(name, input, dim, unbiased, keepdim, correction):
 
 
 @declare_op()
-def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+def var(input: Tensor, dim: int | Sequence[int] | None = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: float | None = None, out: Tensor | None = None) -> Tensor:
     """Variance over ``dim``, divided by ``N - correction`` (``correction=1`` by
     default; ``unbiased=False`` means ``correction=0``). NaN (with a warning)
     when ``N - correction <= 0``.
@@ -1091,7 +1101,8 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
 
 
 @declare_op()
-def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+def std(input: Tensor, dim: int | Sequence[int] | None = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: float | None = None, out: Tensor | None = None) -> Tensor:
     """Standard deviation over ``dim`` (see :func:`var` for ``correction``).
 
     Example::
@@ -1104,7 +1115,8 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
 
 
 @declare_op(method=False)
-def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def var_mean(input: Tensor, dim: int | Sequence[int] | None = None, unbiased: bool | None = None, keepdim: bool = False,
+             *, correction: float | None = None) -> tuple[Tensor, Tensor]:
     """``(var, mean)`` over ``dim`` (a plain tuple, as in PyTorch).
 
     Example::
@@ -1117,7 +1129,8 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 @declare_op(method=False)
-def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def std_mean(input: Tensor, dim: int | Sequence[int] | None = None, unbiased: bool | None = None, keepdim: bool = False,
+             *, correction: float | None = None) -> tuple[Tensor, Tensor]:
     """``(std, mean)`` over ``dim``.
 
     Example::
@@ -1172,7 +1185,7 @@ def _float_or_default(x):
 
 
 @declare_op()
-def logsumexp(input, dim, keepdim=False, *, out=None):
+def logsumexp(input: Tensor, dim: int | Sequence[int], keepdim: bool = False, *, out: Tensor | None = None) -> Tensor:
     """``log(sum(exp(input), dim))`` computed stably (no overflow for large
     inputs); integer inputs give the default float dtype.
 
@@ -1227,7 +1240,7 @@ class LogCumSumExp(Function):
 
 
 @declare_op()
-def logcumsumexp(input, dim, *, out=None):
+def logcumsumexp(input: Tensor, dim: int, *, out: Tensor | None = None) -> Tensor:
     """``log(cumsum(exp(input), dim))`` computed stably.
 
     Example::
@@ -1272,7 +1285,7 @@ def _cum_extreme(input, dim, is_max, name):
 
 
 @declare_op()
-def cummax(input, dim, *, out=None):
+def cummax(input: Tensor, dim: int, *, out: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """Running maximum along ``dim`` and where it was attained (the latest
     index on ties, as PyTorch).
 
@@ -1286,7 +1299,7 @@ def cummax(input, dim, *, out=None):
 
 
 @declare_op()
-def cummin(input, dim, *, out=None):
+def cummin(input: Tensor, dim: int, *, out: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """Running minimum along ``dim`` and its (latest on ties) index.
 
     Example::
@@ -1403,7 +1416,8 @@ def _vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None, name="lin
 
 
 @declare_op()
-def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+def norm(input: Tensor, p: float | str | None = "fro", dim: int | Sequence[int] | None = None, keepdim: bool = False,
+         out: Tensor | None = None, dtype: D.dtype | None = None) -> Tensor:
     """``torch.norm``: the vector ``p``-norm over ``dim`` (int, tuple or None
     for all) for numeric ``p`` (incl. ``inf``, ``-inf``, 0) and for ``'fro'``
     (the 2-norm of the flattened dims). ``'nuc'`` and other matrix norms call
@@ -1442,7 +1456,8 @@ def _logical_reduce(input, dim, keepdim, is_all):
 
 
 @declare_op()
-def all(input, dim=None, keepdim=False, *, out=None):
+def all(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+        out: Tensor | None = None) -> Tensor:
     """Whether all elements (over ``dim``: int, tuple or None) are nonzero.
     bool result (uint8 for uint8 input, as PyTorch).
 
@@ -1455,7 +1470,8 @@ def all(input, dim=None, keepdim=False, *, out=None):
 
 
 @declare_op()
-def any(input, dim=None, keepdim=False, *, out=None):
+def any(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+        out: Tensor | None = None) -> Tensor:
     """Whether any element (over ``dim``) is nonzero.
 
     Example::
@@ -1467,7 +1483,7 @@ def any(input, dim=None, keepdim=False, *, out=None):
 
 
 @declare_op()
-def count_nonzero(input, dim=None):
+def count_nonzero(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     """Number of nonzero elements over ``dim`` (int, tuple or None), int64.
 
     Example::
@@ -1499,7 +1515,7 @@ def _scan_(self, dim, dtype, fn, name, saves_self):
 
 
 @declare_op(top_level=False)
-def cumsum_(self, dim, *, dtype=None):
+def cumsum_(self: Tensor, dim: int, *, dtype: D.dtype | None = None) -> Tensor:
     """In-place :func:`fabric.cumsum` (``dtype``, if given, must be ``self``'s).
 
     Example::
@@ -1511,7 +1527,7 @@ def cumsum_(self, dim, *, dtype=None):
 
 
 @declare_op(top_level=False)
-def cumprod_(self, dim, *, dtype=None):
+def cumprod_(self: Tensor, dim: int, *, dtype: D.dtype | None = None) -> Tensor:
     """In-place :func:`fabric.cumprod`.
 
     Example::
@@ -1525,7 +1541,7 @@ def cumprod_(self, dim, *, dtype=None):
 # --- sum_to_size ------------------------------------------------------------------------------------------
 
 @declare_op(top_level=False)
-def sum_to_size(self, *size):
+def sum_to_size(self: Tensor, *size: int | Sequence[int]) -> Tensor:
     """Sum ``self`` down to ``size`` (the reverse of ``expand``); returns
     ``self`` when the sizes already match.
 
@@ -1555,7 +1571,8 @@ def sum_to_size(self, *size):
 
 
 @declare_op()
-def diff(input, n=1, dim=-1, prepend=None, append=None):
+def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
+         append: Tensor | None = None) -> Tensor:
     """n-th forward difference along ``dim`` (bool inputs use xor, as PyTorch).
 
     Example::
@@ -1581,7 +1598,8 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
 
 
 @declare_op()
-def cov(input, *, correction=1, fweights=None, aweights=None):
+def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
+        aweights: Tensor | None = None) -> Tensor:
     """Covariance of the rows of ``input`` (variables) over its columns (observations)."""
     if fweights is not None or aweights is not None:
         raise NotImplementedError("fabric.cov does not support fweights/aweights yet")
@@ -1595,7 +1613,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
 
 
 @declare_op()
-def corrcoef(input):
+def corrcoef(input: Tensor) -> Tensor:
     """Pearson correlation coefficients of the rows of ``input``."""
     from .pointwise import clamp  # pointwise imports reduce
 
@@ -1607,7 +1625,7 @@ def corrcoef(input):
 
 
 @declare_op(aliases=("trapz",), method=False)
-def trapezoid(y, x=None, *, dx=None, dim=-1):
+def trapezoid(y: Tensor, x: Tensor | None = None, *, dx: float | None = None, dim: int = -1) -> Tensor:
     """Trapezoidal rule along ``dim``."""
     n = y.shape[dim]
     if n == 0:
@@ -1623,7 +1641,7 @@ trapz = trapezoid
 
 
 @declare_op(method=False)
-def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+def cumulative_trapezoid(y: Tensor, x: Tensor | None = None, *, dx: float | None = None, dim: int = -1) -> Tensor:
     n = y.shape[dim]
     left, right = narrow(y, dim, 0, builtins.max(n - 1, 0)), narrow(y, dim, 1, builtins.max(n - 1, 0))
     if x is None:

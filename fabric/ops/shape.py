@@ -22,6 +22,7 @@ import builtins
 import itertools
 import math
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -121,7 +122,7 @@ def _view(input, shape):
 
 
 @declare_op()
-def reshape(input, *shape):
+def reshape(input: Tensor, *shape: int | Sequence[int]) -> Tensor:
     """Same data in a new shape; a view when possible, else a copy.
 
     Example::
@@ -149,7 +150,7 @@ def reshape(input, *shape):
 
 
 @declare_op()
-def view(input, *shape):
+def view(input: Tensor, *shape: int | Sequence[int] | D.dtype) -> Tensor:
     """A view with a new shape (or, given a dtype of the same size, a
     reinterpretation of the bytes); errors when the strides do not allow it."""
     if len(shape) == 1 and isinstance(shape[0], (D.dtype, np.dtype, type)) and not isinstance(shape[0], (tuple, list)):
@@ -166,19 +167,19 @@ def view(input, *shape):
 
 
 @declare_op()
-def view_as(input, other):
+def view_as(input: Tensor, other: Tensor) -> Tensor:
     """``input.view(other.shape)``."""
     return view(input, other._data.shape)
 
 
 @declare_op()
-def reshape_as(input, other):
+def reshape_as(input: Tensor, other: Tensor) -> Tensor:
     """``input.reshape(other.shape)``."""
     return reshape(input, other._data.shape)
 
 
 @declare_op()
-def flatten(input, start_dim=0, end_dim=-1):
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Merge dims ``start_dim..end_dim`` into one.
 
     Example::
@@ -200,13 +201,13 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 
 @declare_op()
-def ravel(input):
+def ravel(input: Tensor) -> Tensor:
     """The elements as a 1-D tensor (a view when contiguous)."""
     return reshape(input, (-1,))
 
 
 @declare_op()
-def unflatten(input, dim, sizes):
+def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     """Split dim ``dim`` into ``sizes`` (one entry may be -1).
 
     Example::
@@ -260,7 +261,7 @@ class Permute(Function):
 
 
 @declare_op()
-def permute(input, *dims):
+def permute(input: Tensor, *dims: int | Sequence[int]) -> Tensor:
     """Reorder dimensions (a view).
 
     Example::
@@ -301,7 +302,7 @@ class Transpose(Function):
 
 
 @declare_op(aliases=("swapaxes", "swapdims"))
-def transpose(input, dim0, dim1):
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swap two dimensions (a view).
 
     Example::
@@ -320,7 +321,7 @@ swapaxes = swapdims = transpose
 
 
 @declare_op()
-def t(input):
+def t(input: Tensor) -> Tensor:
     """Transpose a tensor of at most 2 dims (0-d and 1-d are returned as views)."""
     if input._data.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input._data.ndim}D")
@@ -330,7 +331,7 @@ def t(input):
 
 
 @declare_op()
-def adjoint(input):
+def adjoint(input: Tensor) -> Tensor:
     """The conjugate transpose of the last two dims (``x.mH``); a copy for complex
     tensors (fabric conjugates physically), a view for real ones."""
     if input._data.ndim < 2:
@@ -340,7 +341,7 @@ def adjoint(input):
 
 
 @declare_op(aliases=("moveaxis",))
-def movedim(input, source, destination):
+def movedim(input: Tensor, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
     """Move dims ``source`` to positions ``destination`` (a view).
 
     Example::
@@ -394,7 +395,7 @@ class Expand(Function):
 
 
 @declare_op(aliases=("broadcast_to",))
-def expand(input, *sizes):
+def expand(input: Tensor, *sizes: int | Sequence[int]) -> Tensor:
     """Broadcast to a larger shape without copying (-1 keeps a size).
 
     Example::
@@ -433,7 +434,7 @@ def expand(input, *sizes):
 
 
 @declare_op()
-def expand_as(input, other):
+def expand_as(input: Tensor, other: Tensor) -> Tensor:
     """``input.expand(other.shape)``."""
     return expand(input, other._data.shape)
 
@@ -442,7 +443,7 @@ broadcast_to = expand
 
 
 @declare_op(method=False)
-def broadcast_shapes(*shapes):
+def broadcast_shapes(*shapes: int | Sequence[int]) -> Size:
     """The shape that tensors of ``shapes`` broadcast to.
 
     Example::
@@ -492,7 +493,7 @@ def _broadcast_shape_of(tensors):
 
 
 @declare_op(method=False)
-def broadcast_tensors(*tensors):
+def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
     """Expand every tensor to their common broadcast shape (views).
 
     Example::
@@ -518,7 +519,7 @@ def _squeezed_shape(shp, dim):
 
 
 @declare_op()
-def squeeze(input, dim=None):
+def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     """Remove size-1 dims (all, or those in ``dim``: an int or a tuple).
 
     Example::
@@ -535,7 +536,7 @@ def _unsqueezed_shape(shp, dim):
 
 
 @declare_op()
-def unsqueeze(input, dim):
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
     """Insert a size-1 dim at ``dim``.
 
     Example::
@@ -566,28 +567,28 @@ def _check_inplace_view(self):
 
 
 @declare_op()
-def t_(self):
+def t_(self: Tensor) -> Tensor:
     """In-place :func:`t`."""
     _check_inplace_view(self)
     return _inplace_view(self, t(self))
 
 
 @declare_op()
-def squeeze_(self, dim=None):
+def squeeze_(self: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     """In-place :func:`squeeze`."""
     _check_inplace_view(self)
     return _inplace_view(self, squeeze(self, dim))
 
 
 @declare_op()
-def unsqueeze_(self, dim):
+def unsqueeze_(self: Tensor, dim: int) -> Tensor:
     """In-place :func:`unsqueeze`."""
     _check_inplace_view(self)
     return _inplace_view(self, unsqueeze(self, dim))
 
 
 @declare_op(aliases=("swapaxes_", "swapdims_"))
-def transpose_(self, dim0, dim1):
+def transpose_(self: Tensor, dim0: int, dim1: int) -> Tensor:
     """In-place :func:`transpose`."""
     _check_inplace_view(self)
     return _inplace_view(self, transpose(self, dim0, dim1))
@@ -597,7 +598,7 @@ swapaxes_ = swapdims_ = transpose_
 
 
 @declare_op()
-def as_strided_(self, size, stride, storage_offset=None):
+def as_strided_(self: Tensor, size: Sequence[int], stride: Sequence[int], storage_offset: int | None = None) -> Tensor:
     """In-place :func:`as_strided`."""
     _check_inplace_view(self)
     return _inplace_view(self, as_strided(self, size, stride, storage_offset))
@@ -627,7 +628,7 @@ class Repeat(Function):
 
 
 @declare_op()
-def repeat(input, *sizes):
+def repeat(input: Tensor, *sizes: int | Sequence[int]) -> Tensor:
     """Tile ``input`` ``sizes`` times along each dim (a copy).
 
     Example::
@@ -646,7 +647,7 @@ def repeat(input, *sizes):
 
 
 @declare_op()
-def tile(input, dims):
+def tile(input: Tensor, dims: Sequence[int]) -> Tensor:
     """Like :func:`repeat`, padding ``dims`` with leading 1s when it is short."""
     reps = shape_args((dims,), "dims")
     nd = input._data.ndim
@@ -656,7 +657,8 @@ def tile(input, dims):
 
 
 @declare_op()
-def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+def repeat_interleave(input: Tensor, repeats: int | Tensor | None = None, dim: int | None = None, *,
+                      output_size: int | None = None) -> Tensor:
     """Repeat each element ``repeats`` times (an int, or a tensor with one
     count per element along ``dim``). With only a tensor of counts, returns
     the indices repeated by those counts.
@@ -740,7 +742,7 @@ class Flip(Function):
 
 
 @declare_op()
-def flip(input, *dims):
+def flip(input: Tensor, *dims: int | Sequence[int]) -> Tensor:
     """Reverse the order of elements along ``dims`` (a copy, as in PyTorch).
 
     Example::
@@ -761,7 +763,7 @@ def flip(input, *dims):
 
 
 @declare_op()
-def fliplr(input):
+def fliplr(input: Tensor) -> Tensor:
     """Flip left/right (dim 1); needs at least 2 dims."""
     if input._data.ndim < 2:
         raise RuntimeError("Input must be >= 2-d.")
@@ -769,7 +771,7 @@ def fliplr(input):
 
 
 @declare_op()
-def flipud(input):
+def flipud(input: Tensor) -> Tensor:
     """Flip up/down (dim 0); needs at least 1 dim."""
     if input._data.ndim < 1:
         raise RuntimeError("Input must be >= 1-d.")
@@ -791,7 +793,7 @@ class Roll(Function):
 
 
 @declare_op()
-def roll(input, shifts, dims=None):
+def roll(input: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
     """Rotate elements along ``dims`` by ``shifts`` (flattened when ``dims`` is None).
 
     Example::
@@ -815,7 +817,7 @@ def roll(input, shifts, dims=None):
 
 
 @declare_op()
-def rot90(input, k=1, dims=(0, 1)):
+def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
     """Rotate by 90 degrees ``k`` times in the plane of ``dims``.
 
     Example::
@@ -862,7 +864,7 @@ class Clone(Function):
 
 
 @declare_op(method=False)
-def clone(input, *, memory_format=None):
+def clone(input: Tensor, *, memory_format: _layout.memory_format | None = None) -> Tensor:
     """A copy with its own memory, differentiable; laid out as ``memory_format``
     (default ``preserve_format``: the input's order of strides, as PyTorch).
 
@@ -876,14 +878,14 @@ def clone(input, *, memory_format=None):
 
 
 @declare_op(method=False)
-def contiguous(input, memory_format=None):
+def contiguous(input: Tensor, memory_format: _layout.memory_format | None = None) -> Tensor:
     return input.contiguous(memory_format)
 
 
 # --- narrow / select / unbind -------------------------------------------------------
 
 @declare_op()
-def narrow(input, dim, start, length):
+def narrow(input: Tensor, dim: int, start: int | Tensor, length: int | Tensor) -> Tensor:
     """The slice ``start:start+length`` along ``dim`` (a view).
 
     Example::
@@ -913,7 +915,7 @@ def narrow(input, dim, start, length):
 
 
 @declare_op()
-def select(input, dim, index):
+def select(input: Tensor, dim: int, index: int) -> Tensor:
     """The slice at ``index`` along ``dim``, without that dim (a view).
 
     Example::
@@ -955,7 +957,7 @@ class Unbind(Function):
 
 
 @declare_op()
-def unbind(input, dim=0):
+def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     """Split along ``dim`` into a tuple of views without that dim.
 
     Example::
@@ -1023,7 +1025,7 @@ class DiagonalBackward(Function):
 
 
 @declare_op()
-def diagonal(input, offset=0, dim1=0, dim2=1):
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """The diagonal of the ``dim1``/``dim2`` planes, as a view; the
     diagonal becomes the last dim.
 
@@ -1060,7 +1062,7 @@ class DiagEmbed(Function):
 
 
 @declare_op()
-def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     """Tensors whose ``dim1``/``dim2`` diagonals hold the last dim of ``input``.
 
     Example::
@@ -1079,7 +1081,7 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
 
 
 @declare_op()
-def diag(input, diagonal=0):
+def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     """1-D input: a square matrix with ``input`` on diagonal ``diagonal``;
     2-D input: that diagonal as a new 1-D tensor.
 
@@ -1099,7 +1101,7 @@ def diag(input, diagonal=0):
 
 
 @declare_op()
-def diagflat(input, offset=0):
+def diagflat(input: Tensor, offset: int = 0) -> Tensor:
     """A 2-D tensor with the flattened ``input`` on diagonal ``offset``."""
     return diag_embed(flatten(input), offset, 0, 1)
 
@@ -1147,7 +1149,7 @@ def _tri(input, diagonal, upper, inplace):
 
 
 @declare_op()
-def tril(input, diagonal=0):
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:
     """The lower triangle (elements on and below diagonal ``diagonal``) of the
     last two dims; the rest zero.
 
@@ -1161,19 +1163,19 @@ def tril(input, diagonal=0):
 
 
 @declare_op()
-def triu(input, diagonal=0):
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:
     """The upper triangle (on and above diagonal ``diagonal``) of the last two dims."""
     return _tri(input, diagonal, True, False)
 
 
 @declare_op()
-def tril_(self, diagonal=0):
+def tril_(self: Tensor, diagonal: int = 0) -> Tensor:
     """In-place :func:`tril`."""
     return _tri(self, diagonal, False, True)
 
 
 @declare_op()
-def triu_(self, diagonal=0):
+def triu_(self: Tensor, diagonal: int = 0) -> Tensor:
     """In-place :func:`triu`."""
     return _tri(self, diagonal, True, True)
 
@@ -1252,7 +1254,7 @@ class AsStrided(Function):
 
 
 @declare_op()
-def as_strided(input, size, stride, storage_offset=None):
+def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int], storage_offset: int | None = None) -> Tensor:
     """A view with arbitrary ``size``/``stride`` (in elements) over the
     memory of ``input`` starting at ``storage_offset`` (default: that of
     ``input``).
@@ -1313,7 +1315,7 @@ class Unfold(Function):
 
 
 @declare_op()
-def unfold(input, dimension, size, step):
+def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
     """``Tensor.unfold``: all windows of length ``size`` (every ``step``
     elements) along ``dimension``, as a view with the window as a new last dim.
 
@@ -1368,25 +1370,25 @@ def _at3(t):
 
 
 @declare_op(method=False)
-def atleast_1d(*tensors):
+def atleast_1d(*tensors: Tensor) -> Tensor | tuple[Tensor, ...]:
     """Each tensor viewed with at least 1 dim (a tuple for several tensors)."""
     return _atleast(tensors, _at1)
 
 
 @declare_op(method=False)
-def atleast_2d(*tensors):
+def atleast_2d(*tensors: Tensor) -> Tensor | tuple[Tensor, ...]:
     """Each tensor viewed with at least 2 dims (a tuple for several tensors)."""
     return _atleast(tensors, _at2)
 
 
 @declare_op(method=False)
-def atleast_3d(*tensors):
+def atleast_3d(*tensors: Tensor) -> Tensor | tuple[Tensor, ...]:
     """Each tensor viewed with at least 3 dims (a tuple for several tensors)."""
     return _atleast(tensors, _at3)
 
 
 @declare_op(method=False)
-def meshgrid(*tensors, indexing=None):
+def meshgrid(*tensors: Tensor, indexing: str | None = None) -> tuple[Tensor, ...]:
     """Coordinate grids from 1-D tensors (views via expand).
 
     ``indexing='ij'`` (the default, with a warning when not given as in
@@ -1429,7 +1431,7 @@ def meshgrid(*tensors, indexing=None):
 
 
 @declare_op(method=False)
-def cartesian_prod(*tensors):
+def cartesian_prod(*tensors: Tensor) -> Tensor:
     """The Cartesian product of 1-D tensors, one combination per row.
 
     Example::
@@ -1481,7 +1483,7 @@ class BlockDiag(Function):
 
 
 @declare_op(method=False)
-def block_diag(*tensors):
+def block_diag(*tensors: Tensor) -> Tensor:
     """A block-diagonal matrix from 0-, 1- or 2-D tensors.
 
     Example::
@@ -1509,7 +1511,7 @@ def block_diag(*tensors):
 
 
 @declare_op(method=False)
-def combinations(input, r=2, with_replacement=False):
+def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:
     """All length-``r`` combinations of the elements of a 1-D tensor (like
     ``itertools.combinations``, one per row).
 
@@ -1543,7 +1545,7 @@ def combinations(input, r=2, with_replacement=False):
 
 
 @declare_op()
-def narrow_copy(input, dim, start, length):
+def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     """A copy (not a view) of ``input.narrow(dim, start, length)``.
 
     Example::
@@ -1557,7 +1559,7 @@ def narrow_copy(input, dim, start, length):
 # --- resize_ ------------------------------------------------------------------------------------
 
 @declare_op(top_level=False)
-def resize_(self, *sizes, memory_format=None):
+def resize_(self: Tensor, *sizes: int | Sequence[int], memory_format: _layout.memory_format | None = None) -> Tensor:
     """Change the shape in place, keeping the leading elements (in C order);
     new elements are zeros.  Raises for tensors that require grad and for
     views (a view cannot change its base's memory).
@@ -1593,7 +1595,7 @@ def resize_(self, *sizes, memory_format=None):
 
 
 @declare_op()
-def resize_as_(input, the_template, *, memory_format=None):
+def resize_as_(input: Tensor, the_template: Tensor, *, memory_format: _layout.memory_format | None = None) -> Tensor:
     """:func:`resize_` to ``the_template``'s shape (the dtype is kept)."""
     return resize_(input, the_template._data.shape)
 

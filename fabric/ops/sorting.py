@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -144,7 +145,8 @@ def _select(input, idx_last, axis, was_0d, keepdim, cls, rtype):
 # --- sort / argsort / msort -------------------------------------------------------
 
 @declare_op()
-def sort(input, dim=-1, descending=False, *, stable=False, out=None):
+def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False,
+         out: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """Sort along ``dim``; returns ``(values, indices)``. Always stable
     (``stable`` is accepted for PyTorch compatibility); NaN sorts as largest.
 
@@ -166,7 +168,7 @@ def sort(input, dim=-1, descending=False, *, stable=False, out=None):
 
 
 @declare_op()
-def argsort(input, dim=-1, descending=False, *, stable=False):
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor:
     """Indices that sort ``input`` along ``dim`` (stable).
 
     Example::
@@ -183,7 +185,7 @@ def argsort(input, dim=-1, descending=False, *, stable=False):
 
 
 @declare_op()
-def msort(input, *, out=None):
+def msort(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Sort along the first dimension (``sort(input, 0).values``).
 
     Example::
@@ -226,7 +228,8 @@ def _topk_last(x, k, largest):
 
 
 @declare_op()
-def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *,
+         out: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """The ``k`` largest (or smallest) elements along ``dim`` and their indices,
     best first (also when ``sorted=False``). NaN counts as largest.
 
@@ -253,7 +256,8 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
 
 
 @declare_op()
-def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
+def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *,
+             out: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """The ``k``-th smallest element (1-based) along ``dim`` and its index.
 
     Example::
@@ -371,7 +375,8 @@ def _all_nan_index(n: int) -> int:
 
 
 @declare_op()
-def median(input, dim=None, keepdim=False, *, out=None):
+def median(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
+           out: Tensor | tuple[Tensor, Tensor] | None = None) -> Tensor | tuple[Tensor, Tensor]:
     """The lower median (of all elements, or along ``dim`` with its index).
     NaN propagates. Without ``dim`` there are no indices and tied values
     share the gradient; with ``dim`` it goes to the returned index.
@@ -391,7 +396,8 @@ def median(input, dim=None, keepdim=False, *, out=None):
 
 
 @declare_op()
-def nanmedian(input, dim=None, keepdim=False, *, out=None):
+def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
+              out: Tensor | tuple[Tensor, Tensor] | None = None) -> Tensor | tuple[Tensor, Tensor]:
     """:func:`median` ignoring NaN (NaN only where a row is all NaN).
 
     Example::
@@ -410,7 +416,8 @@ def nanmedian(input, dim=None, keepdim=False, *, out=None):
 
 
 @declare_op()
-def mode(input, dim=-1, keepdim=False, *, out=None):
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *,
+         out: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """The most frequent value along ``dim`` (the smallest one on ties) and the
     index of its last occurrence. NaNs never count as equal.
 
@@ -530,7 +537,8 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
 
 
 @declare_op()
-def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+def quantile(input: Tensor, q: float | Sequence[float] | Tensor, dim: int | None = None, keepdim: bool = False, *,
+             interpolation: str = "linear", out: Tensor | None = None) -> Tensor:
     """The ``q``-th quantiles (``q`` a float or a 0-d/1-d tensor in [0, 1])
     of all elements or along ``dim``; a 1-d ``q`` adds a leading dim.
     ``interpolation``: linear, lower, higher, midpoint or nearest. NaN
@@ -546,7 +554,8 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=N
 
 
 @declare_op()
-def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+def nanquantile(input: Tensor, q: float | Sequence[float] | Tensor, dim: int | None = None,
+                keepdim: bool = False, *, interpolation: str = "linear", out: Tensor | None = None) -> Tensor:
     """:func:`quantile` ignoring NaN (NaN only for all-NaN rows).
 
     Example::
@@ -560,7 +569,8 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", ou
 # --- unique / unique_consecutive -------------------------------------------------------
 
 @declare_op()
-def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,
+           dim: int | None = None) -> Tensor | tuple[Tensor, ...]:
     """The distinct values (sorted; PyTorch on CPU sorts also for
     ``sorted=False``), optionally with the inverse indices (shaped like the
     input) and counts; with ``dim``, the distinct slices along it. NaNs are
@@ -617,7 +627,8 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 
 
 @declare_op()
-def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+def unique_consecutive(input: Tensor, return_inverse: bool = False, return_counts: bool = False,
+                       dim: int | None = None) -> Tensor | tuple[Tensor, ...]:
     """Collapse runs of equal consecutive values (or slices along ``dim``).
 
     Example::
@@ -684,7 +695,8 @@ def _search(seq, values, right):
 
 
 @declare_op(method=False)
-def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None, out=None):
+def searchsorted(sorted_sequence: Tensor, input: Tensor | float, *, out_int32: bool = False, right: bool = False,
+                 side: str | None = None, sorter: Tensor | None = None, out: Tensor | None = None) -> Tensor:
     """Indices where ``input`` would be inserted into the last dim of
     ``sorted_sequence`` to keep it sorted (``right``/``side='right'``: after
     equal values). ``sorter`` gives the order of an unsorted sequence.
@@ -727,7 +739,8 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
 
 
 @declare_op(method=False)
-def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
+def bucketize(input: Tensor | float, boundaries: Tensor, *, out_int32: bool = False, right: bool = False,
+              out: Tensor | None = None) -> Tensor:
     """Index of the bucket of each element given 1-d sorted ``boundaries``
     (``right=False``: ``boundaries[i-1] < x <= boundaries[i]``).
 
@@ -744,7 +757,7 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
 # --- bincount / histc / histogram ----------------------------------------------------
 
 @declare_op()
-def bincount(input, weights=None, minlength=0):
+def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
     """Count occurrences of each value of a 1-d non-negative integer tensor
     (summing ``weights`` instead of ones when given).
 
@@ -798,7 +811,7 @@ def _bin_counts(x, lo, hi, bins, weight):
 
 
 @declare_op()
-def histc(input, bins=100, min=0, max=0, *, out=None):
+def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0, *, out: Tensor | None = None) -> Tensor:
     """Histogram of ``bins`` equal-width bins over [min, max] (the data's range
     when ``min == max``); elements outside are ignored. Not differentiable.
 
@@ -818,7 +831,9 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
 
 
 @declare_op()
-def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
+def histogram(input: Tensor, bins: int | Tensor, *, range: tuple[float, float] | None = None,
+              weight: Tensor | None = None, density: bool = False,
+              out: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """``(hist, bin_edges)``: ``bins`` equal-width bins over ``range`` (default:
     the data's range), or the edges given as a 1-d tensor ``bins``.
 
@@ -871,7 +886,8 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
 
 
 @declare_op(method=False)
-def isin(elements, test_elements, *, assume_unique=False, invert=False):
+def isin(elements: Tensor | float, test_elements: Tensor | float, *, assume_unique: bool = False,
+         invert: bool = False) -> Tensor:
     """Whether each element is in ``test_elements`` (a bool tensor)."""
     e = elements._data if isinstance(elements, Tensor) else np.asarray(elements)
     t = test_elements._data if isinstance(test_elements, Tensor) else np.asarray(test_elements)

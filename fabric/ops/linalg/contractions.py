@@ -9,6 +9,8 @@ Example::
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -298,7 +300,7 @@ def _sublist_to_str(sub):
 
 
 @declare_op(method=False)
-def einsum(*args):
+def einsum(*args: Any) -> Tensor:
     """Einstein summation, PyTorch's rules: ellipsis broadcasting, implicit
     output (sorted letters that occur once), repeated subscripts (diagonals,
     traces), size-1 broadcasting, and the sublist format
@@ -349,7 +351,8 @@ def einsum(*args):
 
 
 @declare_op(method=False)
-def tensordot(a, b, dims=2, out=None):
+def tensordot(a: Tensor, b: Tensor, dims: int | Sequence[int] | Sequence[Sequence[int]] = 2,
+              out: Tensor | None = None) -> Tensor:
     """Contract ``dims`` dims of ``a`` and ``b``: an int (last ``dims`` of
     ``a`` with the first of ``b``) or a pair of dim lists."""
     _check_tensor(a, "tensordot", "a", 1)

@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 
 from ... import _dtype as D
+from ..._tensor import Tensor
 from ...autograd.function import Function, _apply
 from ...autograd.grad_mode import state as _grad_state
 from ...backends import backend_of
@@ -90,7 +91,7 @@ class LinalgCholesky(Function):
 
 
 @declare_op(name="cholesky", namespace="linalg", autocast="linalg_cholesky", method=False)
-def linalg_cholesky(A, *, upper=False, out=None):
+def linalg_cholesky(A: Tensor, *, upper: bool = False, out: Tensor | None = None) -> Tensor:
     """Cholesky factor ``L`` (lower; ``upper=True`` gives ``L^T``) of a
     symmetric positive-definite matrix, reading its lower triangle.  Not
     positive-definite input raises ``fabric.linalg.LinAlgError``."""
@@ -99,7 +100,8 @@ def linalg_cholesky(A, *, upper=False, out=None):
 
 
 @declare_op(name="cholesky_ex", namespace="linalg", autocast="linalg_cholesky_ex", method=False)
-def linalg_cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+def linalg_cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False,
+                       out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor]:
     """``(L, info)``: ``info`` (int32) is 0 on success, else the order of the
     first leading minor that is not positive-definite; ``L`` of such a
     matrix is NaN (LAPACK leaves a partial factor there)."""
@@ -118,7 +120,7 @@ def linalg_cholesky_ex(A, *, upper=False, check_errors=False, out=None):
 
 
 @declare_op()
-def cholesky(input, upper=False, *, out=None):
+def cholesky(input: Tensor, upper: bool = False, *, out: Tensor | None = None) -> Tensor:
     """``torch.cholesky`` (deprecated in PyTorch, which warns; so does fabric)."""
     warnings.warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a future "
                   "PyTorch release.\nL = torch.cholesky(A)\nshould be replaced with\nL = torch.linalg.cholesky(A)\n"
@@ -172,7 +174,7 @@ class CholeskySolve(Function):
 
 
 @declare_op()
-def cholesky_solve(B, L, upper=False, *, out=None):
+def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False, *, out: Tensor | None = None) -> Tensor:
     """Solve ``A X = B`` given the Cholesky factor of ``A`` (lower ``L``, or
     upper ``U`` with ``upper=True``); batch dims broadcast.  The forward reads
     only the factor's triangle; the gradient with respect to ``L`` is
@@ -216,7 +218,7 @@ class CholeskyInverse(Function):
 
 
 @declare_op()
-def cholesky_inverse(L, upper=False, *, out=None):
+def cholesky_inverse(L: Tensor, upper: bool = False, *, out: Tensor | None = None) -> Tensor:
     """Inverse of ``A`` from its Cholesky factor (``A = L L^T``, or ``U^T U``
     with ``upper=True``), reading the factor's triangle; the gradient is
     PyTorch's formula (``L`` treated as a full matrix)."""
@@ -295,7 +297,7 @@ def _qr_backward_square(gQ, gR, Q, R):
 
 
 @declare_op(name="qr", namespace="linalg", autocast="linalg_qr", method=False)
-def linalg_qr(A, mode="reduced", *, out=None):
+def linalg_qr(A: Tensor, mode: str = "reduced", *, out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor]:
     """QR decomposition ``A = Q R`` (Householder, via LAPACK geqrf/orgqr):
     ``mode`` is 'reduced', 'complete' or 'r' (Q is then an empty tensor)."""
     a = _check_matrix(A, "linalg.qr", square=False)
@@ -306,7 +308,7 @@ def linalg_qr(A, mode="reduced", *, out=None):
 
 
 @declare_op()
-def qr(input, some=True, *, out=None):
+def qr(input: Tensor, some: bool = True, *, out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor]:
     """``torch.qr`` (deprecated in PyTorch, which warns; so does fabric):
     ``some=True`` is mode 'reduced', ``some=False`` 'complete'."""
     warnings.warn("torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a future PyTorch "
@@ -403,7 +405,8 @@ def _svd_backward(gU, gS, gVh, U, S, Vh, full):
 
 
 @declare_op(name="svd", namespace="linalg", autocast="linalg_svd", method=False)
-def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
+def linalg_svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None,
+               out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor, Tensor]:
     """``A = U diag(S) Vh`` with ``S`` descending.  Gradients follow PyTorch's
     formula (defined for distinct singular values; U and Vh are unique only
     up to the signs of their columns/rows)."""
@@ -419,7 +422,7 @@ def _needs_grad(*ts):
 
 
 @declare_op(name="svdvals", namespace="linalg", autocast="linalg_svdvals", method=False)
-def linalg_svdvals(A, *, driver=None, out=None):
+def linalg_svdvals(A: Tensor, *, driver: str | None = None, out: Tensor | None = None) -> Tensor:
     """Singular values in descending order (no U/V computed unless a gradient
     is needed)."""
     a = _check_matrix(A, "linalg.svdvals", square=False)
@@ -429,7 +432,8 @@ def linalg_svdvals(A, *, driver=None, out=None):
 
 
 @declare_op()
-def svd(input, some=True, compute_uv=True, *, out=None):
+def svd(input: Tensor, some: bool = True, compute_uv: bool = True, *,
+        out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor, Tensor]:
     """``torch.svd``: returns ``(U, S, V)`` with ``V`` (not ``Vh``);
     ``some=True`` gives the reduced decomposition.  With
     ``compute_uv=False``, U and V are zero-filled ``(m, m)``/``(n, n)``."""
@@ -484,7 +488,7 @@ def _check_uplo(UPLO, fn):
 
 
 @declare_op(name="eigh", namespace="linalg", autocast="linalg_eigh", method=False)
-def linalg_eigh(A, UPLO="L", *, out=None):
+def linalg_eigh(A: Tensor, UPLO: str = "L", *, out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor]:
     """Eigenvalues (ascending) and orthonormal eigenvectors of a symmetric
     matrix, reading the ``UPLO`` triangle.  Gradients are defined for
     distinct eigenvalues; eigenvectors are unique only up to sign."""
@@ -494,7 +498,7 @@ def linalg_eigh(A, UPLO="L", *, out=None):
 
 
 @declare_op(name="eigvalsh", namespace="linalg", autocast="linalg_eigvalsh", method=False)
-def linalg_eigvalsh(A, UPLO="L", *, out=None):
+def linalg_eigvalsh(A: Tensor, UPLO: str = "L", *, out: Tensor | None = None) -> Tensor:
     """Eigenvalues (ascending) of a symmetric matrix."""
     a = _check_matrix(A, "linalg.eigvalsh")
     uplo = _check_uplo(UPLO, "linalg.eigvalsh")
@@ -552,7 +556,7 @@ class LinalgEig(Function):
 
 
 @declare_op(name="eig", namespace="linalg", autocast="linalg_eig", method=False)
-def linalg_eig(A, *, out=None):
+def linalg_eig(A: Tensor, *, out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor]:
     """Eigenvalues and eigenvectors (unit norm, as LAPACK's geev) of a square
     matrix; complex results also for real input.  Gradients follow PyTorch's
     formula (distinct eigenvalues; the loss must not depend on the eigenvectors' phases).
@@ -567,7 +571,7 @@ def linalg_eig(A, *, out=None):
 
 
 @declare_op(name="eigvals", namespace="linalg", autocast="linalg_eigvals", method=False)
-def linalg_eigvals(A, *, out=None):
+def linalg_eigvals(A: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Eigenvalues of a square matrix (complex also for real input).
 
     Example::

@@ -13,6 +13,7 @@ Example::
 from __future__ import annotations
 
 import builtins
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -125,7 +126,8 @@ def _pinv_backward(g, pinvA, A):
 
 
 @declare_op(name="pinv", namespace="linalg", autocast=False, method=False)
-def linalg_pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
+def linalg_pinv(A: Tensor, rcond: float | None = None, hermitian: bool = False, *, atol: float | Tensor | None = None,
+                rtol: float | Tensor | None = None, out: Tensor | None = None) -> Tensor:
     """Moore-Penrose pseudo-inverse through the SVD (``eigh`` when
     ``hermitian``); singular values ``<= max(atol, rtol * smax)`` are treated
     as zero.  ``rcond`` is PyTorch's legacy name for ``rtol``.  The gradient
@@ -136,7 +138,7 @@ def linalg_pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=Non
 
 
 @declare_op()
-def pinverse(input, rcond=1e-15):
+def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
     """``torch.pinverse``: ``linalg.pinv(input, rtol=rcond)``."""
     return linalg_pinv(input, rcond=rcond)
 
@@ -189,7 +191,8 @@ _LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 
 @declare_op(name="lstsq", namespace="linalg", autocast="linalg_lstsq", method=False)
-def linalg_lstsq(A, B, rcond=None, *, driver=None):
+def linalg_lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *,
+                 driver: str | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """Least-squares solution of ``A X = B`` (minimum norm for rank-deficient
     ``A``), returned as ``(solution, residuals, rank, singular_values)``.
 
@@ -250,7 +253,7 @@ def linalg_lstsq(A, B, rcond=None, *, driver=None):
 
 
 @declare_op(name="matrix_power", namespace="linalg", autocast=False, method=False)
-def linalg_matrix_power(A, n, *, out=None):
+def linalg_matrix_power(A: Tensor, n: int, *, out: Tensor | None = None) -> Tensor:
     """``A`` to the integer power ``n`` by repeated squaring; negative powers
     use the inverse; ``n = 0`` gives the identity (still joined to the
     graph with a zero gradient, as in PyTorch)."""
@@ -288,13 +291,15 @@ def linalg_matrix_power(A, n, *, out=None):
 
 
 @declare_op()
-def matrix_power(input, n, *, out=None):
+def matrix_power(input: Tensor, n: int, *, out: Tensor | None = None) -> Tensor:
     """``torch.matrix_power``: alias of ``linalg.matrix_power``."""
     return linalg_matrix_power(input, n, out=out)
 
 
 @declare_op(name="matrix_rank", namespace="linalg", autocast="linalg_matrix_rank", method=False)
-def linalg_matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None):
+def linalg_matrix_rank(A: Tensor, tol: float | Tensor | None = None, hermitian: bool = False, *,
+                       atol: float | Tensor | None = None, rtol: float | Tensor | None = None,
+                       out: Tensor | None = None) -> Tensor:
     """Number of singular values ``> max(atol, rtol * smax)`` (int64); ``tol``
     is PyTorch's legacy absolute tolerance."""
     _check_tensor(A, "linalg.matrix_rank", "A", 1)
@@ -379,14 +384,14 @@ class LinalgMatrixExp(Function):
 
 
 @declare_op(name="matrix_exp", namespace="linalg", autocast=False, method=False)
-def linalg_matrix_exp(A):
+def linalg_matrix_exp(A: Tensor) -> Tensor:
     """Matrix exponential ``sum_k A^k / k!`` of square matrices."""
     a = _check_matrix(A, "linalg.matrix_exp")
     return _apply(LinalgMatrixExp, (A,), (a,))
 
 
 @declare_op()
-def matrix_exp(input):
+def matrix_exp(input: Tensor) -> Tensor:
     """``torch.matrix_exp``: alias of ``linalg.matrix_exp``."""
     return linalg_matrix_exp(input)
 
@@ -436,7 +441,7 @@ def _vander(x, N, increasing, fn):
 
 
 @declare_op(name="vander", namespace="linalg", autocast=False, method=False)
-def linalg_vander(x, *, N=None):
+def linalg_vander(x: Tensor, *, N: int | None = None) -> Tensor:
     """``torch.linalg.vander``: ``(..., n) -> (..., n, N)`` with columns
     ``x**0 ... x**(N-1)`` (``N`` defaults to ``n``)."""
     _check_tensor(x, "linalg.vander", "x", 1)
@@ -448,7 +453,7 @@ def linalg_vander(x, *, N=None):
 
 
 @declare_op(method=False)
-def vander(x, N=None, increasing=False):
+def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
     """``torch.vander``: 1-D ``x``, decreasing powers unless ``increasing``."""
     _check_tensor(x, "vander", "x", 1)
     if x._data.ndim != 1:
@@ -457,7 +462,7 @@ def vander(x, N=None, increasing=False):
 
 
 @declare_op(name="tensorinv", namespace="linalg", autocast="linalg_tensorinv", method=False)
-def linalg_tensorinv(A, ind=2, *, out=None):
+def linalg_tensorinv(A: Tensor, ind: int = 2, *, out: Tensor | None = None) -> Tensor:
     """Inverse of ``A`` viewed as a square matrix ``prod(shape[:ind]) x prod(shape[ind:])``."""
     _check_tensor(A, "linalg.tensorinv", "A", 1)
     if ind <= 0:
@@ -471,7 +476,7 @@ def linalg_tensorinv(A, ind=2, *, out=None):
 
 
 @declare_op(name="tensorsolve", namespace="linalg", autocast="linalg_tensorsolve", method=False)
-def linalg_tensorsolve(A, B, dims=None, *, out=None):
+def linalg_tensorsolve(A: Tensor, B: Tensor, dims: Sequence[int] | None = None, *, out: Tensor | None = None) -> Tensor:
     """``X`` with ``tensordot(A, X, X.ndim) == B``; ``dims`` are moved to the end of ``A`` first."""
     _check_tensor(A, "linalg.tensorsolve", "A", 1)
     _check_tensor(B, "linalg.tensorsolve", "B", 2)
@@ -490,7 +495,7 @@ def linalg_tensorsolve(A, B, dims=None, *, out=None):
 
 
 @declare_op(name="diagonal", namespace="linalg", autocast=False, method=False)
-def linalg_diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+def linalg_diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     """``torch.linalg.diagonal``: ``A.diagonal(offset, dim1, dim2)`` (defaults
     pick the last two dims)."""
     from .. import shape

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -53,7 +54,8 @@ def _check_ord(ord, fn):
 
 
 @declare_op(name="vector_norm", namespace="linalg", autocast="linalg_vector_norm", method=False)
-def linalg_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
+def linalg_vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+                       dtype: D.dtype | None = None, out: Tensor | None = None) -> Tensor:
     """The ``ord``-norm of ``x`` over ``dim`` (all dims when None), treating
     the selected dims as one flat vector.
 
@@ -83,7 +85,8 @@ _MATRIX_ORDS = ("fro", "nuc", 1, -1, 2, -2, _inf, -_inf)
 
 
 @declare_op(name="matrix_norm", namespace="linalg", autocast="linalg_matrix_norm", method=False)
-def linalg_matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
+def linalg_matrix_norm(A: Tensor, ord: float | str = "fro", dim: tuple[int, int] = (-2, -1), keepdim: bool = False, *,
+                       dtype: D.dtype | None = None, out: Tensor | None = None) -> Tensor:
     """Matrix norm over the two dims ``dim``: 'fro', 'nuc', 1, -1, 2, -2,
     inf, -inf (2/-2/'nuc' through the singular values).
 
@@ -132,7 +135,8 @@ def linalg_matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None,
 
 
 @declare_op(name="norm", namespace="linalg", autocast=False, method=False)
-def linalg_norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
+def linalg_norm(A: Tensor, ord: float | str | None = None, dim: int | Sequence[int] | None = None,
+                keepdim: bool = False, *, out: Tensor | None = None, dtype: D.dtype | None = None) -> Tensor:
     """Vector or matrix norm, chosen as ``torch.linalg.norm`` does: a string
     ``ord`` or a 2-tuple ``dim`` means a matrix norm; ``ord=None`` is the
     2-norm of the flattened input (Frobenius for matrices)."""
@@ -156,7 +160,7 @@ def linalg_norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
 
 
 @declare_op(name="cond", namespace="linalg", autocast="linalg_cond", method=False)
-def linalg_cond(A, p=None, *, out=None):
+def linalg_cond(A: Tensor, p: float | str | None = None, *, out: Tensor | None = None) -> Tensor:
     """Condition number: ``smax / smin`` for p in (None, 2), ``smin / smax``
     for -2, else ``norm(A, p) * norm(inv(A), p)`` (square A)."""
     _check_tensor(A, "linalg.cond", "A", 1)
@@ -180,7 +184,7 @@ def linalg_cond(A, p=None, *, out=None):
 
 
 @declare_op()
-def dist(input, other, p=2):
+def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
     """p-norm of ``input - other``."""
     return linalg_vector_norm(input - other, p)
 

@@ -11,6 +11,7 @@ Example::
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -67,7 +68,7 @@ def _check_mm_dtype(a, b):
 
 
 @declare_op()
-def mm(input, mat2, *, out=None):
+def mm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Matrix product of two 2-D tensors (no broadcasting; see ``matmul``).
 
     Example::
@@ -94,7 +95,7 @@ def mm(input, mat2, *, out=None):
 
 
 @declare_op()
-def bmm(input, mat2, *, out=None):
+def bmm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Batched matrix product of two 3-D tensors ``(b, n, m) @ (b, m, p)``."""
     _check_tensor(input, "bmm", "input", 1)
     _check_tensor(mat2, "bmm", "mat2", 2)
@@ -114,7 +115,7 @@ def bmm(input, mat2, *, out=None):
 
 
 @declare_op()
-def mv(input, vec, *, out=None):
+def mv(input: Tensor, vec: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Matrix-vector product ``(n, m) @ (m,)``."""
     _check_tensor(input, "mv", "input", 1)
     _check_tensor(vec, "mv", "vec", 2)
@@ -133,7 +134,7 @@ def mv(input, vec, *, out=None):
 
 
 @declare_op()
-def dot(input, tensor, *, out=None):
+def dot(input: Tensor, tensor: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Inner product of two 1-D tensors of the same size and dtype."""
     _check_tensor(input, "dot", "input", 1)
     _check_tensor(tensor, "dot", "tensor", 2)
@@ -152,13 +153,13 @@ def dot(input, tensor, *, out=None):
 
 
 @declare_op()
-def vdot(input, other, *, out=None):
+def vdot(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """``dot`` that conjugates its first argument (identical for real dtypes)."""
     return dot(input.conj() if isinstance(input, Tensor) else input, other, out=out)
 
 
 @declare_op(aliases=("ger",))
-def outer(input, vec2, *, out=None):
+def outer(input: Tensor, vec2: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Outer product ``input[:, None] * vec2[None, :]`` (dtypes promote)."""
     _check_tensor(input, "outer", "input", 1)
     _check_tensor(vec2, "outer", "vec2", 2)
@@ -173,7 +174,7 @@ ger = outer
 
 
 @declare_op()
-def inner(input, other, *, out=None):
+def inner(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Sum of products over the last dim: shape ``input.shape[:-1] + other.shape[:-1]``
     (a plain product when either is 0-d)."""
     _check_tensor(input, "inner", "input", 1)
@@ -244,7 +245,8 @@ def _check_add_dtype(input, mat2):
 
 
 @declare_op()
-def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: float = 1,
+          out: Tensor | None = None) -> Tensor:
     """``beta * input + alpha * (mat1 @ mat2)``; ``input`` broadcasts to the result.
 
     Example::
@@ -260,7 +262,8 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
 
 
 @declare_op()
-def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
+def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: float = 1, alpha: float = 1,
+          out: Tensor | None = None) -> Tensor:
     """``beta * input + alpha * (mat @ vec)``."""
     _check_tensor(input, "addmv", "input", 1)
     _check_tensor(mat, "addmv", "mat", 2)
@@ -272,7 +275,8 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
 
 
 @declare_op()
-def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1,
+           out: Tensor | None = None) -> Tensor:
     """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
     _check_tensor(input, "addbmm", "input", 1)
     _check_tensor(batch2, "addbmm", "batch2", 3)
@@ -281,7 +285,8 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
 
 
 @declare_op()
-def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1,
+            out: Tensor | None = None) -> Tensor:
     """``beta * input + alpha * (batch1 @ batch2)`` batched."""
     _check_tensor(input, "baddbmm", "input", 1)
     _check_tensor(batch2, "baddbmm", "batch2", 3)
@@ -290,7 +295,8 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
 
 
 @declare_op()
-def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
+def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: float = 1, alpha: float = 1,
+         out: Tensor | None = None) -> Tensor:
     """``beta * input + alpha * outer(vec1, vec2)`` (dtypes promote, as in PyTorch)."""
     _check_tensor(input, "addr", "input", 1)
     prod = outer(vec1, vec2)
@@ -310,38 +316,38 @@ def _inplace_from(self, result, name):
 
 
 @declare_op()
-def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
+def addmm_(self: Tensor, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
     """In-place ``addmm``."""
     return _inplace_from(self, addmm(self, mat1, mat2, beta=beta, alpha=alpha), "addmm_")
 
 
 @declare_op()
-def addmv_(self, mat, vec, *, beta=1, alpha=1):
+def addmv_(self: Tensor, mat: Tensor, vec: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
     """In-place ``addmv``."""
     return _inplace_from(self, addmv(self, mat, vec, beta=beta, alpha=alpha), "addmv_")
 
 
 @declare_op()
-def addbmm_(self, batch1, batch2, *, beta=1, alpha=1):
+def addbmm_(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
     """In-place ``addbmm``."""
     return _inplace_from(self, addbmm(self, batch1, batch2, beta=beta, alpha=alpha), "addbmm_")
 
 
 @declare_op()
-def baddbmm_(self, batch1, batch2, *, beta=1, alpha=1):
+def baddbmm_(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
     """In-place ``baddbmm``."""
     return _inplace_from(self, baddbmm(self, batch1, batch2, beta=beta, alpha=alpha), "baddbmm_")
 
 
 @declare_op()
-def addr_(self, vec1, vec2, *, beta=1, alpha=1):
+def addr_(self: Tensor, vec1: Tensor, vec2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
     """In-place ``addr``."""
     return _inplace_from(self, addr(self, vec1, vec2, beta=beta, alpha=alpha), "addr_")
 
 
 
 @declare_op()
-def kron(input, other, *, out=None):
+def kron(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Kronecker product; the result's shape is the elementwise product of
     the (left-padded) shapes, and dtypes promote."""
     _check_tensor(input, "kron", "input", 1)
@@ -370,7 +376,7 @@ class Trace(Function):
 
 
 @declare_op()
-def trace(input):
+def trace(input: Tensor) -> Tensor:
     """Sum of the main diagonal of a 2-D tensor (integers sum as int64)."""
     _check_tensor(input, "trace", "input", 1)
     if input._data.ndim != 2:
@@ -432,7 +438,7 @@ def _cross_checked(input, other, dim, fn):
 
 
 @declare_op()
-def cross(input, other, dim=None, *, out=None):
+def cross(input: Tensor, other: Tensor, dim: int | None = None, *, out: Tensor | None = None) -> Tensor:
     """Cross product of 3-vectors along ``dim``; without ``dim``, the first
     dim of size 3 (deprecated in PyTorch, which warns; so does fabric)."""
     if dim is None:
@@ -450,7 +456,7 @@ def cross(input, other, dim=None, *, out=None):
 
 
 @declare_op(name="cross", namespace="linalg", autocast=False, method=False)
-def linalg_cross(input, other, *, dim=-1, out=None):
+def linalg_cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Tensor | None = None) -> Tensor:
     """``torch.linalg.cross``: cross product along ``dim`` (default -1), broadcasting."""
     return _out(_cross_checked(input, other, dim, "linalg.cross"), out)
 
@@ -516,7 +522,7 @@ class Cdist(Function):
 
 
 @declare_op(method=False)
-def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
     """Batched pairwise distances ``(..., P, M), (..., R, M) -> (..., P, R)``.
 
     ``compute_mode`` picks, as in PyTorch, the matrix-product formula for
@@ -581,7 +587,7 @@ def _multi_dot(mats, split, i, j):
 
 
 @declare_op(name="multi_dot", namespace="linalg", autocast="linalg_multi_dot", method=False)
-def linalg_multi_dot(tensors, *, out=None):
+def linalg_multi_dot(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor:
     """Product of a chain of matrices in the cheapest order; the first may be
     a 1-D row vector and the last a 1-D column vector."""
     tensors = list(tensors)
@@ -630,7 +636,7 @@ def linalg_multi_dot(tensors, *, out=None):
 
 
 @declare_op(method=False)
-def chain_matmul(*matrices, out=None):
+def chain_matmul(*matrices: Tensor, out: Tensor | None = None) -> Tensor:
     """Deprecated PyTorch alias of ``linalg.multi_dot`` for 2-D matrices (warns)."""
     warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
                   "torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather than multiple "
@@ -646,7 +652,7 @@ def chain_matmul(*matrices, out=None):
 
 
 @declare_op(name="vecdot", namespace="linalg", autocast="linalg_vecdot", method=False)
-def linalg_vecdot(x, y, *, dim=-1, out=None):
+def linalg_vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out: Tensor | None = None) -> Tensor:
     """``sum(x * y, dim)`` with broadcasting (``torch.linalg.vecdot``)."""
     _check_tensor(x, "linalg.vecdot", "x", 1)
     _check_tensor(y, "linalg.vecdot", "y", 2)

@@ -72,7 +72,7 @@ class LinalgInv(Function):
 
 
 @declare_op(name="inv", namespace="linalg", autocast="linalg_inv", method=False)
-def linalg_inv(A, *, out=None):
+def linalg_inv(A: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Inverse of a (batch of) square matrices; singular input raises
     ``fabric.linalg.LinAlgError``.
 
@@ -87,13 +87,14 @@ def linalg_inv(A, *, out=None):
 
 
 @declare_op()
-def inverse(input, *, out=None):
+def inverse(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """``torch.inverse``: alias of ``linalg.inv``."""
     return linalg_inv(input, out=out)
 
 
 @declare_op(name="inv_ex", namespace="linalg", autocast="linalg_inv_ex", method=False)
-def linalg_inv_ex(A, *, check_errors=False, out=None):
+def linalg_inv_ex(A: Tensor, *, check_errors: bool = False,
+                  out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor]:
     """``(inverse, info)``: ``info`` (int32) is 0 for invertible matrices and
     the 1-based index of the first zero pivot of the LU factorization
     otherwise; the inverse of such a matrix is NaN (LAPACK leaves partial
@@ -177,7 +178,7 @@ def _prod_others(xp, s):
 
 
 @declare_op(name="det", namespace="linalg", autocast=False, method=False)
-def linalg_det(A, *, out=None):
+def linalg_det(A: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Determinant of a (batch of) square matrices; the gradient is the
     cofactor matrix (through the SVD where ``det == 0``)."""
     a = _check_matrix(A, "linalg.det")
@@ -185,7 +186,7 @@ def linalg_det(A, *, out=None):
 
 
 @declare_op()
-def det(input):
+def det(input: Tensor) -> Tensor:
     """``torch.det``: alias of ``linalg.det``."""
     return linalg_det(input)
 
@@ -211,20 +212,20 @@ class LinalgSlogdet(Function):
 
 
 @declare_op(name="slogdet", namespace="linalg", autocast=False, method=False)
-def linalg_slogdet(A, *, out=None):
+def linalg_slogdet(A: Tensor, *, out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor]:
     """``(sign, logabsdet)`` of the determinant: ``det = sign * exp(logabsdet)``."""
     a = _check_matrix(A, "linalg.slogdet")
     return _out(linalg_slogdet_t(*_apply(LinalgSlogdet, (A,), (a,))), out)
 
 
 @declare_op()
-def slogdet(input):
+def slogdet(input: Tensor) -> tuple[Tensor, Tensor]:
     """``torch.slogdet``: like ``linalg.slogdet``."""
     return slogdet_t(*linalg_slogdet(input))
 
 
 @declare_op()
-def logdet(input):
+def logdet(input: Tensor) -> Tensor:
     """``log(det(input))``: NaN for a negative determinant (with a zero
     gradient there, as in PyTorch), -inf for a singular matrix."""
     if input._data.dtype.kind == "c":  # the complex logarithm of the determinant
@@ -293,7 +294,7 @@ class LinalgSolve(Function):
 
 
 @declare_op(name="solve", namespace="linalg", autocast="linalg_solve", method=False)
-def linalg_solve(A, B, *, left=True, out=None):
+def linalg_solve(A: Tensor, B: Tensor, *, left: bool = True, out: Tensor | None = None) -> Tensor:
     """Solve ``A X = B`` (``X A = B`` when ``left=False``) for square ``A``.
     ``B`` is a batch of vectors when it is 1-D or has shape ``A.shape[:-1]``.
 
@@ -339,7 +340,8 @@ def linalg_solve(A, B, *, left=True, out=None):
 
 
 @declare_op(name="solve_ex", namespace="linalg", autocast=False, method=False)
-def linalg_solve_ex(A, B, *, left=True, check_errors=False, out=None):
+def linalg_solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False,
+                    out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor]:
     """``(result, info)`` version of ``solve``: a singular matrix gives a
     nonzero ``info`` (the first zero pivot of its LU factorization) and NaN
     results instead of raising, unless ``check_errors``."""

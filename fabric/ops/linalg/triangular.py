@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..._tensor import Tensor
 from ...autograd.function import Function, _apply
 from .._registry import declare_op
 from .._registry import public_names as declared_names
@@ -81,7 +82,8 @@ def _substitute(xp, T, B, lower):
 
 
 @declare_op(name="solve_triangular", namespace="linalg", autocast=False, method=False)
-def linalg_solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+def linalg_solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, unitriangular: bool = False,
+                            out: Tensor | None = None) -> Tensor:
     """Solve ``A X = B`` (``X A = B`` if not ``left``) reading only the upper
     or lower triangle of ``A`` (and assuming a unit diagonal if
     ``unitriangular``).  Computed with the general (LU) solver on the masked
@@ -113,7 +115,8 @@ _TRIANGULAR_SOLVE_WARNED = [False]
 
 
 @declare_op()
-def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False, *, out=None):
+def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bool = False, unitriangular: bool = False,
+                     *, out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor]:
     """Solve ``op(A) X = input`` for triangular ``A`` (``op`` transposes when
     ``transpose``); returns ``(solution, cloned_coefficient)``, batches
     broadcast. Deprecated in PyTorch in favour of ``linalg.solve_triangular``.
