@@ -341,11 +341,12 @@ class NumbaBackend(NumpyBackend):
                             dh, dw, oh, ow, out)
         return out.reshape(tuple(input_shape))
 
-    # --- LSTM cell (fabric/nn/modules/rnn.py calls them for float32 NumPy arrays) ---------------
-    def lstm_cell_kernels(self):
-        """``(forward, backward)`` step kernels (:func:`.kernels32.lstm_cell_fwd` / ``_bwd``)."""
+    # --- RNN cells (fabric/nn/modules/rnn.py calls them for float32 NumPy arrays) ---------------
+    def rnn_cell_kernels(self, kind):
+        """``(forward, backward)`` step kernels for ``kind`` "lstm" or "gru" (the GRU's forward
+        is None: its NumPy step is faster, see :mod:`.kernels32`)."""
         k = kernels32()
-        return k.lstm_cell_fwd, k.lstm_cell_bwd
+        return (k.lstm_cell_fwd, k.lstm_cell_bwd) if kind == "lstm" else (None, k.gru_cell_bwd)
 
     # --- optimizers -----------------------------------------------------------------------------
     @staticmethod

@@ -412,3 +412,23 @@ def lstm_cell_bwd(dr, k, f, dc, d, off, bs):
             d[1, r, j] = c * k[1, r, j]
             d[2, r, j] = c * k[2, r, j]
             dc[b, j] = c * f[r, j]
+
+
+# --- GRU cell backward (gate order (r, z, n)) -----------------------------------------------
+# No forward kernel: fused, the step measured 30 us against NumPy's 24 (b32, h128): the GRU
+# step has only three tanh-bound passes to fuse and NumPy's AVX-512 tanh beats tanh32.
+@_jit
+def gru_cell_bwd(gh, k2, k_nr, k_n, z, dgh, dgi, tz, off, bs):
+    """One backward step for rows ``off:off+bs``: the hidden-side pre-activation gradients
+    ``dgh[row] = gh * (k2[row, 0], k2[row, 1], k_nr[row])``, the input side's n gradient
+    ``dgi[row, 2] = gh * k_n[row]`` and the carried term ``tz[b] = gh * z[row]``."""
+    hid = gh.shape[1]
+    for b in range(bs):
+        row = off + b
+        for j in range(hid):
+            g = gh[b, j]
+            dgh[row, 0, j] = g * k2[row, 0, j]
+            dgh[row, 1, j] = g * k2[row, 1, j]
+            dgh[row, 2, j] = g * k_nr[row, j]
+            dgi[row, 2, j] = g * k_n[row, j]
+            tz[b, j] = g * z[row, j]

@@ -218,14 +218,15 @@ def _final_state(xp, arr, plan, reverse):
     return arr[xp.asarray(rows)]
 
 
-def _cell_kernels(xp, dt):
-    """The CPU backend's compiled LSTM cell kernels (``(forward, backward)``) for float32 NumPy
-    arrays when the numba kernels are on, else None (the NumPy step below)."""
+def _cell_kernels(xp, dt, kind):
+    """The CPU backend's compiled ``kind`` ("lstm"/"gru") cell kernels, ``(forward, backward)``,
+    for float32 NumPy arrays when the numba kernels are on, else None (the NumPy steps)."""
     if xp is not np or dt != np.float32:
         return None
     from ...backends import cpu_backend
 
-    return getattr(cpu_backend, "lstm_cell_kernels", lambda: None)()
+    get = getattr(cpu_backend, "rnn_cell_kernels", None)
+    return None if get is None else get(kind)
 
 
 def _lstm_forward(xp, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, plan, reverse, keep=True):
@@ -252,7 +253,7 @@ def _lstm_forward(xp, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, plan, reverse, ke
     r = (alloc("lstm_r", (n, hid)) if keep else _scratch(xp, "lstm_r", (batch, hid), dt)) if w_hr is not None else None
     y = xp.empty((n, p), dt)
     tmp = _scratch(xp, "lstm_t", (4 * batch * hid,), dt)
-    kernels = _cell_kernels(xp, dt)
+    kernels = _cell_kernels(xp, dt, "lstm")
     no_k = xp.empty((0, 0, 0), dt)
     prev = None
     for off, bs in _order(plan, reverse):
@@ -345,7 +346,7 @@ def _lstm_backward(xp, saved, x, w_ih, w_hh, w_hr, gy, ghn, gcn, plan, reverse):
     gh_rows = xp.empty((n, p), dt) if w_hr is not None else None
     tmp4 = _scratch(xp, "lstm_b4", (4 * batch * p,), dt)
     k3, k34 = k[:3], k[3:]
-    kernels = _cell_kernels(xp, dt)
+    kernels = _cell_kernels(xp, dt, "lstm")
     for off, bs in _order(plan, not reverse):
         e = off + bs
         gh = dh[:bs]
@@ -462,17 +463,21 @@ def _gru_backward(xp, saved, x, w_ih, w_hh, w_hr, gy, ghn_out, gcn, plan, revers
     dgi = _scratch(xp, "gru_dgi", (n, 3, hid), dt)   # d of the input-side ones (r, z equal dgh's)
     dh = xp.zeros((batch, hid), dt) if ghn_out is None else ghn_out.copy()
     tmp = _scratch(xp, "gru_bt", (batch, hid), dt)
+    kernels = _cell_kernels(xp, dt, "gru")
     for off, bs in _order(plan, not reverse):
         e = off + bs
         gh = dh[:bs]
         if gy is not None:
             gh += gy[off:e]
         d = dgh[off:e]
-        xp.multiply(gh[:, None, :], k2[off:e], out=d[:, :2])
-        xp.multiply(gh, k_nr[off:e], out=d[:, 2])
-        xp.multiply(gh, k_n[off:e], out=dgi[off:e, 2])
         tz = tmp[:bs]
-        xp.multiply(gh, z[off:e], out=tz)
+        if kernels is not None:
+            kernels[1](gh, k2, k_nr, k_n, z, dgh, dgi, tz, off, bs)
+        else:
+            xp.multiply(gh[:, None, :], k2[off:e], out=d[:, :2])
+            xp.multiply(gh, k_nr[off:e], out=d[:, 2])
+            xp.multiply(gh, k_n[off:e], out=dgi[off:e, 2])
+            xp.multiply(gh, z[off:e], out=tz)
         xp.matmul(d.reshape(bs, 3 * hid), w_hh, out=gh)
         gh += tz
     dgi[:, :2] = dgh[:, :2]
