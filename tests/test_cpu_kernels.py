@@ -213,36 +213,3 @@ def test_compiled_bernoulli_is_the_numpy_stream(monkeypatch, dt):
         monkeypatch.setattr(_rng, "_compiled_bernoulli53", kernel)
         assert got.dtype == want.dtype and np.array_equal(got, want)
         assert np.array_equal(fast.get_state(), slow.get_state())
-
-
-@pytest.mark.parametrize("kind,kw", [("LSTM", {}), ("LSTM", {"proj_size": 7}),
-                                     ("LSTM", {"bidirectional": True, "proj_size": 5}), ("GRU", {}),
-                                     ("GRU", {"bidirectional": True}), ("GRU", {"bias": False})])
-def test_rnn_cell_kernels_match_the_numpy_step(monkeypatch, kind, kw):
-    """float32 nn.LSTM / nn.GRU with the compiled cell kernels (the CPU default with numba)
-    against the NumPy steps: outputs, final states, input and parameter gradients, the no-grad
-    forward, and a packed batch of unequal lengths (the step's rows shrink)."""
-    import fabric
-    from fabric import nn
-    from fabric.nn.modules import rnn as rnn_module
-    from fabric.nn.utils.rnn import pack_padded_sequence
-
-    backend = numba_backend.NumbaBackend()       # whatever the CPU backend is
-    real = lambda xp, dt, k: backend.rnn_cell_kernels(k) if dt == np.float32 else None
-
-    def run(kernels):
-        monkeypatch.setattr(rnn_module, "_cell_kernels", real if kernels else (lambda xp, dt, k: None))
-        fabric.manual_seed(1)
-        m = getattr(nn, kind)(12, 16, num_layers=2, batch_first=True, **kw)
-        x = fabric.randn(5, 9, 12, requires_grad=True)
-        out, state = m(x)
-        states = list(state) if kind == "LSTM" else [state]
-        packed_out, _ = m(pack_padded_sequence(x, [9, 7, 7, 3, 1], batch_first=True))
-        (out.square().sum() + sum(s.sum() for s in states) + packed_out.data.sum()).backward()
-        with fabric.no_grad():
-            plain = m(x)[0]
-        return [out, *states, x.grad, plain, packed_out.data] + [p.grad for p in m.parameters()]
-
-    got, want = run(True), run(False)
-    for g, w in zip(got, want):
-        np.testing.assert_allclose(g.detach().numpy(), w.detach().numpy(), rtol=2e-5, atol=2e-6)

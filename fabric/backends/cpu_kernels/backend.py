@@ -341,13 +341,6 @@ class NumbaBackend(NumpyBackend):
                             dh, dw, oh, ow, out)
         return out.reshape(tuple(input_shape))
 
-    # --- RNN cells (fabric/nn/modules/rnn.py calls them for float32 NumPy arrays) ---------------
-    def rnn_cell_kernels(self, kind):
-        """``(forward, backward)`` step kernels for ``kind`` "lstm" or "gru" (the GRU's forward
-        is None: its NumPy step is faster, see :mod:`.kernels32`)."""
-        k = kernels32()
-        return (k.lstm_cell_fwd, k.lstm_cell_bwd) if kind == "lstm" else (None, k.gru_cell_bwd)
-
     # --- optimizers -----------------------------------------------------------------------------
     @staticmethod
     def _flat_ok(*groups) -> bool:
