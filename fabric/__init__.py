@@ -24,7 +24,8 @@ _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"fabric\.")
 from . import _dtype
 from ._dtype import (  # noqa: F401
     dtype, float16, half, bfloat16, float32, float, float64, double, int8, int16, short, int32, int, int64, long,
-    uint8, bool, get_default_dtype, set_default_dtype, promote_types, can_cast, finfo, iinfo,
+    uint8, bool, complex64, cfloat, complex128, cdouble, get_default_dtype, set_default_dtype,
+    get_default_complex_dtype, promote_types, can_cast, finfo, iinfo,
 )
 from ._device import device  # noqa: F401
 from ._layout import (  # noqa: F401
@@ -45,7 +46,7 @@ from .random import manual_seed, seed, initial_seed, get_rng_state, set_rng_stat
 from ._formatting import set_printoptions  # noqa: F401
 import fabric.linalg as linalg  # noqa: E402,F401  (`from . import linalg` would get fabric.ops.linalg)
 import fabric.sparse as sparse  # noqa: E402,F401
-from .sparse import sparse_coo_tensor, spmm  # noqa: E402,F401
+from .sparse import sparse_coo_tensor, sparse_csr_tensor, spmm  # noqa: E402,F401
 from .serialization import save, load  # noqa: F401
 from ._torch_alias import install_torch_alias, uninstall_torch_alias  # noqa: F401
 from ._device import get_default_device, set_default_device  # noqa: E402,F401

@@ -30,7 +30,7 @@ __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "from_dlpack", "zeros
 
 def _require_grad(t):
     """``requires_grad=True`` of a factory function (PyTorch's message differs from requires_grad_'s)."""
-    if t._data.dtype.kind != "f":
+    if t._data.dtype.kind not in "fc":
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
     return t.requires_grad_(True)
 
@@ -55,9 +55,10 @@ def _infer_np_dtype(data):
     except ValueError as e:
         raise ValueError(f"expected sequence of equal-length lists: {e}") from None
     if isinstance(data, (np.ndarray, np.generic, Tensor)):
-        if arr.dtype.kind not in "fiub":
+        if arr.dtype.kind not in "fiubc":
             raise TypeError(f"can't convert np.ndarray of type numpy.{arr.dtype}. The only supported types are: "
-                            "float64, float32, float16, int64, int32, int16, int8, uint8, and bool.")
+                            "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, "
+                            "and bool.")
         return arr, D.from_numpy_dtype(arr.dtype).np
     kind = arr.dtype.kind
     if kind == "f":
@@ -69,7 +70,7 @@ def _infer_np_dtype(data):
     if kind == "b":
         return arr, np.dtype(np.bool_)
     if kind == "c":
-        raise TypeError("complex tensors are not supported by fabric")
+        return arr, D.get_default_complex_dtype().np
     leaf = _first_leaf(data)
     if kind == "U" or kind == "S" or isinstance(leaf, (str, bytes)):
         raise ValueError(f"too many dimensions '{type(leaf).__name__}'")
@@ -114,6 +115,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     arr, inferred = _infer_np_dtype(data)
     np_dtype = D.to_dtype(dtype).to_numpy() if dtype is not None else inferred
     from_python = not isinstance(data, (np.ndarray, np.generic))
+    if from_python and arr.dtype.kind == "c" and np_dtype.kind != "c":
+        raise TypeError("must be real number, not complex")
     if np_dtype.kind in "iu" and arr.size and arr.dtype.kind in "fiu" and from_python:
         _check_fits(arr, np_dtype)
     arr = np.array(arr, dtype=np_dtype, copy=True)
@@ -139,7 +142,7 @@ def _from_cuda_array(data) -> Tensor:
     from ._device import device as _device
 
     arr = backend_for(_device("cuda", 0)).xp.asarray(data)
-    if arr.dtype.kind not in "fiub":
+    if arr.dtype.kind not in "fiubc":
         raise TypeError(f"can't convert a CUDA array of type {arr.dtype}")
     return Tensor._make(arr, False)
 
@@ -273,6 +276,8 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
             dt = np.dtype(np.bool_)
         elif isinstance(fill_value, (builtins.int, np.integer)):
             dt = np.dtype(np.int64)
+        elif isinstance(fill_value, (builtins.complex, np.complexfloating)):
+            dt = D.get_default_complex_dtype().np
         else:
             dt = D.get_default_dtype().np
     else:

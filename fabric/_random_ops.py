@@ -45,6 +45,9 @@ def rand(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, d
     """Uniform samples on [0, 1): ``rand(2, 3)``, ``rand((2, 3))`` or ``rand(size=(2, 3))``."""
     shape = factory_size("rand", sizes, size)
     dt = _np_dtype(dtype)
+    if dt.kind == "c":  # real and imaginary parts uniform on [0, 1), drawn as a (..., 2) real tensor
+        parts = rand(*shape, 2, generator=generator, dtype=D.from_numpy_dtype(dt).to_real(), device=device)
+        return _out(out, _complex_of(parts, requires_grad))
     if dt.kind != "f":
         raise RuntimeError(f'"check_uniform_bounds" not implemented for \'{_tn(dt)}\'')
     return _out(out, _place(_sampled(shape, dt, lambda: _gen(generator, device).uniform(shape, dt, 0.0, 1.0)),
@@ -56,10 +59,21 @@ def randn(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, 
     """Standard normal samples (the size as for :func:`rand`)."""
     shape = factory_size("randn", sizes, size)
     dt = _np_dtype(dtype)
+    if dt.kind == "c":  # PyTorch: real and imaginary parts each normal with variance 1/2, drawn pairwise
+        parts = randn(*shape, 2, generator=generator, dtype=D.from_numpy_dtype(dt).to_real(), device=device)
+        parts._data *= parts._data.dtype.type(0.5 ** 0.5)
+        return _out(out, _complex_of(parts, requires_grad))
     if dt.kind != "f":
         raise RuntimeError(f'"normal_kernel_cpu" not implemented for \'{_tn(dt)}\'')
     return _out(out, _place(_sampled(shape, dt, lambda: _gen(generator, device).normal(shape, dt, 0.0, 1.0)),
                             device, requires_grad))
+
+
+def _complex_of(parts, requires_grad):
+    """The complex tensor whose (real, imag) pairs are the last axis of real ``parts``."""
+    d = parts._data
+    t = Tensor._make(d.view(D.to_complex(D.from_numpy_dtype(d.dtype)).np).reshape(d.shape[:-1]), False)
+    return t.requires_grad_(True) if requires_grad else t
 
 
 def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
@@ -151,11 +165,25 @@ def _check_leaf(t):
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
 
 
+def _parts(t):
+    """A real (..., 2) tensor sharing complex ``t``'s memory (``view_as_real``), outside autograd."""
+    d = t._data
+    return Tensor._make(d[..., None].view(d.real.dtype), False)
+
+
+def _bumped(t):
+    t._bump_version()
+    return t
+
+
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
     """Fill with samples uniform on [a, b)."""
     _check_leaf(self)
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
+    if self._data.dtype.kind == "c":  # PyTorch: the real and imaginary parts, each uniform on [a, b)
+        _parts(self).uniform_(a, b, generator=generator)
+        return _bumped(self)
     return _write(self, _gen(generator, self.device).uniform(self._data.shape, self._data.dtype, a, b))
 
 
@@ -164,6 +192,9 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     _check_leaf(self)
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    if self._data.dtype.kind == "c":  # PyTorch: each part normal(mean, std / sqrt(2)), so E|z - mean|^2 = std^2
+        _parts(self).normal_(mean, std * 0.5 ** 0.5, generator=generator)
+        return _bumped(self)
     return _write(self, _gen(generator, self.device).normal(self._data.shape, self._data.dtype, mean, std))
 
 

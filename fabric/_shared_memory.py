@@ -35,6 +35,7 @@ __all__ = ["available", "new_shared_fd", "Segment", "new_segment", "attach", "em
            "in_shared_mapping"]
 
 available = _posixshmem is not None and sys.platform != "win32"
+NAME_PREFIX = "fdl"  # the /dev/shm names fabric creates (for an instant, where memfd_create is missing) start so
 
 
 def new_shared_fd(size: int) -> int:
@@ -43,7 +44,7 @@ def new_shared_fd(size: int) -> int:
         fd = os.memfd_create("fabric-data", os.MFD_CLOEXEC)
     else:
         assert _posixshmem is not None
-        name = f"/fdl{os.getpid():x}_{os.urandom(6).hex()}"
+        name = f"/{NAME_PREFIX}{os.getpid():x}_{os.urandom(6).hex()}"
         fd = _posixshmem.shm_open(name, os.O_CREAT | os.O_EXCL | os.O_RDWR, mode=0o600)
         _posixshmem.shm_unlink(name)
     try:

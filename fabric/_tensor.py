@@ -36,9 +36,26 @@ _ndarray = np.ndarray
 
 
 class Size(tuple):
-    """Shape of a tensor: a tuple with ``numel()``, printed like PyTorch's."""
+    """Shape of a tensor: a tuple of ints with ``numel()``, printed like PyTorch's.
+
+    Items must be integers (``bool``, NumPy integers and one-element integer
+    tensors are taken as PyTorch takes them); anything else is PyTorch's TypeError.
+
+    Example::
+
+        >>> import fabric
+        >>> fabric.Size([2, 3]).numel()
+        6
+    """
 
     __slots__ = ()
+
+    def __new__(cls, sizes=()):
+        t = tuple.__new__(cls, sizes)
+        for s in t:
+            if s.__class__ is not int:
+                return tuple.__new__(cls, [_size_item(s, i) for i, s in enumerate(t)])
+        return t
 
     def numel(self) -> int:
         n = 1
@@ -51,10 +68,29 @@ class Size(tuple):
 
     def __getitem__(self, item):
         r = tuple.__getitem__(self, item)
-        return Size(r) if isinstance(item, slice) else r
+        return _size(r) if isinstance(item, slice) else r
 
     def __add__(self, other):
         return Size(tuple.__add__(self, tuple(other)))
+
+
+_tuple_new = tuple.__new__  # Size of trusted ints (an array's shape): no item checks, no Python frame
+
+
+def _size(shape) -> Size:
+    """A Size of trusted ints (an array's shape): no item checks."""
+    return _tuple_new(Size, shape)
+
+
+def _size_item(s, i):
+    if isinstance(s, (int, np.integer)):  # bool becomes int; NumPy integers stay as they are (PyTorch)
+        return int(s) if isinstance(s, bool) else s
+    if isinstance(s, Tensor) and s.numel() == 1 and s.dtype.is_floating_point is False and not s.is_complex():
+        return int(s.item())
+    name = type(s).__name__ if type(s).__module__ == "builtins" else f"{type(s).__module__}.{type(s).__name__}"
+    if isinstance(s, Tensor):
+        name = "Tensor"
+    raise TypeError(f"torch.Size() takes an iterable of 'int' (item {i} is '{name}')")
 
 
 class _Meta:
@@ -162,12 +198,12 @@ class Tensor:
     # --- basic attributes ----------------------------------------------------
     @property
     def shape(self) -> Size:
-        return Size(self._data.shape)
+        return _tuple_new(Size, self._data.shape)
 
     def size(self, dim=None):
         """The shape, or its length along ``dim``."""
         if dim is None:
-            return Size(self._data.shape)
+            return _tuple_new(Size, self._data.shape)
         return self._data.shape[_wrap_dim(dim, self._data.ndim)]
 
     @property
@@ -191,6 +227,7 @@ class Tensor:
     is_cpu = property(lambda self: self._data.__class__ is _ndarray)
     is_sparse = False
     is_sparse_csr = False
+    _sparse = False  # any sparse layout (COO or CSR: fabric/sparse), for the products' dispatch
     is_quantized = False
     is_meta = False
     is_mkldnn = False
@@ -202,7 +239,9 @@ class Tensor:
     is_maia = False
     is_mtia = False
     is_vulkan = False
-    is_complex = lambda self: False
+
+    def is_complex(self) -> bool:
+        return self._data.dtype.kind == "c"
     layout = _layout.strided
 
     @property
@@ -315,7 +354,7 @@ class Tensor:
                     "you can only change requires_grad flags of leaf variables. If you want to use a computed "
                     "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().")
             return
-        if value and self._data.dtype.kind != "f":
+        if value and self._data.dtype.kind not in "fc":
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = bool(value)
 
@@ -511,12 +550,12 @@ class Tensor:
     def __float__(self) -> float:
         if self._data.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
-        return builtins.float(self.item())
+        return builtins.float(_real_item(self, "double"))
 
     def __int__(self) -> int:
         if self._data.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
-        return builtins.int(self.item())
+        return builtins.int(_real_item(self, "int64_t"))
 
     def __index__(self) -> int:
         if self._data.dtype.kind not in "iub" or self._data.size != 1:
@@ -761,7 +800,7 @@ class Tensor:
         return _ops.abs(self)
 
     def __invert__(self):
-        if self._data.dtype.kind == "f":
+        if self._data.dtype.kind in "fc":
             raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
         return _ops.bitwise_not(self)
 
@@ -848,8 +887,20 @@ class Tensor:
                                f"Got {self._data.ndim}-D tensor.")
         return _ops.transpose(self, -2, -1)
 
-    H = property(lambda self: self.T if self._data.ndim <= 2 else None)
-    mH = mT
+    @property
+    def H(self):
+        """The conjugate transpose of a matrix (or the conjugate of a 0-d tensor)."""
+        if self._data.ndim not in (0, 2):
+            raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self._data.ndim}-D tensor.")
+        return self.T.conj() if self._data.ndim else self.conj()
+
+    @property
+    def mH(self):
+        """The conjugate transpose of the last two dims."""
+        if self._data.ndim < 2:
+            raise RuntimeError("tensor.mH is only supported on matrices or batches of matrices. "
+                               f"Got {self._data.ndim}-D tensor.")
+        return _ops.transpose(self, -2, -1).conj()
 
 
 def _rebuild_tensor(array, device, requires_grad):
@@ -861,6 +912,16 @@ def _rebuild_tensor(array, device, requires_grad):
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def _real_item(t, c_name):
+    """``t.item()`` for ``float()`` / ``int()``: a complex value converts only without imaginary part."""
+    v = t.item()
+    if v.__class__ is builtins.complex:
+        if v.imag != 0:
+            raise RuntimeError(f"value cannot be converted to type {c_name} without overflow")
+        return v.real
+    return v
 
 
 def _wrap_dim(dim, ndim):
@@ -886,7 +947,8 @@ def _contiguous_strides(shape):
 
 _LEGACY = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor", "bfloat16": "BFloat16Tensor",
            "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor", "int8": "CharTensor",
-           "uint8": "ByteTensor", "bool": "BoolTensor"}
+           "uint8": "ByteTensor", "bool": "BoolTensor", "complex64": "ComplexFloatTensor",
+           "complex128": "ComplexDoubleTensor"}
 _LEGACY_TYPES = {v: k for k, v in _LEGACY.items()}
 
 

@@ -274,11 +274,19 @@ def test_linalg_error_is_runtime_error():
         fabric.linalg.cholesky(fabric.tensor([[1.0, 2.0], [2.0, 1.0]]))
 
 
-def test_eig_not_implemented():
+def test_lu_not_implemented():
     A = fabric.randn(3, 3)
-    for f in (fabric.linalg.eig, fabric.linalg.eigvals, fabric.linalg.lu_factor, fabric.linalg.lu):
+    for f in (fabric.linalg.lu_factor, fabric.linalg.lu):
         with pytest.raises(NotImplementedError, match="fabric.linalg"):
             f(A)
+
+
+def test_eig_of_a_real_matrix_is_complex():
+    A = fabric.tensor([[0.0, -1.0], [1.0, 0.0]])
+    L, V = fabric.linalg.eig(A)
+    assert L.dtype is fabric.complex64 and V.dtype is fabric.complex64
+    np.testing.assert_allclose((A.to(fabric.cfloat) @ V - V * L).abs().numpy(), 0, atol=1e-6)
+    assert fabric.linalg.eigvals(A.double()).dtype is fabric.complex128
 
 
 # --- return types, dtypes, semantics -----------------------------------------------------------

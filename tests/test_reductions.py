@@ -322,6 +322,32 @@ def test_median_nan_returns_first_nan():
     assert math.isnan(r.values.item()) and r.indices.item() == 0
 
 
+# The index PyTorch's CPU nanmedian gives an all-NaN row of length 1..59 (libstdc++'s nth_element).
+_ALL_NAN_INDEX = [0, 0, 0, 2, 2, 3, 5, 6, 7, 8, 8, 9, 8, 9, 9, 10, 10, 11, 11, 12, 13, 14, 14, 15, 17, 18, 18, 19, 20,
+                  21, 21, 22, 23, 24, 24, 25, 26, 27, 27, 28, 28, 29, 29, 30, 31, 32, 32, 33, 32, 33, 33, 34, 35, 36, 36,
+                  37, 37, 38, 38]
+
+
+def test_nanmedian_all_nan_row_index():
+    for n, want in enumerate(_ALL_NAN_INDEX, 1):
+        r = fabric.full((2, n), float("nan")).nanmedian(1)
+        assert r.indices.tolist() == [want, want], n
+    x = fabric.tensor([[float("nan")] * 5, [1., float("nan"), 3., 2., 0.]])
+    assert x.nanmedian(1).indices.tolist() == [2, 0]
+
+
+@pytest.mark.torch
+def test_nanmedian_all_nan_rows_match_torch():
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(0).random((6, 1000))
+    x[[0, 3]] = np.nan
+    x[4, :990] = np.nan
+    for dim, a in ((1, x), (0, x.T.copy())):
+        r, t = fabric.tensor(a).nanmedian(dim), torch.tensor(a).nanmedian(dim)
+        np.testing.assert_array_equal(r.indices.numpy(), t.indices.numpy())
+        np.testing.assert_array_equal(r.values.numpy(), t.values.numpy())
+
+
 def test_mode_smallest_most_frequent_last_occurrence():
     r = fabric.tensor([[3, 1, 3, 1, 2, 2], [1, 3, 3, 0, 3, 9]]).mode(1)
     assert r.values.tolist() == [1, 3]

@@ -26,7 +26,8 @@ def test_declared_autocast_policy_and_empty_slots():
     assert _registry.REGISTRY["exp2"].autocast is None
     assert _registry.REGISTRY["log1p"].autocast == "log1p"  # CUDA autocast: float32
     d = _registry.REGISTRY["sin"]
-    assert (d.vmap, d.jvp, d.onnx, d.fusion) == (None, None, None, "elementwise")
+    assert (d.onnx, d.fusion) == (None, "elementwise")
+    assert d.vmap is not None and d.jvp is not None   # the pointwise tables' batching and JVP rules
     with pytest.raises(RuntimeError, match="declared twice"):
         _registry.declare(fabric.sin)
 

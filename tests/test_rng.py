@@ -788,3 +788,40 @@ def test_normal_with_zero_dim_tensor_arguments_gives_a_zero_dim_tensor():
     fabric.manual_seed(0)
     t = fabric.normal(fabric.tensor(0.0), fabric.tensor(1.0))
     assert t.shape == () and t.device.type == "cpu" and t.numpy().shape == ()
+
+
+# --- the numba twin of the float32 AVX2 Box-Muller (fabric/_rng/normal_kernel.py) -------------------
+
+def test_normal_kernel_equals_numpy_replay_bit_for_bit():
+    pytest.importorskip("numba")
+    from fabric._rng import _normal_numba, normal_kernel
+    if os.environ.get("FABRIC_CPU_KERNELS") == "0":
+        pytest.skip("FABRIC_CPU_KERNELS=0: the numba kernel is off")
+    kernel = normal_kernel.box_muller16_f32()
+    assert kernel is not None, "numba is installed but the normal_ kernel did not build"
+    u = np.random.default_rng(7).integers(0, 1 << 24, (4096, 16)).astype(np.float32) * np.float32(2.0 ** -24)
+    u[0] = 0.0
+    u[1] = np.float32(1 - 2.0 ** -24)                    # the extremes of the 24-bit uniforms
+    for mean, std in ((0.0, 1.0), (0.5, 2.0), (-1.25, 0.3)):
+        got, want = kernel(u, mean, std), mt19937._box_muller16_f32(u, mean, std)
+        np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32))
+    # a fused multiply-add whose float64 sum lands on a float32 halfway point: both round it as an FMA
+    a, b, c = np.float32(1 + 2.0 ** -23), np.float32(2.0 ** -24 * (1 - 2.0 ** -23)), np.float32(1 + 2.0 ** -23)
+    d64 = np.empty(1)
+    for sign in (1, -1):
+        want = libm._fma32(np.array([sign * a]), np.array([b]), np.array([sign * c]))[0]
+        assert want == sign * np.float32(1 + 2.0 ** -23)
+        assert _normal_numba.fma32(sign * a, b, sign * c, d64, d64.view(np.int64)) == want
+
+
+@pytest.mark.torch
+def test_large_randn_through_the_kernel_matches_torch():
+    torch = pytest.importorskip("torch")
+    from fabric._rng import normal_kernel
+    n = normal_kernel.MIN_ELEMENTS * 2 + 5                # the kernel's path, and a recomputed tail block
+    for mean, std in ((0.0, 1.0), (0.3, 2.0)):
+        g = MT19937Generator(11)
+        t = torch.Generator().manual_seed(11)
+        got = g.normal((n,), np.float32, mean, std)
+        want = torch.empty(n).normal_(mean, std, generator=t).numpy()
+        np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32))

@@ -290,3 +290,23 @@ def test_floating_point_warnings_of_fabric_kernels_are_silenced_like_pytorch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "numpy still warns"
+
+
+def test_size_items_must_be_integers():
+    assert fabric.Size([fabric.tensor(3), True, np.int64(4)]) == (3, 1, 4)
+    assert type(fabric.Size([True])[0]) is int and type(fabric.Size([2, 3])[:1]) is fabric.Size
+    for bad, i, name in (([1.5], 0, "float"), ([2, "a"], 1, "str"), ([fabric.tensor(3.0)], 0, "Tensor"),
+                         ([None], 0, "NoneType"), ([np.float64(2)], 0, "numpy.float64")):
+        with pytest.raises(TypeError, match=rf"torch.Size\(\) takes an iterable of 'int' \(item {i} is '{name}'\)"):
+            fabric.Size(bad)
+
+
+@pytest.mark.torch
+def test_size_errors_match_torch():
+    torch = pytest.importorskip("torch")
+    for bad in ([1.5], [2, "a"], [None], [np.float64(2)]):
+        with pytest.raises(TypeError) as ours:
+            fabric.Size(bad)
+        with pytest.raises(TypeError) as theirs:
+            torch.Size(bad)
+        assert str(ours.value) == str(theirs.value)

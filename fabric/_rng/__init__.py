@@ -51,6 +51,9 @@ call the C library's ``log``/``sin``/... .  Both are reproduced exactly:
 * float32 ``normal_`` on x86-64 uses the AVX2 kernel (Cephes polynomials from
   ``avx_mathfun.h``), whose every operation, including the multiply-adds the
   compiler fused, is replayed in float32 (``_avx2_log``, ``_avx2_sincos``).
+  Draws of at least ``normal_kernel.MIN_ELEMENTS`` run its numba twin
+  (``normal_kernel.py``, one pass instead of ~150 array passes per element)
+  when numba is installed, with bit-identical results.
 
 The build flavour matters: on x86-64 PyTorch dispatches to its AVX2/AVX512
 kernels (fused multiply-adds, AVX2 ``normal_``); with

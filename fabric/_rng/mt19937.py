@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from . import libm
+from . import libm, normal_kernel
 from .base import (
     _DEFAULT_SEED,
     _DIGITS,
@@ -354,7 +354,12 @@ class MT19937Generator:
             # float16/bfloat16 compute in a float buffer drawn block by block,
             # so the tail block follows the last full block directly.
             body = self._uniform24(n - tail)
-        out = _by_rows(_box_muller16_f32, body.reshape(-1, 16), mean, std)
+        kernel = normal_kernel.box_muller16_f32() if libm._AVX2_NORMAL and body.size >= normal_kernel.MIN_ELEMENTS \
+            else None
+        if kernel is not None:  # the numba twin: the same values, one pass
+            out = kernel(body.reshape(-1, 16), mean, std).reshape(-1)
+        else:
+            out = _by_rows(_box_muller16_f32, body.reshape(-1, 16), mean, std)
         if tail:
             out = np.concatenate([out, np.empty(tail, np.float32)])
             out[n - 16:] = _box_muller16_f32(self._uniform24(16).reshape(1, 16),

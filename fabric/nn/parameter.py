@@ -61,6 +61,9 @@ class Parameter(Tensor):
             data = empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter(): argument 'data' must be a Tensor, not {type(data).__name__}")
+        if requires_grad.__class__ is not bool:
+            raise TypeError(f"_make_subclass(): argument 'require_grad' (position 3) must be bool, not "
+                            f"{type(requires_grad).__name__}")
         return _alias(cls, data, requires_grad)
 
     def __init__(self, data=None, requires_grad=True):

@@ -4,10 +4,24 @@ re-exported here and, where PyTorch has it, installed as a Tensor method.
 """
 from __future__ import annotations
 
-from . import arith, attributes, convert, indexing, inplace, join, linalg, pointwise, reduce, shape, sorting
+from . import (
+    arith,
+    attributes,
+    complex_ops,
+    convert,
+    indexing,
+    inplace,
+    join,
+    linalg,
+    pointwise,
+    reduce,
+    shape,
+    sorting,
+)
 from ._methods import METHOD_ONLY, install_tensor_methods
 from .arith import *  # noqa: F403
 from .attributes import *  # noqa: F403
+from .complex_ops import *  # noqa: F403
 from .convert import *  # noqa: F403
 from .indexing import *  # noqa: F403
 from .inplace import *  # noqa: F403
@@ -24,8 +38,8 @@ _OPERATOR_HELPERS = frozenset({"getitem", "setitem", "rdiv", "to_copy"})
 
 # ``from fabric.ops import *`` exports the ops only, not the submodules, the operator helpers, or the Tensor
 # methods that PyTorch has no top-level function for (``METHOD_ONLY``: ``Tensor.cumsum_``, no ``torch.cumsum_``).
-__all__ = sorted({name for _m in (arith, attributes, reduce, shape, join, inplace, convert, sorting, indexing, linalg,
-                                  pointwise)
+__all__ = sorted({name for _m in (arith, attributes, complex_ops, reduce, shape, join, inplace, convert, sorting,
+                                  indexing, linalg, pointwise)
                   for name in _m.__all__} - METHOD_ONLY - _OPERATOR_HELPERS)
 
 install_tensor_methods()

@@ -58,12 +58,15 @@ def _policy_ops() -> frozenset[str]:
 
 def declare(function: Callable[..., Any], *, name: str | None = None, method: bool = True,
             inplace: Callable[..., Any] | None = None, aliases: tuple[str, ...] = (),
-            fusion: str | None = None, autocast: bool = True) -> OpDecl:
+            fusion: str | None = None, autocast: bool = True, vmap: Callable[..., Any] | None = None,
+            jvp: Callable[..., Any] | None = None) -> OpDecl:
     """Register ``function`` as the op ``name`` (default: its ``__name__``) and return the declaration.
 
     ``method``: PyTorch has it as ``Tensor.<name>``; ``inplace``: the function of ``name_`` (always a
     Tensor method when given).  The autocast policy is the one the tables of ``ops/_autocast.py``
     give ``name``; ``autocast=False`` records none, for an op whose entry does not apply it yet.
+    ``vmap``: the op's batching rule (see ``fabric/func/_batched.py``); ``jvp``: its forward-mode rule (the
+    ``jvp`` of its Function, which ``autograd.forward_ad`` calls on the recorded node).
     """
     name = name or function.__name__
     module = function.__module__
@@ -72,7 +75,8 @@ def declare(function: Callable[..., Any], *, name: str | None = None, method: bo
         raise RuntimeError(f"op {key!r} is declared twice ({REGISTRY[key].module} and {module})")
     decl = OpDecl(name, function, module, method=name if method else None,
                   inplace=(name + "_") if inplace is not None else None, inplace_function=inplace,
-                  aliases=tuple(aliases), autocast=name if autocast and name in _policy_ops() else None, fusion=fusion)
+                  aliases=tuple(aliases), autocast=name if autocast and name in _policy_ops() else None, fusion=fusion,
+                  vmap=vmap, jvp=jvp)
     REGISTRY[key] = decl
     return decl
 

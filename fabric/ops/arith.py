@@ -21,6 +21,7 @@ from ..autograd.function import Function, _apply, _apply_elementwise, _normalize
 from ..autograd.grad_mode import state as _state
 from ..autograd.observe import hook as _hook
 from . import _autocast as _amp
+from ._jvp import broadcast_tangents, jvp_sum
 from ._util import binary_operands, checked_scalar, float_array, float_operands, xp_of
 
 _ndarray = np.ndarray
@@ -49,6 +50,10 @@ class Add(Function):
     def backward(ctx, gy):
         return gy, gy
 
+    @staticmethod
+    def jvp(ctx, ta, tb):
+        return broadcast_tangents(ctx, ta, tb)
+
 
 class Sub(Function):
     _array_forward = True
@@ -64,6 +69,10 @@ class Sub(Function):
     def backward(ctx, gy):
         return gy, -gy
 
+    @staticmethod
+    def jvp(ctx, ta, tb):
+        return broadcast_tangents(ctx, ta, None if tb is None else -tb)
+
 
 class Mul(Function):
     _array_forward = True
@@ -78,6 +87,11 @@ class Mul(Function):
         a, b = ctx.saved_tensors
         need_a, need_b = ctx.needs_input_grad
         return (gy * b if need_a else None), (gy * a if need_b else None)
+
+    @staticmethod
+    def jvp(ctx, ta, tb):
+        a, b = ctx.saved_tensors
+        return jvp_sum([None if ta is None else ta * b, None if tb is None else a * tb], (a, b), (ta, tb))
 
 
 class Div(Function):
@@ -96,6 +110,11 @@ class Div(Function):
         gb = -gy * a / (b * b) if need_b else None
         return ga, gb
 
+    @staticmethod
+    def jvp(ctx, ta, tb):
+        a, b = ctx.saved_tensors
+        return jvp_sum([None if ta is None else ta / b, None if tb is None else -tb * a / (b * b)], (a, b), (ta, tb))
+
 
 class Neg(Function):
     _array_forward = True
@@ -110,6 +129,10 @@ class Neg(Function):
     @staticmethod
     def backward(ctx, gy):
         return -gy
+
+    @staticmethod
+    def jvp(ctx, t):
+        return -t
 
 
 class Exp(Function):
@@ -126,6 +149,11 @@ class Exp(Function):
         y, = ctx.saved_tensors
         return gy * y
 
+    @staticmethod
+    def jvp(ctx, t):
+        y, = ctx.saved_tensors
+        return NotImplemented if t.is_complex() else t * y
+
 
 class Log(Function):
     _array_forward = True
@@ -141,6 +169,11 @@ class Log(Function):
     def backward(ctx, gy):
         x, = ctx.saved_tensors
         return gy / x
+
+    @staticmethod
+    def jvp(ctx, t):
+        x, = ctx.saved_tensors
+        return NotImplemented if t.is_complex() else t / x
 
 
 class PowScalar(Function):
@@ -174,6 +207,12 @@ class PowScalar(Function):
             return gy * (2 * x), None
         return gy * (c * pow(x, c - 1)), None
 
+    @staticmethod
+    def jvp(ctx, t, _):
+        if t.is_complex():
+            return NotImplemented
+        return PowScalar.backward(ctx, t)[0]   # elementwise: J t = J^T t
+
 
 class PowTensor(Function):
     """a ** b with both Tensors (or a a Python number)."""
@@ -202,10 +241,10 @@ class PowTensor(Function):
             from .pointwise import where
 
             la = log(a) if isinstance(a, Tensor) else _log_scalar(a)
-            # d/db a**b = a**b log a; PyTorch defines it as 0 where a == 0 and b >= 0
+            # d/db a**b = a**b log a; PyTorch defines it as 0 where a == 0 and b >= 0 (real part of b)
             gb = gy * y * la
             if isinstance(a, Tensor):
-                gb = where((a == 0) & (b >= 0), gb * 0, gb)
+                gb = where((a == 0) & (b.real >= 0), gb * 0, gb)
         return ga, gb
 
 
@@ -231,6 +270,10 @@ def _int_power(xp, a, b):
 def _log_scalar(a):
     import math
 
+    if isinstance(a, complex):
+        import cmath
+
+        return cmath.log(a) if a else complex("-inf")
     return math.log(a) if a > 0 else (float("-inf") if a == 0 else float("nan"))
 
 
@@ -310,6 +353,13 @@ class MatMul(Function):
             gb = matmul(a.mT, gy)
         return ga, gb
 
+    @staticmethod
+    def jvp(ctx, ta, tb):
+        a, b = ctx.saved_tensors   # bilinear: (a + ta) @ (b + tb) to first order
+        if ta is None:
+            return matmul(a, tb)
+        return matmul(ta, b) if tb is None else matmul(ta, b) + matmul(a, tb)
+
 
 class _np_errstate:
     """Silence NumPy's divide/invalid warnings (PyTorch returns inf/nan quietly)."""
@@ -364,6 +414,11 @@ def binary(cls, a, b, floats_only=False):
         if err is None:
             raise
         raise err from None
+    except Exception:
+        for t in (a, b):  # a sparse operand (its placeholder array fails the dense path): fabric/sparse
+            if isinstance(t, Tensor) and t._sparse:
+                return t._pointwise(cls, (a, b), ())
+        raise
 
 
 def _binary(cls, a, b, floats_only=False):
@@ -566,8 +621,8 @@ def matmul(input, other, *, out=None):
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
         raise TypeError(f"matmul(): argument 'other' (position 2) must be Tensor, not "
                         f"{type(other if isinstance(input, Tensor) else input).__name__}")
-    if input.is_sparse or other.is_sparse:  # COO operand: fabric/sparse
-        return _out(input.mm(other) if input.is_sparse else other._rmm(input), out)
+    if input._sparse or other._sparse:  # a sparse operand: fabric/sparse
+        return _out(input.mm(other) if input._sparse else other._rmm(input), out)
     x, y = input._data, other._data
     if x.dtype != y.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_C_NAMES.get(x.dtype.name)} != "

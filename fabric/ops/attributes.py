@@ -141,7 +141,7 @@ def is_signed(input) -> bool:
 
 
 def is_complex(input) -> bool:
-    return False
+    return input.is_complex()
 
 
 def typename(obj) -> str:

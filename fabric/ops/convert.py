@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import numbers
+import warnings
 
 import numpy as np
 
@@ -30,6 +31,14 @@ def to_copy(t, dev, dt, copy=False, non_blocking=False):
         return t
     np_dtype = None if dt is None else dt.to_numpy()
     return _apply(_ToCopy, (t, dev, dt, non_blocking), (x, dev if not same_dev else None, np_dtype, non_blocking))
+
+
+def _cast(x, np_dtype):
+    """``x.astype(np_dtype)``; complex to real keeps the real part and warns, as PyTorch's copy does."""
+    if x.dtype.kind == "c" and np_dtype.kind != "c":
+        warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=5)
+        x = x.real
+    return x.astype(np_dtype)
 
 
 class _ToCopy(Function):
@@ -56,10 +65,10 @@ class _ToCopy(Function):
             # CuPy allocates on the current device: cast / copy on the array's own
             with backend_of(x).device_context(x.device.id):
                 if np_dtype is not None and x.dtype != np_dtype:
-                    return x.astype(np_dtype)
+                    return _cast(x, np_dtype)
                 return x if moved else x.copy()
         if np_dtype is not None and x.dtype != np_dtype:
-            return x.astype(np_dtype)
+            return _cast(x, np_dtype)
         return x if moved else x.copy()
 
     @staticmethod

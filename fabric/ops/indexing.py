@@ -72,7 +72,8 @@ _INT_INDEX = (np.dtype(np.int64), np.dtype(np.int32))
 
 def _tname(np_dtype):
     return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
-            "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}.get(str(np_dtype), str(np_dtype))
+            "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool", "complex64": "ComplexFloat",
+            "complex128": "ComplexDouble"}.get(str(np_dtype), str(np_dtype))
 
 
 def _a1(a):
@@ -2111,6 +2112,10 @@ class Slice(Function):
     def backward(ctx, gy):
         return _apply(IndexBackward, (gy, ctx.shape, ctx.key), (gy._data, ctx.shape, ctx.key)), None
 
+    @staticmethod
+    def jvp(ctx, t, _):
+        return _apply1(ctx._fn, t, (t._data, ctx.key))   # the same indexing of the tangent
+
 
 class Select(Slice):
     """``x[i]`` and keys whose last effective item is an int (PyTorch's node name)."""
@@ -2159,6 +2164,7 @@ class Index(Function):
         return _index_array(x, key)
 
     backward = Slice.backward
+    jvp = Slice.jvp
 
 
 class IndexBackward(Function):

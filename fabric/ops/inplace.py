@@ -49,7 +49,8 @@ def _inplace_operands(self, other, name):
 
 def _tname(np_dtype):
     return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
-            "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}.get(str(np_dtype), str(np_dtype))
+            "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool", "complex64": "ComplexFloat",
+            "complex128": "ComplexDouble"}.get(str(np_dtype), str(np_dtype))
 
 
 def _store(x, value):

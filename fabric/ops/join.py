@@ -79,6 +79,14 @@ class Cat(Function):
             start += n
         return tuple(out)
 
+    @staticmethod
+    def jvp(ctx, _, *ts):
+        ref = next(t for t in ts if t is not None)
+        parts = []
+        for t, n in zip(ts, ctx.sizes):   # an input without a tangent contributes zeros
+            parts.append(t if t is not None else ref.new_zeros(ref.shape[:ctx.dim] + (n,) + ref.shape[ctx.dim + 1:]))
+        return cat(parts, ctx.dim)
+
 
 def cat(tensors, dim=0, *, out=None):
     """Concatenate along an existing ``dim``. Legacy 1-D empty tensors are skipped, as in PyTorch."""
@@ -119,6 +127,11 @@ class Stack(Function):
     @staticmethod
     def backward(ctx, gy):
         return (None,) + tuple(gy.unbind(ctx.dim))
+
+    @staticmethod
+    def jvp(ctx, _, *ts):
+        ref = next(t for t in ts if t is not None)
+        return stack([t if t is not None else ref.new_zeros(ref.shape) for t in ts], ctx.dim)
 
 
 def stack(tensors, dim=0, *, out=None):
@@ -211,6 +224,10 @@ class Split(Function):
     def backward(ctx, *grads):
         return _apply(SplitBackward, (ctx.shape, ctx.dim, ctx.bounds, *grads),
                       (ctx.shape, ctx.dim, ctx.bounds, *(g._data for g in grads))), None, None
+
+    @staticmethod
+    def jvp(ctx, t, *_):
+        return tuple(t.narrow(ctx.dim, a, b - a) for a, b in ctx.bounds)
 
 
 class SplitBackward(Function):

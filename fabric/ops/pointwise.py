@@ -53,6 +53,8 @@ from ..autograd.function import (
 )
 from ..autograd.grad_mode import state as _state
 from . import _autocast as _amp
+from ._batching import elementwise
+from ._jvp import jvp_sum
 from ._registry import declare
 from ._registry import public_names as declared_names
 from ._util import (
@@ -111,7 +113,8 @@ def _need_tensor(name, other, arg="other", pos=2):
 
 
 _TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
-               "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+               "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+               "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
 
 def _tname(np_dtype):
@@ -310,12 +313,22 @@ class _Unary(Function):
         x, y = ctx.saved_tensors or (None, None)
         return cls.df(gy, x, y)
 
+    @classmethod
+    def jvp(cls, ctx, t):
+        # Elementwise: the Jacobian is diagonal, so J t = J^T t = df(t, x, y) (real dtypes; a complex
+        # gradient is conjugated, so complex tangents take forward_ad's double-backward fallback).
+        if t.is_complex():
+            return NotImplemented
+        x, y = ctx.saved_tensors or (None, None)
+        return cls.df(t, x, y)
 
-def _unary(name, f, saves, df, node=None):
+
+def _unary(name, f, saves, df, node=None, complex_native=False):
     """Make the Function class ``name`` (node ``<name>Backward0`` unless
-    ``node`` says otherwise) from one table row."""
+    ``node`` says otherwise) from one table row.  ``complex_native``: ``df``
+    is written for complex inputs itself (the op is not holomorphic)."""
     attrs = {"f": staticmethod(f), "df": staticmethod(df), "_save_x": "x" in saves, "_save_y": "y" in saves,
-             "__module__": __name__, "__qualname__": name, "_node_name": node}
+             "__module__": __name__, "__qualname__": name, "_node_name": node, "_complex_native": complex_native}
     return type(Function)(name, (_Unary,), attrs)
 
 
@@ -338,6 +351,9 @@ def _sigmoid(xp, x):
 
 
 def _sign(xp, x):
+    if x.dtype.kind == "c":  # sgn: z / |z|, 0 at 0
+        a = xp.abs(x)
+        return xp.where(a == 0, 0, x / xp.where(a == 0, 1, a)).astype(x.dtype, copy=False)
     if x.dtype.kind != "f":
         return x.copy() if x.dtype.kind == "b" else xp.sign(x)
     y = (x > 0).astype(x.dtype)  # 0 for nan and -0.0, as PyTorch
@@ -345,11 +361,35 @@ def _sign(xp, x):
     return y
 
 
+def _acosh_slope(x):
+    """``1 / sqrt(x^2 - 1)``; for complex ``x`` as ``1 / (sqrt(x - 1) sqrt(x + 1))``, acosh's branch."""
+    if x.is_complex():
+        return rsqrt(x - 1) * rsqrt(x + 1)
+    return rsqrt(x * x - 1)
+
+
+def _sgn_grad(gy, x, y):
+    """Gradient of ``sgn(z) = z / |z|``: the part of ``gy`` orthogonal to ``sgn(z)``, over ``|z|``."""
+    if not y.is_complex():
+        return _zeros_like(gy)
+    a = x.abs()
+    g = (gy - (gy * y.conj()).real * y) / a
+    return where(a == 0, 0.0, g)
+
+
+def _angle_grad(gy, x, y):
+    """Gradient of ``angle(z)``: ``gy * i z / |z|^2`` (0 at 0; 0 for real inputs)."""
+    if not x.is_complex():
+        return _zeros_like(gy)
+    a2 = (x * x.conj()).real
+    return where(a2 == 0, 0.0, gy * x / a2 * 1j)
+
+
 # The table: forward on arrays, what backward saves, gradient in Tensor ops.
 #                  name          forward f(xp, x)                                  saves  gradient df(gy, x, y)
-Abs = _unary("Abs", lambda xp, x: xp.abs(x), "x", lambda gy, x, y: gy * sign(x))
+Abs = _unary("Abs", lambda xp, x: xp.abs(x), "x", lambda gy, x, y: gy * sgn(x), complex_native=True)
 Sign = _unary("Sign", _sign, "", _zero_grad)
-Sgn = _unary("Sgn", _sign, "", _zero_grad)
+Sgn = _unary("Sgn", _sign, "xy", _sgn_grad, complex_native=True)
 Sqrt = _unary("Sqrt", lambda xp, x: xp.sqrt(x), "y", lambda gy, x, y: gy / (2 * y))
 Rsqrt = _unary("Rsqrt", lambda xp, x: xp.reciprocal(xp.sqrt(x)), "y", lambda gy, x, y: -0.5 * gy * y ** 3)
 Reciprocal = _unary("Reciprocal", lambda xp, x: xp.reciprocal(x), "y", lambda gy, x, y: -gy * y * y)
@@ -368,7 +408,7 @@ Sinh = _unary("Sinh", lambda xp, x: xp.sinh(x), "x", lambda gy, x, y: gy * cosh(
 Cosh = _unary("Cosh", lambda xp, x: xp.cosh(x), "x", lambda gy, x, y: gy * sinh(x))
 Tanh = _unary("Tanh", lambda xp, x: xp.tanh(x), "y", lambda gy, x, y: gy * (1 - y * y))
 Asinh = _unary("Asinh", lambda xp, x: xp.arcsinh(x), "x", lambda gy, x, y: gy * rsqrt(x * x + 1))
-Acosh = _unary("Acosh", lambda xp, x: xp.arccosh(x), "x", lambda gy, x, y: gy * rsqrt(x * x - 1))
+Acosh = _unary("Acosh", lambda xp, x: xp.arccosh(x), "x", lambda gy, x, y: gy * _acosh_slope(x))
 Atanh = _unary("Atanh", lambda xp, x: xp.arctanh(x), "x", lambda gy, x, y: gy / (1 - x * x))
 Sigmoid = _unary("Sigmoid", lambda xp, x: _sigmoid(xp, x), "y", lambda gy, x, y: gy * y * (1 - y))
 Erf = _unary("Erf", lambda xp, x: _sf.evaluate(_sf.erf, xp, x), "x",
@@ -404,22 +444,52 @@ Sinc = _unary("Sinc", _sinc, "x", _sinc_grad)
 
 def _angle(xp, x):
     """The argument of a real number: pi below 0, 0 at and above (-0.0 too), nan for nan."""
+    if x.dtype.kind == "c":
+        return xp.angle(x)
     y = xp.where(x < 0, x.dtype.type(math.pi), x.dtype.type(0))
     return xp.where(xp.isnan(x), x, y)
 
 
-Angle = _unary("Angle", _angle, "", _zero_grad)
+Angle = _unary("Angle", _angle, "x", _angle_grad, complex_native=True)
 
 
-def _float_fn(F, name, summary, example_in, example_out, aliases=(), module=__name__, method=True, inplace=True):
+def _no_complex_kernel(kernel, suffix=True):
+    """``complex_error`` of an op whose kernel PyTorch does not build for complex dtypes."""
+    def error(x):
+        dev = ("_cpu" if x.__class__ is _ndarray else "_cuda") if suffix else ""
+        raise NotImplementedError(f'"{kernel}{dev}" not implemented for \'{_tname(x.dtype)}\'')
+    return error
+
+
+def _complex_unsupported(message, exc=NotImplementedError):
+    """``complex_error`` raising ``exc(message)``."""
+    def error(x):
+        raise exc(message)
+    return error
+
+
+def _jvp_of(F):
+    """``F``'s JVP rule for the registry's slot (None: forward AD differentiates its backward twice)."""
+    return None if F.jvp is Function.jvp else F.jvp
+
+
+def _float_fn(F, name, summary, example_in, example_out, aliases=(), module=__name__, method=True, inplace=True,
+              complex_error=None):
     """The public ``name(input, *, out=None)`` and in-place ``name_(self)``
     of a float function, declared in the op registry: integer and bool inputs
-    give the default float dtype (in place they are an error, as in PyTorch)."""
+    give the default float dtype (in place they are an error, as in PyTorch).
+    Complex inputs are computed in their dtype, unless ``complex_error(x)``
+    is given: it raises PyTorch's error for an op without complex support."""
     def op(input, *, out=None):
         if _amp.active and out is None and decl.autocast and (c := _amp.cast(decl.autocast, input)):
             input, = c
         x = _data(input, name)
         if x.dtype.kind != "f":
+            if x.dtype.kind == "c":
+                if complex_error is not None:
+                    complex_error(x)
+                r = _apply_elementwise(F, input, x)
+                return r if out is None else copy_into_out(out, r)
             x = x.astype(_default_float())
         r = _apply_elementwise(F, input, x)
         return r if out is None else copy_into_out(out, r)
@@ -427,7 +497,10 @@ def _float_fn(F, name, summary, example_in, example_out, aliases=(), module=__na
     def op_(self):
         x = _data(self, name + "_")
         if x.dtype.kind != "f":
-            _check_float_inplace(self, name)
+            if x.dtype.kind == "c" and complex_error is not None:
+                complex_error(x)
+            elif x.dtype.kind != "c":
+                _check_float_inplace(self, name)
         return _inplace(self, F, (self,), [x], F._save_x)
 
     op.__name__ = op.__qualname__ = name
@@ -437,18 +510,21 @@ def _float_fn(F, name, summary, example_in, example_out, aliases=(), module=__na
     op_.__doc__ = f"In-place :func:`{name}`."
     op.__module__ = op_.__module__ = module
     decl = declare(op, inplace=op_ if method and inplace else None, aliases=aliases, fusion="elementwise",
-                   method=method)
+                   method=method, vmap=elementwise(op), jvp=_jvp_of(F))
     return op, op_
 
 
-def _same_dtype_fn(F, name, kinds, summary, example_in, example_out, kernel=None, aliases=()):
+def _same_dtype_fn(F, name, kinds, summary, example_in, example_out, kernel=None, aliases=(), complex_error=None):
     """Public op and in-place op for a unary op that keeps its input dtype;
-    dtypes whose kind is not in ``kinds`` raise NotImplementedError."""
+    dtypes whose kind is not in ``kinds`` raise NotImplementedError (complex
+    ones ``complex_error(x)`` when given)."""
     kernel = kernel or name
 
     def op(input, *, out=None):
         x = _data(input, name)
         if x.dtype.kind not in kinds:
+            if complex_error is not None and x.dtype.kind == "c":
+                complex_error(x)
             _unsupported(kernel, x)
         r = _apply_elementwise(F, input, x)
         return r if out is None else copy_into_out(out, r)
@@ -456,6 +532,8 @@ def _same_dtype_fn(F, name, kinds, summary, example_in, example_out, kernel=None
     def op_(self):
         x = _data(self, name + "_")
         if x.dtype.kind not in kinds:
+            if complex_error is not None and x.dtype.kind == "c":
+                complex_error(x)
             _unsupported(kernel, x)
         return _inplace(self, F, (self,), [x], F._save_x)
 
@@ -464,16 +542,19 @@ def _same_dtype_fn(F, name, kinds, summary, example_in, example_out, kernel=None
     op.__doc__ = (f"{summary}\n\nExample::\n\n    >>> fabric.{name}(fabric.tensor({example_in}))\n"
                   f"    {example_out}\n")
     op_.__doc__ = f"In-place :func:`{name}`."
-    declare(op, inplace=op_, aliases=aliases, fusion="elementwise")
+    declare(op, inplace=op_, aliases=aliases, fusion="elementwise", vmap=elementwise(op), jvp=_jvp_of(F))
     return op, op_
 
 
-abs, abs_ = _same_dtype_fn(Abs, "abs", "fiu", "Absolute value (not for bool).", "[-1.5, 2.0]",
+abs, abs_ = _same_dtype_fn(Abs, "abs", "fiuc", "Absolute value (not for bool).", "[-1.5, 2.0]",
                            "tensor([1.5000, 2.0000])", aliases=("absolute",))
 absolute, absolute_ = abs, abs_
 sign, sign_ = _same_dtype_fn(Sign, "sign", "fiub", "-1, 0 or 1 by the sign of each element (0 for nan).",
-                             "[-2.0, 0.0, 3.0]", "tensor([-1.,  0.,  1.])")
-sgn, sgn_ = _same_dtype_fn(Sgn, "sgn", "fiub", "The sign, as :func:`sign` for real tensors.", "[-2.0, 3.0]",
+                             "[-2.0, 0.0, 3.0]", "tensor([-1.,  0.,  1.])", complex_error=_complex_unsupported(
+                                 "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
+                                 "torch.sgn instead."))
+sgn, sgn_ = _same_dtype_fn(Sgn, "sgn", "fiubc", "The sign, as :func:`sign` for real tensors; z / abs(z) for complex.",
+                           "[-2.0, 3.0]",
                            "tensor([-1.,  1.])")
 sqrt, sqrt_ = _float_fn(Sqrt, "sqrt", "Square root.", "[4.0, 9.0]", "tensor([2., 3.])")
 rsqrt, rsqrt_ = _float_fn(Rsqrt, "rsqrt", "Reciprocal of the square root.", "[4.0, 0.25]",
@@ -502,23 +583,33 @@ arcsinh, arcsinh_, arccosh, arccosh_, arctanh, arctanh_ = asinh, asinh_, acosh, 
 sigmoid, sigmoid_ = _float_fn(Sigmoid, "sigmoid", "The logistic function ``1 / (1 + exp(-x))``.", "[0.0]",
                               "tensor([0.5000])")
 erf, erf_ = _float_fn(Erf, "erf", "The error function (max relative error ~6e-16 in float64).", "[0.0]",
-                      "tensor([0.])")
-erfc, erfc_ = _float_fn(Erfc, "erfc", "``1 - erf(x)``, accurate in the tails.", "[0.0]", "tensor([1.])")
-erfinv, erfinv_ = _float_fn(Erfinv, "erfinv", "Inverse of :func:`erf` on [-1, 1].", "[0.0]", "tensor([0.])")
-lgamma, lgamma_ = _float_fn(Lgamma, "lgamma", "``log|Gamma(x)|``.", "[3.0]", "tensor([0.6931])")
-digamma, digamma_ = _float_fn(Digamma, "digamma", "Derivative of :func:`lgamma`.", "[1.0]", "tensor([-0.5772])")
-deg2rad, deg2rad_ = _float_fn(Deg2Rad, "deg2rad", "Degrees to radians.", "[180.0]", "tensor([3.1416])")
-rad2deg, rad2deg_ = _float_fn(Rad2Deg, "rad2deg", "Radians to degrees.", "[3.14159265]", "tensor([180.])")
+                      "tensor([0.])",
+    complex_error=_no_complex_kernel("erf_vml"))
+erfc, erfc_ = _float_fn(Erfc, "erfc", "``1 - erf(x)``, accurate in the tails.", "[0.0]", "tensor([1.])",
+    complex_error=_no_complex_kernel("erfc_vml"))
+erfinv, erfinv_ = _float_fn(Erfinv, "erfinv", "Inverse of :func:`erf` on [-1, 1].", "[0.0]", "tensor([0.])",
+    complex_error=_no_complex_kernel("erfinv_vml"))
+lgamma, lgamma_ = _float_fn(Lgamma, "lgamma", "``log|Gamma(x)|``.", "[3.0]", "tensor([0.6931])",
+    complex_error=_no_complex_kernel("lgamma_vml"))
+digamma, digamma_ = _float_fn(Digamma, "digamma", "Derivative of :func:`lgamma`.", "[1.0]", "tensor([-0.5772])",
+    complex_error=_no_complex_kernel("digamma", suffix=False))
+deg2rad, deg2rad_ = _float_fn(Deg2Rad, "deg2rad", "Degrees to radians.", "[180.0]", "tensor([3.1416])",
+    complex_error=_complex_unsupported("deg2rad is not supported for complex tensors.", RuntimeError))
+rad2deg, rad2deg_ = _float_fn(Rad2Deg, "rad2deg", "Radians to degrees.", "[3.14159265]", "tensor([180.])",
+    complex_error=_complex_unsupported("rad2deg is not supported for complex tensors.", RuntimeError))
 angle, _ = _float_fn(Angle, "angle", "The argument (angle) of each element: pi for negative numbers, else 0.",
                      "[-1.5, 0.0, 2.0]", "tensor([3.1416, 0.0000, 0.0000])", inplace=False)
 sinc, sinc_ = _float_fn(Sinc, "sinc", "The normalised sinc ``sin(pi x) / (pi x)`` (1 at 0).", "[0.0, 0.5]",
                         "tensor([1.0000, 0.6366])")
 floor, floor_ = _same_dtype_fn(Floor, "floor", "fiu", "Round down (integer tensors are unchanged).", "[-1.5, 1.5]",
-                               "tensor([-2.,  1.])")
+                               "tensor([-2.,  1.])",
+    complex_error=_complex_unsupported("floor is not supported for complex inputs"))
 ceil, ceil_ = _same_dtype_fn(Ceil, "ceil", "fiu", "Round up (integer tensors are unchanged).", "[-1.5, 1.5]",
-                             "tensor([-1.,  2.])")
+                             "tensor([-1.,  2.])",
+    complex_error=_complex_unsupported("ceil is not supported for complex inputs"))
 trunc, trunc_ = _same_dtype_fn(Trunc, "trunc", "fiu", "Round towards zero (integer tensors are unchanged).",
-                               "[-1.5, 1.5]", "tensor([-1.,  1.])", aliases=("fix",))
+                               "[-1.5, 1.5]", "tensor([-1.,  1.])", aliases=("fix",),
+    complex_error=_complex_unsupported("trunc is not supported for complex inputs"))
 fix, fix_ = trunc, trunc_
 frac, frac_ = _same_dtype_fn(Frac, "frac", "f", "The fractional part ``x - trunc(x)`` (float tensors only).",
                              "[-1.5, 2.25]", "tensor([-0.5000,  0.2500])")
@@ -591,6 +682,8 @@ def relu(input):
     x = _data(input, "relu")
     if x.dtype == np.bool_:
         raise RuntimeError("Boolean inputs not supported for relu")
+    if x.dtype.kind == "c":
+        raise NotImplementedError("clamp is not supported for complex types")
     return _apply_elementwise(Relu, input, x)
 
 
@@ -599,6 +692,8 @@ def relu_(input):
     x = _data(input, "relu_")
     if x.dtype == np.bool_:
         raise RuntimeError("Boolean inputs not supported for relu")
+    if x.dtype.kind == "c":
+        raise NotImplementedError("clamp is not supported for complex types")
     if not _recording(input, (input,)):  # nothing to record: write straight into x
         xp_of(x).maximum(x, 0, out=x)
         input._bump_version()
@@ -1086,6 +1181,14 @@ class _Binary(Function):
         saved = ctx.saved_tensors
         return cls.df(gy, saved[0], saved[1], saved[2] if cls._save_y else None)
 
+    @classmethod
+    def jvp(cls, ctx, ta, tb):
+        # Elementwise, as _Unary.jvp: each input's term is its gradient formula applied to its tangent.
+        saved = ctx.saved_tensors
+        a, b, y = saved[0], saved[1], saved[2] if cls._save_y else None
+        return jvp_sum([None if ta is None else cls.df(ta, a, b, y)[0], None if tb is None else cls.df(tb, a, b, y)[1]],
+                       (a, b), (ta, tb))
+
 
 def _binary(name, f, saves, df, quiet=False):
     """Make the Function class ``name`` (node ``<name>Backward0``) from one table row; ``saves`` is
@@ -1128,7 +1231,16 @@ Minimum = _binary("Minimum", lambda xp, a, b: xp.minimum(a, b), "ab", _min_grad)
 Fmax = _binary("Fmax", lambda xp, a, b: xp.fmax(a, b), "ab", _fmax_grad)
 Fmin = _binary("Fmin", lambda xp, a, b: xp.fmin(a, b), "ab", _fmin_grad)
 Hypot = _binary("Hypot", lambda xp, a, b: xp.hypot(a, b), "aby", lambda gy, a, b, y: (gy * a / y, gy * b / y))
-Logaddexp = _binary("Logaddexp", lambda xp, a, b: xp.logaddexp(a, b), "ab",
+def _logaddexp(xp, a, b):
+    """``log(exp(a) + exp(b))``; NumPy has no complex logaddexp: shift by the larger real part."""
+    if a.dtype.kind != "c":
+        return xp.logaddexp(a, b)
+    m = xp.maximum(a.real, b.real)
+    m = xp.where(xp.isfinite(m), m, 0)
+    return m + xp.log(xp.exp(a - m) + xp.exp(b - m))
+
+
+Logaddexp = _binary("Logaddexp", _logaddexp, "ab",
                     lambda gy, a, b, y: (gy / (1 + exp(b - a)), gy / (1 + exp(a - b))), quiet=True)
 Logaddexp2 = _binary("Logaddexp2", lambda xp, a, b: xp.logaddexp2(a, b), "ab",
                      lambda gy, a, b, y: (gy / (1 + exp2(b - a)), gy / (1 + exp2(a - b))), quiet=True)
@@ -1199,6 +1311,17 @@ def _both_tensors_float(name, input, other):
     return a, b, x, y
 
 
+def _both_tensors_float_or_complex(name, input, other):
+    a, b, x, y = _both_tensors(name, input, other)
+    if x.dtype.kind not in "fc":
+        _unsupported(name.rstrip("_"), x)
+    return a, b, x, y
+
+
+def _complex_ok(x):
+    """``complex_error`` of a binary op defined for complex numbers."""
+
+
 def _both_tensors_lifted(name, input, other):
     _data(input, name)
     _need_tensor(name, other)
@@ -1231,22 +1354,34 @@ def _renamed(F, node):
                                               "__qualname__": F.__qualname__})
 
 
-def _binary_fn(F, name, prepare, doc, saves_self=True, scalar_other=None, scalar_self=None, inplace=True, aliases=()):
+def _is_complex_operand(x, y):
+    """Whether a binary op's promoted operands (arrays or numbers) are complex."""
+    return getattr(x, "dtype", getattr(y, "dtype", None)).kind == "c"
+
+
+def _binary_fn(F, name, prepare, doc, saves_self=True, scalar_other=None, scalar_self=None, inplace=True, aliases=(),
+               complex_error=None):
     """The public ``name(input, other, *, out=None)`` and in-place
     ``name_(self, other)`` of binary op ``F``; ``prepare(name, input, other)``
     checks the arguments as PyTorch does and promotes them.  PyTorch names
     the node differently when ``other`` (``scalar_other``) or ``input``
-    (``scalar_self``) is a number."""
+    (``scalar_self``) is a number.  Complex operands raise
+    ``complex_error(x)`` (default: PyTorch's missing-kernel error)."""
     F_other = _renamed(F, scalar_other) if scalar_other else F
     F_self = _renamed(F, scalar_self) if scalar_self else F
+    complex_error = complex_error or _no_complex_kernel(name)
 
     def op(input, other, *, out=None):
         a, b, x, y = prepare(name, input, other)
+        if _is_complex_operand(x, y):
+            complex_error(x)
         G = F_other if b.__class__ in _SCALARS else F_self if a.__class__ in _SCALARS else F
         return _out(_apply(G, (a, b), (x, y)), out)
 
     def op_(self, other):
         _, b, x, y = prepare(name + "_", self, other)
+        if _is_complex_operand(x, y):
+            complex_error(x)
         return _inplace(self, F_other if b.__class__ in _SCALARS else F, (self, b), [x, y], saves_self)
 
     op.__name__ = op.__qualname__ = name
@@ -1255,11 +1390,13 @@ def _binary_fn(F, name, prepare, doc, saves_self=True, scalar_other=None, scalar
     op_.__doc__ = f"In-place :func:`{name}`."
     op, op_ = _broadcasting(op), _broadcasting(op_)
     # autocast=False: the binary entry does not cast yet (atan2 is on CUDA's "promote" list; docs/amp.md)
-    declare(op, inplace=op_ if inplace else None, aliases=aliases, fusion="elementwise", autocast=False)
+    declare(op, inplace=op_ if inplace else None, aliases=aliases, fusion="elementwise", autocast=False,
+            vmap=elementwise(op), jvp=_jvp_of(F))
     return op, op_
 
 
-floor_divide, floor_divide_ = _binary_fn(FloorDivide, "floor_divide", _numbers_no_bool, """\
+floor_divide, floor_divide_ = _binary_fn(FloorDivide, "floor_divide", _numbers_no_bool,
+                                         complex_error=_no_complex_kernel("div_floor"), doc="""\
     ``input // other`` rounding down, as Python's ``//`` (either may be a
     number; not differentiable, as in PyTorch).
 
@@ -1293,7 +1430,8 @@ atan2, atan2_ = _binary_fn(Atan2, "atan2", _both_tensors_lifted, """\
         tensor([0.7854])
     """, aliases=("arctan2",))
 arctan2, arctan2_ = atan2, atan2_
-maximum, _ = _binary_fn(Maximum, "maximum", _both_tensors, """\
+maximum, _ = _binary_fn(Maximum, "maximum", _both_tensors, complex_error=_complex_unsupported(
+    "maximum not implemented for complex tensors.", RuntimeError), doc="""\
     Elementwise maximum; nan wins; a tie splits the gradient evenly.
 
     Example::
@@ -1301,7 +1439,8 @@ maximum, _ = _binary_fn(Maximum, "maximum", _both_tensors, """\
         >>> fabric.maximum(fabric.tensor([1, 5]), fabric.tensor([3, 2]))
         tensor([3, 5])
     """, inplace=False)
-minimum, _ = _binary_fn(Minimum, "minimum", _both_tensors, """\
+minimum, _ = _binary_fn(Minimum, "minimum", _both_tensors, complex_error=_complex_unsupported(
+    "minimum not implemented for complex tensors.", RuntimeError), doc="""\
     Elementwise minimum; nan wins; a tie splits the gradient evenly.
 
     Example::
@@ -1309,7 +1448,8 @@ minimum, _ = _binary_fn(Minimum, "minimum", _both_tensors, """\
         >>> fabric.minimum(fabric.tensor([1, 5]), fabric.tensor([3, 2]))
         tensor([1, 2])
     """, inplace=False)
-fmax, _ = _binary_fn(Fmax, "fmax", _both_tensors, """\
+fmax, _ = _binary_fn(Fmax, "fmax", _both_tensors, complex_error=_complex_unsupported(
+    "fmax not implemented for complex tensors.", RuntimeError), doc="""\
     Elementwise maximum ignoring nan (nan only where both are nan).
 
     Example::
@@ -1317,7 +1457,8 @@ fmax, _ = _binary_fn(Fmax, "fmax", _both_tensors, """\
         >>> fabric.fmax(fabric.tensor([1.0, float("nan")]), fabric.tensor([3.0, 2.0]))
         tensor([3., 2.])
     """, inplace=False)
-fmin, _ = _binary_fn(Fmin, "fmin", _both_tensors, """\
+fmin, _ = _binary_fn(Fmin, "fmin", _both_tensors, complex_error=_complex_unsupported(
+    "fmin not implemented for complex tensors.", RuntimeError), doc="""\
     Elementwise minimum ignoring nan (nan only where both are nan).
 
     Example::
@@ -1333,7 +1474,8 @@ hypot, hypot_ = _binary_fn(Hypot, "hypot", _both_tensors_float, """\
         >>> fabric.hypot(fabric.tensor([3.0]), fabric.tensor([4.0]))
         tensor([5.])
     """)
-logaddexp, _ = _binary_fn(Logaddexp, "logaddexp", _both_tensors_float, """\
+logaddexp, _ = _binary_fn(Logaddexp, "logaddexp", _both_tensors_float_or_complex, complex_error=_complex_ok,
+                          doc="""\
     ``log(exp(input) + exp(other))`` without overflow (float tensors only).
 
     Example::
@@ -1379,9 +1521,14 @@ nextafter, nextafter_ = _binary_fn(Nextafter, "nextafter", _both_tensors_float, 
 # --- comparisons, logical and bitwise ops (no gradient) --------------------------------
 
 def _compare_fn(ufunc, name):
+    ordered = ufunc not in ("equal", "not_equal")
+    no_complex = _no_complex_kernel(name)
+
     def op(input, other, *, out=None):
         _data(input, name)
         _a, _b, x, y = binary_operands(input, other)
+        if ordered and _is_complex_operand(x, y):
+            no_complex(x)
         xp = _xp2(x, y)
         return _out(_wrap(getattr(xp, ufunc)(x, y)), out)
 
@@ -1427,6 +1574,8 @@ def _compare_inplace_fn(ufunc, name, node):
 
     def op_(self, other):
         _a, b, x, y = binary_operands(self, other)
+        if ufunc not in ("equal", "not_equal") and _is_complex_operand(x, y):
+            _no_complex_kernel(name)(x)
         return _inplace(self, F, (self, b, None), [x, y, self._data.dtype], False)
 
     op_.__name__ = op_.__qualname__ = name + "_"
@@ -1627,6 +1776,18 @@ class Where(Function):
         _, need_a, need_b = ctx.needs_input_grad
         return None, (where(c, gy, 0.0) if need_a else None), (where(c, 0.0, gy) if need_b else None)
 
+    @staticmethod
+    def jvp(ctx, _, ta, tb):
+        c, = ctx.saved_tensors
+        meta = ctx._input_meta
+        if meta is not None and (ta is None and meta[1] is None or tb is None and meta[2] is None):
+            return NotImplemented   # the output's shape depends on an operand the node did not record
+        t = where(c, 0.0 if ta is None else ta, 0.0 if tb is None else tb)
+        if meta is None:
+            return t
+        shape = np.broadcast_shapes(tuple(c.shape), *[tuple(m[0]) for m in meta[1:]])
+        return t if tuple(t.shape) == shape else t.expand(shape)
+
 
 @_broadcasting
 def where(condition, input=None, other=None, *, out=None):
@@ -1755,6 +1916,8 @@ def _clamp_args(input, min, max, name):
     """(Function class, args, arrays) for clamp with PyTorch's promotion of
     the input with its bounds."""
     x = _data(input, name)
+    if x.dtype.kind == "c":
+        raise NotImplementedError("clamp is not supported for complex types")
     t_min, t_max = isinstance(min, Tensor), isinstance(max, Tensor)
     if t_min or t_max:
         if (min is not None and not t_min) or (max is not None and not t_max):
@@ -1932,7 +2095,7 @@ def _lerp_args(input, end, weight, name):
     x = _data(input, name)
     _need_tensor(name, end, "end", 2)
     y = end._data
-    if x.dtype.kind != "f":
+    if x.dtype.kind not in "fc":
         _unsupported("lerp_kernel_scalar" if not isinstance(weight, Tensor) else "lerp_kernel_tensor", x)
     if y.dtype != x.dtype:
         raise RuntimeError(f"expected dtype {_cname(x.dtype)} for `end` but got dtype {_cname(y.dtype)}")

@@ -47,7 +47,7 @@ from ..autograd.grad_mode import state as _grad_state
 from ..autograd.observe import hook as _hook
 from ..backends import backend_of
 from . import _autocast as _amp
-from ._util import normalize_dims, shape_args, xp_of
+from ._util import normalize_dims, reject_complex, shape_args, xp_of
 from .join import cat
 from .shape import narrow
 
@@ -177,7 +177,8 @@ def _out_tuple(result, out):
 
 def _torch_name(dt):
     return {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
-            "float32": "Float", "float64": "Double", "float16": "Half"}.get(dt.name, dt.name)
+            "float32": "Float", "float64": "Double", "float16": "Half", "complex64": "ComplexFloat",
+            "complex128": "ComplexDouble"}.get(dt.name, dt.name)
 
 
 def _check_nonempty(x, dim, name, sep="()"):
@@ -372,6 +373,10 @@ class Sum(Function):
     def backward(ctx, gy):
         return _expand_back(gy, ctx.shape, ctx.dims, ctx.keepdim), None, None, None
 
+    @staticmethod
+    def jvp(ctx, t, *_):
+        return t.sum(ctx.dims, keepdim=ctx.keepdim)
+
 
 class SumAll(Function):
     """``sum()`` of every element (PyTorch's SumBackward0)."""
@@ -390,6 +395,10 @@ class SumAll(Function):
     @staticmethod
     def backward(ctx, gy):
         return gy.expand(ctx.shape), None, None  # a 0-d (or all-ones keepdim) gradient broadcasts back
+
+    @staticmethod
+    def jvp(ctx, t, *_):
+        return t.sum()   # 0-d; forward_ad broadcasts it to a keepdim output's all-ones shape
 
 
 class Mean(Function):
@@ -411,6 +420,10 @@ class Mean(Function):
     @staticmethod
     def backward(ctx, gy):
         return _expand_back(gy / ctx.n, ctx.shape, ctx.dims, ctx.keepdim), None, None, None
+
+    @staticmethod
+    def jvp(ctx, t, *_):
+        return t.sum(ctx.dims, keepdim=ctx.keepdim) / ctx.n
 
 
 class MeanDim(Mean):
@@ -460,7 +473,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
     if axis is not None:
         dim = axis
     x = input._data
-    if dtype is None and x.dtype.kind != "f":
+    if dtype is None and x.dtype.kind not in "fc":
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating point or "
                            f"complex dtype. Got: {_torch_name(input.dtype)}")
     dims = _dims(dim, x.ndim)
@@ -497,6 +510,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
         >>> fabric.tensor([1., float('nan'), 2.]).nansum()
         tensor(3.)
     """
+    reject_complex(input, RuntimeError, 'nansum on CPU does not support complex inputs')
     x = input._data
     dims = _dims(dim, x.ndim)
     dt = _reduce_dtype(x, dtype)
@@ -513,6 +527,7 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
         >>> fabric.tensor([1., float('nan'), 2.]).nanmean()
         tensor(1.5000)
     """
+    reject_complex(input, RuntimeError, 'nansum on CPU does not support complex inputs')
     x = input._data
     if x.dtype.kind != "f":
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "
@@ -622,6 +637,10 @@ class CumSum(Function):
     @staticmethod
     def backward(ctx, gy):
         return _cumsum(gy, ctx.axis, not ctx.reverse), None, None, None
+
+    @staticmethod
+    def jvp(ctx, t, *_):
+        return _cumsum(t, ctx.axis, ctx.reverse)
 
 
 def _cumsum(t, axis, reverse=False):
@@ -793,6 +812,9 @@ def max(input, dim=None, keepdim=False, *, out=None, other=None):
     """
     if isinstance(dim, Tensor) or other is not None:
         return _binary_extreme("maximum", input, dim if other is None else other, out)
+    reject_complex(input, NotImplementedError if dim is None else RuntimeError,
+                   "\"max_all\" not implemented for '{dtype}'" if dim is None
+                   else "max(): does not support complex input")
     if dim is None:
         if keepdim:
             raise TypeError("max() received an invalid combination of arguments: keepdim needs dim")
@@ -811,6 +833,9 @@ def min(input, dim=None, keepdim=False, *, out=None, other=None):
     """
     if isinstance(dim, Tensor) or other is not None:
         return _binary_extreme("minimum", input, dim if other is None else other, out)
+    reject_complex(input, NotImplementedError if dim is None else RuntimeError,
+                   "\"min_all\" not implemented for '{dtype}'" if dim is None
+                   else "min(): does not support complex input")
     if dim is None:
         if keepdim:
             raise TypeError("min() received an invalid combination of arguments: keepdim needs dim")
@@ -840,6 +865,17 @@ class _AExtreme(Function):
             share = mask / mask.sum(axis=ctx.dims, keepdims=True, dtype=xd.dtype)
         return _expand_back(gy, xd.shape, ctx.dims, ctx.keepdim) * _const(share), None, None, None
 
+    @staticmethod
+    def jvp(ctx, t, *_):
+        x, y = ctx.saved_tensors   # the tangent averaged over the tied extremes, as backward shares gy
+        if ctx.dims is None or t.is_complex():
+            return NotImplemented
+        xd = x._data
+        mask = xd == _keep(y._data, ctx.dims, ctx.keepdim)
+        with _quiet():
+            share = mask / mask.sum(axis=ctx.dims, keepdims=True, dtype=xd.dtype)
+        return (t * _const(share)).sum(ctx.dims, keepdim=ctx.keepdim)
+
 
 class Amax(_AExtreme):
     pass
@@ -865,6 +901,7 @@ def amax(input, dim=(), keepdim=False, *, out=None):
         >>> fabric.tensor([[1., 4.], [4., 2.]]).amax()
         tensor(4.)
     """
+    reject_complex(input, NotImplementedError, "\"max_values_cpu\" not implemented for '{dtype}'")
     return _out(_aextreme(input, dim, keepdim, True, "amax"), out)
 
 
@@ -876,6 +913,7 @@ def amin(input, dim=(), keepdim=False, *, out=None):
         >>> fabric.tensor([[1., 4.], [4., 2.]]).amin(0)
         tensor([1., 2.])
     """
+    reject_complex(input, NotImplementedError, "\"min_values_cpu\" not implemented for '{dtype}'")
     return _out(_aextreme(input, dim, keepdim, False, "amin"), out)
 
 
@@ -889,6 +927,7 @@ def aminmax(input, *, dim=None, keepdim=False, out=None):
         min=tensor(1.),
         max=tensor(3.))
     """
+    reject_complex(input, NotImplementedError, "\"aminmax_cpu\" not implemented for '{dtype}'")
     x = input._data
     if dim is None:
         if x.size == 0:
@@ -931,6 +970,7 @@ def argmax(input, dim=None, keepdim=False, *, out=None):
         >>> fabric.tensor([1., 3., 3.]).argmax()
         tensor(1)
     """
+    reject_complex(input, RuntimeError, 'argmax(): does not support complex input')
     return _out(_arg_extreme(input, dim, keepdim, True, "argmax"), out)
 
 
@@ -942,6 +982,7 @@ def argmin(input, dim=None, keepdim=False, *, out=None):
         >>> fabric.tensor([[2., 0.], [1., 1.]]).argmin(1)
         tensor([1, 0])
     """
+    reject_complex(input, RuntimeError, 'argmin(): does not support complex input')
     return _out(_arg_extreme(input, dim, keepdim, False, "argmin"), out)
 
 
@@ -961,10 +1002,12 @@ class _VarStd(Function):
             warnings.simplefilter("ignore", RuntimeWarning)
             m = xc.mean(axis=dims, keepdims=True)
             d = xc - m
-            y = (d * d).sum(axis=dims, keepdims=keepdim) / xc.dtype.type(divisor)
+            if d.dtype.kind == "c":  # |d|^2: the variance of complex numbers is real
+                d = xp.abs(d)
+            y = (d * d).sum(axis=dims, keepdims=keepdim) / d.dtype.type(divisor)
             if is_std:
                 y = xp.sqrt(y)
-        y = y.astype(x.dtype, copy=False)
+        y = y.astype(x.real.dtype, copy=False)
         ctx.save_for_backward(x, y if is_std else None)
         return y
 
@@ -987,6 +1030,19 @@ class _VarStd(Function):
         with _quiet():
             return gye * centered * scale / ye * _const(~yz), None, None, None, None, None
 
+    @staticmethod
+    def jvp(ctx, t, *_):
+        x, y = ctx.saved_tensors
+        if not ctx.divisor or not ctx.dims or t.is_complex():
+            return NotImplemented
+        dims, keepdim = ctx.dims, ctx.keepdim
+        dvar = ((x - x.mean(dims, keepdim=True)) * t).sum(dims, keepdim=keepdim) * (2.0 / ctx.divisor)
+        if y is None:
+            return dvar
+        yz = y._data == 0   # d std = d var / (2 std), 0 where std == 0 (as backward)
+        with _quiet():
+            return dvar / (2 * (y + _const(yz.astype(y._data.dtype)))) * _const(~yz)
+
 
 class Var(_VarStd):
     pass
@@ -998,7 +1054,7 @@ class Std(_VarStd):
 
 def _var_args(name, input, dim, unbiased, keepdim, correction):
     x = input._data
-    if x.dtype.kind != "f":
+    if x.dtype.kind not in "fc":
         raise RuntimeError("std and var only support floating point and complex dtypes")
     if isinstance(dim, _bool):  # var(input, unbiased)
         dim, unbiased = None, dim
@@ -1076,7 +1132,7 @@ class LogSumExp(Function):
         if x.size == 0 or _numel(x.shape, dims) == 0:
             y = xp.full(_reduced_shape(x.shape, dims, keepdim), -xp.inf, x.dtype)
         else:
-            m = xp.amax(x, axis=dims, keepdims=True)
+            m = xp.amax(x.real, axis=dims, keepdims=True)  # complex: shift by the largest real part
             m = xp.where(xp.isfinite(m), m, 0)
             with _quiet():
                 y = xp.log(xp.sum(xp.exp(x - m), axis=dims, keepdims=True)) + m
@@ -1093,9 +1149,17 @@ class LogSumExp(Function):
         ye = _expand_back(y, ctx.shape, ctx.dims, ctx.keepdim)
         return _expand_back(gy, ctx.shape, ctx.dims, ctx.keepdim) * exp(x - ye), None, None
 
+    @staticmethod
+    def jvp(ctx, t, *_):
+        x, y = ctx.saved_tensors   # the softmax-weighted sum of the tangent
+        from .arith import exp
+
+        w = exp(x - _expand_back(y, ctx.shape, ctx.dims, ctx.keepdim))
+        return (w * t).sum(ctx.dims, keepdim=ctx.keepdim)
+
 
 def _float_or_default(x):
-    return x if x.dtype.kind == "f" else x.astype(D.get_default_dtype().np)
+    return x if x.dtype.kind in "fc" else x.astype(D.get_default_dtype().np)
 
 
 def logsumexp(input, dim, keepdim=False, *, out=None):
@@ -1207,6 +1271,7 @@ def cummax(input, dim, *, out=None):
         >>> fabric.tensor([1., 3., 2., 3.]).cummax(0).indices
         tensor([0, 1, 1, 3])
     """
+    reject_complex(input, NotImplementedError, "\"cummax_cpu\" not implemented for '{dtype}'")
     return _out_tuple(_cum_extreme(input, dim, True, "cummax"), out)
 
 
@@ -1218,6 +1283,7 @@ def cummin(input, dim, *, out=None):
         >>> fabric.tensor([2., 1., 3.]).cummin(0).values
         tensor([2., 1., 1.])
     """
+    reject_complex(input, NotImplementedError, "\"cummin_cpu\" not implemented for '{dtype}'")
     return _out_tuple(_cum_extreme(input, dim, False, "cummin"), out)
 
 
@@ -1297,6 +1363,11 @@ def _vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None, name="lin
     semantics: ``ord`` any float incl. ``inf``/``-inf``/0; ``dim`` int, tuple or
     None for all; floating inputs only; ``dtype`` casts before computing)."""
     x = input._data
+    if x.dtype.kind == "c":  # the norm of complex numbers is the norm of their moduli
+        from .pointwise import abs as _abs
+
+        return _vector_norm(_abs(input), ord, dim, keepdim, dtype=dtype if dtype is None else
+                            D.to_real(D.to_dtype(dtype)), name=name)
     if x.dtype.kind != "f":
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
                            f"{_torch_name(x.dtype)}")

@@ -128,19 +128,23 @@ def _mark_views(base, outs, multi=None):
 
 class Reshape(Function):
     _array_forward = True
-    _ctx_slots = ("shape",)
+    _ctx_slots = ("shape", "out")
     _exact_grads = True
     _is_view = True
     _node_name = "ViewBackward0"
 
     @staticmethod
     def forward(ctx, x, shape):
-        ctx.shape = x.shape
+        ctx.shape, ctx.out = x.shape, shape
         return x.reshape(shape)
 
     @staticmethod
     def backward(ctx, gy):
         return gy.reshape(ctx.shape), None
+
+    @staticmethod
+    def jvp(ctx, t, _):
+        return t.reshape(ctx.out)
 
 
 class ReshapeCopy(Function):
@@ -301,6 +305,10 @@ class Permute(Function):
             inv[d] = i
         return permute(gy, tuple(inv)), None
 
+    @staticmethod
+    def jvp(ctx, t, _):
+        return permute(t, ctx.dims)
+
 
 def permute(input, *dims):
     """Reorder dimensions (a view).
@@ -337,6 +345,10 @@ class Transpose(Function):
     def backward(ctx, gy):
         return transpose(gy, *ctx.d), None, None
 
+    @staticmethod
+    def jvp(ctx, t, *_):
+        return transpose(t, *ctx.d)
+
 
 def transpose(input, dim0, dim1):
     """Swap two dimensions (a view).
@@ -366,11 +378,12 @@ def t(input):
 
 
 def adjoint(input):
-    """The conjugate transpose of the last two dims (``x.mH``); real dtypes only."""
+    """The conjugate transpose of the last two dims (``x.mH``); a copy for complex
+    tensors (fabric conjugates physically), a view for real ones."""
     if input._data.ndim < 2:
         raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. Got "
                            f"{input._data.ndim}-D tensor.")
-    return transpose(input, -2, -1)
+    return transpose(input, -2, -1).conj()
 
 
 def movedim(input, source, destination):
@@ -753,6 +766,10 @@ class Flip(Function):
     def backward(ctx, gy):
         return _apply(Flip, (gy, ctx.dims), (gy._data, ctx.dims)), None
 
+    @staticmethod
+    def jvp(ctx, t, _):
+        return _apply(Flip, (t, ctx.dims), (t._data, ctx.dims))
+
 
 def flip(input, *dims):
     """Reverse the order of elements along ``dims`` (a copy, as in PyTorch).
@@ -866,6 +883,10 @@ class Clone(Function):
     def backward(ctx, gy):
         return gy
 
+    @staticmethod
+    def jvp(ctx, t, *_):
+        return t
+
 
 def clone(input, *, memory_format=None):
     """A copy with its own memory, differentiable; laid out as ``memory_format``
@@ -950,6 +971,10 @@ class Unbind(Function):
         from .join import stack
 
         return stack(grads, ctx.dim), None
+
+    @staticmethod
+    def jvp(ctx, t, _):
+        return t.unbind(ctx.dim)
 
 
 def unbind(input, dim=0):

@@ -38,13 +38,14 @@ Example::
 from __future__ import annotations
 
 import builtins
+import functools
 
 import numpy as np
 
 from .._tensor import Tensor, _wrap_dim
 from ..autograd.function import Function, _apply
 from ..backends import backend_of
-from ._util import xp_of
+from ._util import reject_complex, xp_of
 from .reduce import (
     _const,
     _even_share,
@@ -151,6 +152,7 @@ def sort(input, dim=-1, descending=False, *, stable=False, out=None):
         >>> fabric.tensor([2., 1., 2.]).sort(descending=True).indices
         tensor([0, 2, 1])
     """
+    reject_complex(input, RuntimeError, ' Sort does not support complex dtypes on CPU')
     x = input._data
     if x.ndim == 0:
         _wrap_dim(dim, 0)
@@ -170,6 +172,7 @@ def argsort(input, dim=-1, descending=False, *, stable=False):
         >>> fabric.tensor([3, 1, 2]).argsort()
         tensor([1, 2, 0])
     """
+    reject_complex(input, RuntimeError, ' Sort does not support complex dtypes on CPU')
     x = input._data
     if x.ndim == 0:
         _wrap_dim(dim, 0)
@@ -186,6 +189,7 @@ def msort(input, *, out=None):
         tensor([[0., 1.],
                 [2., 3.]])
     """
+    reject_complex(input, RuntimeError, ' Sort does not support complex dtypes on CPU')
     return _out(sort(input, 0).values, out)
 
 
@@ -229,6 +233,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
         values=tensor([5., 4.]),
         indices=tensor([1, 3]))
     """
+    reject_complex(input, RuntimeError, ' topk does not support complex dtypes on CPU')
     k = _int(k)
     if input._data.dtype == np.bool_:
         raise RuntimeError("topk does not support bool dtypes on CPU")
@@ -253,6 +258,7 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
         values=tensor(2.),
         indices=tensor(2))
     """
+    reject_complex(input, NotImplementedError, "\"kthvalue_cpu\" not implemented for '{dtype}'")
     k = _int(k)
     _no_bool(input, "kthvalue_cpu")
     xm, axis, was_0d = _last_axis(input, dim, "kthvalue")
@@ -324,12 +330,39 @@ def _median_dim(input, dim, keepdim, ignore_nan, name, cls, rtype):
         count = (~_isnan(xp, xm)).sum(axis=-1, keepdims=True)
         k = xp.maximum((count - 1) // 2, 0)
         idx = xp.take_along_axis(order, k, -1)
+        if _bool((count == 0).any()):
+            idx = xp.where(count == 0, _all_nan_index(n), idx)
     else:
         idx = _kth_index(xm, (n - 1) // 2)
         if xm.dtype.kind == "f":
             isn = xp.isnan(xm)
             idx = xp.where(isn.any(axis=-1, keepdims=True), xp.argmax(isn, axis=-1, keepdims=True), idx)
     return _select(input, idx, axis, was_0d, keepdim, cls, rtype)
+
+
+@functools.lru_cache(maxsize=64)
+def _all_nan_index(n: int) -> int:
+    """The index PyTorch's CPU nanmedian returns for a row of ``n`` NaNs.
+
+    Its kernel runs ``std::nth_element`` (libstdc++'s introselect) over the
+    indices, asking for position 0, with a comparator that is false for every
+    pair of NaNs; the index that ends there depends only on ``n``.  This replays
+    the moves introselect makes on such a row: median-of-three swaps the middle
+    element to the front, the unguarded partition swaps inwards from both ends,
+    and the left part (which holds position 0) is kept until at most 3 remain
+    (insertion sort and the depth-limit heap select then move nothing).
+    """
+    a = list(range(n))
+    last = n
+    while last > 3:
+        mid = last // 2
+        a[0], a[mid] = a[mid], a[0]
+        lo, hi = 1, last - 1
+        while lo < hi:
+            a[lo], a[hi] = a[hi], a[lo]
+            lo, hi = lo + 1, hi - 1
+        last = lo
+    return a[0]
 
 
 def median(input, dim=None, keepdim=False, *, out=None):
@@ -342,6 +375,7 @@ def median(input, dim=None, keepdim=False, *, out=None):
         >>> fabric.tensor([4., 1., 3., 2.]).median()
         tensor(2.)
     """
+    reject_complex(input, NotImplementedError, "\"median_cpu\" not implemented for '{dtype}'")
     if dim is None:
         if keepdim:
             raise TypeError('median() missing 1 required positional arguments: "dim"')
@@ -358,6 +392,7 @@ def nanmedian(input, dim=None, keepdim=False, *, out=None):
         >>> fabric.tensor([1., float('nan'), 3., 2.]).nanmedian()
         tensor(2.)
     """
+    reject_complex(input, NotImplementedError, "\"median_cpu\" not implemented for '{dtype}'")
     if dim is None:
         if keepdim:
             raise TypeError('nanmedian() missing 1 required positional arguments: "dim"')
@@ -378,6 +413,7 @@ def mode(input, dim=-1, keepdim=False, *, out=None):
         values=tensor(1),
         indices=tensor(3))
     """
+    reject_complex(input, NotImplementedError, "\"mode_cpu\" not implemented for '{dtype}'")
     xm, axis, was_0d = _last_axis(input, dim, "mode")
     xp = xp_of(xm)
     _check_dim_size(xm, axis, "mode")
@@ -496,6 +532,7 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=N
         >>> fabric.tensor([1., 2., 3., 4.]).quantile(0.5)
         tensor(2.5000)
     """
+    reject_complex(input, RuntimeError, 'quantile() input tensor must be either float or double dtype')
     return _out(_quantile(input, q, dim, keepdim, interpolation, False, "quantile"), out)
 
 
@@ -523,6 +560,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         >>> fabric.tensor([3, 1, 3, 2]).unique(return_counts=True)
         (tensor([1, 2, 3]), tensor([1, 1, 2]))
     """
+    reject_complex(input, NotImplementedError, "\"unique\" not implemented for '{dtype}'")
     x = input._data
     xp = xp_of(x)
     if dim is None:

@@ -6,7 +6,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..backends import backend_of
 from . import _functional as F
-from .optimizer import Optimizer
+from .optimizer import Optimizer, real_views
 
 __all__ = ["Adam", "AdamW", "Adamax", "NAdam", "RAdam"]
 
@@ -65,9 +65,10 @@ class Adam(Optimizer):
         for step, idx in self._steps(params):
             ps = [params[i] for i in idx]
             st = [self.state[p] for p in ps]
-            backend.adam_step([p._data for p in ps], [p._grad._data for p in ps], [s["exp_avg"]._data for s in st],
-                              [s["exp_avg_sq"]._data for s in st],
-                              [s["max_exp_avg_sq"]._data for s in st] if amsgrad else None,
+            backend.adam_step(real_views([p._data for p in ps]), real_views([p._grad._data for p in ps]),
+                              real_views([s["exp_avg"]._data for s in st]),
+                              real_views([s["exp_avg_sq"]._data for s in st]),
+                              real_views([s["max_exp_avg_sq"]._data for s in st]) if amsgrad else None,
                               step + 1, lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
                               weight_decay=group["weight_decay"], amsgrad=amsgrad, maximize=group["maximize"],
                               decoupled_weight_decay=group["decoupled_weight_decay"])
@@ -105,8 +106,9 @@ class Adamax(Optimizer):
         for step, idx in self._steps(params):
             ps = [params[i] for i in idx]
             st = [self.state[p] for p in ps]
-            F.adamax(xp, [p._data for p in ps], [p._grad._data for p in ps], [s["exp_avg"]._data for s in st],
-                     [s["exp_inf"]._data for s in st], step + 1, group["lr"], beta1, beta2, group["eps"],
+            F.adamax(xp, real_views([p._data for p in ps]), real_views([p._grad._data for p in ps]),
+                     real_views([s["exp_avg"]._data for s in st]),
+                     real_views([s["exp_inf"]._data for s in st]), step + 1, group["lr"], beta1, beta2, group["eps"],
                      group["weight_decay"], group["maximize"])
             _bump(ps, self.state)
 
@@ -148,8 +150,9 @@ class NAdam(Optimizer):
             for s in st:
                 s["mu_product"]._data *= np.float32(mu)
             mu_product = float(st[0]["mu_product"]._data)
-            F.nadam(xp, [p._data for p in ps], [p._grad._data for p in ps], [s["exp_avg"]._data for s in st],
-                    [s["exp_avg_sq"]._data for s in st], mu_product, step1, group["lr"], beta1, beta2,
+            F.nadam(xp, real_views([p._data for p in ps]), real_views([p._grad._data for p in ps]),
+                    real_views([s["exp_avg"]._data for s in st]),
+                    real_views([s["exp_avg_sq"]._data for s in st]), mu_product, step1, group["lr"], beta1, beta2,
                     group["eps"], group["weight_decay"], group["momentum_decay"], group["decoupled_weight_decay"],
                     group["maximize"])
             _bump(ps, self.state)
@@ -177,7 +180,8 @@ class RAdam(Optimizer):
         for step, idx in self._steps(params):
             ps = [params[i] for i in idx]
             st = [self.state[p] for p in ps]
-            F.radam(xp, [p._data for p in ps], [p._grad._data for p in ps], [s["exp_avg"]._data for s in st],
-                    [s["exp_avg_sq"]._data for s in st], step + 1, group["lr"], beta1, beta2, group["eps"],
+            F.radam(xp, real_views([p._data for p in ps]), real_views([p._grad._data for p in ps]),
+                    real_views([s["exp_avg"]._data for s in st]),
+                    real_views([s["exp_avg_sq"]._data for s in st]), step + 1, group["lr"], beta1, beta2, group["eps"],
                     group["weight_decay"], group["decoupled_weight_decay"], group["maximize"])
             _bump(ps, self.state)

@@ -17,9 +17,14 @@ Example::
 """
 from __future__ import annotations
 
+import itertools
+
+import numpy as np
+
+from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..backends import backend_of
-from .optimizer import Optimizer
+from .optimizer import Optimizer, _global_post_hooks, _global_pre_hooks
 
 __all__ = ["LBFGS"]
 
@@ -165,11 +170,23 @@ class LBFGS(Optimizer):
         return loss, flat_grad
 
     def step(self, closure):
-        """Run up to ``max_iter`` L-BFGS iterations; returns the first loss."""
+        """Run up to ``max_iter`` L-BFGS iterations; returns the first loss.  The optimizer's
+        step pre/post hooks (and the global ones) run around it, as PyTorch runs them."""
+        args, kwargs = (closure,), {}
+        for hook in itertools.chain(_global_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
+            res = hook(self, args, kwargs)
+            if res is not None:
+                if not (isinstance(res, tuple) and len(res) == 2):
+                    raise RuntimeError(f"{hook} must return None or a tuple of (new_args, new_kwargs), but got {res}.")
+                args, kwargs = res
+        closure = args[0] if args else kwargs.get("closure")
         if closure is None:
             raise RuntimeError("LBFGS requires a closure that reevaluates the model and returns the loss")
         with no_grad():
-            return self._step(closure)
+            loss = self._step(closure)
+        for hook in itertools.chain(self._optimizer_step_post_hooks.values(), _global_post_hooks.values()):
+            hook(self, args, kwargs)
+        return loss
 
     def _step(self, closure):
         group = self.param_groups[0]
@@ -190,9 +207,9 @@ class LBFGS(Optimizer):
         if float(xp.abs(flat_grad).max()) <= tolerance_grad:
             return orig_loss
 
-        d, t = state.get("d"), state.get("t")
-        old_dirs, old_stps, ro = state.get("old_dirs"), state.get("old_stps"), state.get("ro")
-        H_diag, prev_flat_grad, prev_loss = state.get("H_diag"), state.get("prev_flat_grad"), state.get("prev_loss")
+        d, t, H_diag, prev_flat_grad = (_arrays(state.get(k)) for k in ("d", "t", "H_diag", "prev_flat_grad"))
+        old_dirs, old_stps, ro = (_arrays(state.get(k)) for k in ("old_dirs", "old_stps", "ro"))
+        prev_loss = state.get("prev_loss")
         n_iter = 0
         while n_iter < max_iter:
             n_iter += 1
@@ -202,9 +219,10 @@ class LBFGS(Optimizer):
                 old_dirs, old_stps, ro = [], [], []
                 H_diag = 1
             else:
+                # scalars stay NumPy scalars of the parameters' dtype, as PyTorch's 0-d tensors
                 y = flat_grad - prev_flat_grad
                 s = d * t
-                ys = float(y.dot(s))
+                ys = y.dot(s)
                 if ys > 1e-10:
                     if len(old_dirs) == history_size:
                         old_dirs.pop(0)
@@ -213,21 +231,23 @@ class LBFGS(Optimizer):
                     old_dirs.append(y)
                     old_stps.append(s)
                     ro.append(1.0 / ys)
-                    H_diag = ys / float(y.dot(y))
+                    H_diag = ys / y.dot(y)
                 num_old = len(old_dirs)
-                al = state.setdefault("al", [None] * history_size)
+                al = _arrays(state.setdefault("al", [None] * history_size))
                 q = -flat_grad
                 for i in range(num_old - 1, -1, -1):
-                    al[i] = float(old_stps[i].dot(q)) * ro[i]
+                    al[i] = old_stps[i].dot(q) * ro[i]
                     q = q - al[i] * old_dirs[i]
                 d = r = q * H_diag
                 for i in range(num_old):
-                    be_i = float(old_dirs[i].dot(r)) * ro[i]
+                    be_i = old_dirs[i].dot(r) * ro[i]
                     r += (al[i] - be_i) * old_stps[i]
+                state["al"] = _tensors(al)
             prev_flat_grad = flat_grad.copy()
             prev_loss = loss
             if state["n_iter"] == 1:
-                t = min(1.0, 1.0 / float(xp.abs(flat_grad).sum())) * lr
+                inv = 1.0 / xp.abs(flat_grad).sum()
+                t = (inv if inv < 1.0 else 1.0) * lr  # PyTorch's min(1.0, tensor) * lr
             else:
                 t = lr
             gtd = float(flat_grad.dot(d))
@@ -262,6 +282,26 @@ class LBFGS(Optimizer):
                 break
             if abs(loss - prev_loss) < tolerance_change:
                 break
-        state.update(d=d, t=t, old_dirs=old_dirs, old_stps=old_stps, ro=ro, H_diag=H_diag,
-                     prev_flat_grad=prev_flat_grad, prev_loss=prev_loss)
+        state.update(d=_tensors(d), t=_tensors(t), old_dirs=_tensors(old_dirs), old_stps=_tensors(old_stps),
+                     ro=_tensors(ro), H_diag=_tensors(H_diag), prev_flat_grad=_tensors(prev_flat_grad),
+                     prev_loss=prev_loss)
         return orig_loss
+
+
+def _tensors(v):
+    """The state as PyTorch keeps it: arrays and NumPy scalars as Tensors (0-d for scalars), lists
+    element-wise; Python numbers and None as they are."""
+    if isinstance(v, list):
+        return [_tensors(e) for e in v]
+    if isinstance(v, np.generic):
+        return Tensor._make(np.asarray(v), False)
+    if v is not None and not isinstance(v, (int, float, Tensor)):  # an array (NumPy or CuPy)
+        return Tensor._make(v, False)
+    return v
+
+
+def _arrays(v):
+    """The inverse of :func:`_tensors` (a 0-d tensor gives a 0-d array, which computes as a scalar)."""
+    if isinstance(v, list):
+        return [_arrays(e) for e in v]
+    return v._data if isinstance(v, Tensor) else v

@@ -280,6 +280,17 @@ class Optimizer:
 
 
 
+def real_views(arrays):
+    """PyTorch's ``_view_as_real`` for the elementwise updates (Adam, RMSprop ...): complex
+    arrays become (..., 2) real views, so each part has its own moment estimates."""
+    if arrays is None:
+        return None
+    for a in arrays:
+        if a.dtype.kind == "c":
+            return [x[..., None].view(x.real.dtype) if x.dtype.kind == "c" else x for x in arrays]
+    return arrays
+
+
 def _grad_array(p):
     """The gradient of ``p`` as a dense array (a sparse gradient is densified)."""
     g = p._grad

@@ -6,7 +6,7 @@ import numpy as np
 from ..backends import backend_of
 from . import _functional as F
 from .adam import _bump
-from .optimizer import Optimizer, _grad_array
+from .optimizer import Optimizer, _grad_array, real_views
 
 __all__ = ["RMSprop", "Adagrad", "Adadelta", "Rprop", "ASGD"]
 
@@ -43,10 +43,10 @@ class RMSprop(Optimizer):
             self._init_state(p, square_avg=None, **extra)
         xp = backend_of(params[0]._data).xp
         st = [self.state[p] for p in params]
-        F.rmsprop(xp, [p._data for p in params], [p._grad._data for p in params],
-                  [s["square_avg"]._data for s in st],
-                  [s["grad_avg"]._data for s in st] if group["centered"] else None,
-                  [s["momentum_buffer"]._data for s in st] if group["momentum"] > 0 else None,
+        F.rmsprop(xp, real_views([p._data for p in params]), real_views([p._grad._data for p in params]),
+                  real_views([s["square_avg"]._data for s in st]),
+                  real_views([s["grad_avg"]._data for s in st]) if group["centered"] else None,
+                  real_views([s["momentum_buffer"]._data for s in st]) if group["momentum"] > 0 else None,
                   group["lr"], group["alpha"], group["eps"], group["weight_decay"], group["momentum"],
                   group["centered"], group["maximize"])
         _bump(params, self.state)
@@ -80,7 +80,8 @@ class Adagrad(Optimizer):
         xp = backend_of(params[0]._data).xp
         for step, idx in self._steps(params):
             ps = [params[i] for i in idx]
-            F.adagrad(xp, [p._data for p in ps], [_grad_array(p) for p in ps], [self.state[p]["sum"]._data for p in ps],
+            F.adagrad(xp, real_views([p._data for p in ps]),
+                      real_views([_grad_array(p) for p in ps]), real_views([self.state[p]["sum"]._data for p in ps]),
                       step + 1, group["lr"], group["lr_decay"], group["weight_decay"], group["eps"],
                       group["maximize"])
             _bump(ps, self.state)
@@ -106,8 +107,9 @@ class Adadelta(Optimizer):
             self._init_state(p, square_avg=None, acc_delta=None)
         xp = backend_of(params[0]._data).xp
         st = [self.state[p] for p in params]
-        F.adadelta(xp, [p._data for p in params], [p._grad._data for p in params],
-                   [s["square_avg"]._data for s in st], [s["acc_delta"]._data for s in st], group["lr"],
+        F.adadelta(xp, real_views([p._data for p in params]), real_views([p._grad._data for p in params]),
+                   real_views([s["square_avg"]._data for s in st]),
+                              real_views([s["acc_delta"]._data for s in st]), group["lr"],
                    group["rho"], group["eps"], group["weight_decay"], group["maximize"])
         _bump(params, self.state)
 
@@ -128,14 +130,16 @@ class Rprop(Optimizer):
         params = self._params_with_grad(group)
         if not params:
             return
-        for p in params:
-            self._init_state(p, prev=None, step_size=group["lr"])
+        for p in params:  # complex: both parts start at lr (two independent real numbers, as PyTorch)
+            lr = group["lr"]
+            self._init_state(p, prev=None, step_size=complex(lr, lr) if p._data.dtype.kind == "c" else lr)
         xp = backend_of(params[0]._data).xp
         st = [self.state[p] for p in params]
         etaminus, etaplus = group["etas"]
         smin, smax = group["step_sizes"]
-        F.rprop(xp, [p._data for p in params], [p._grad._data for p in params], [s["prev"]._data for s in st],
-                [s["step_size"]._data for s in st], etaminus, etaplus, smin, smax, group["maximize"])
+        F.rprop(xp, real_views([p._data for p in params]), real_views([p._grad._data for p in params]),
+                real_views([s["prev"]._data for s in st]),
+                real_views([s["step_size"]._data for s in st]), etaminus, etaplus, smin, smax, group["maximize"])
         _bump(params, self.state)
 
 
@@ -172,7 +176,8 @@ class ASGD(Optimizer):
         lr, lambd, alpha, t0 = group["lr"], group["lambd"], group["alpha"], group["t0"]
         for (step, eta, mu), idx in buckets.items():
             ps = [params[i] for i in idx]
-            F.asgd(xp, [p._data for p in ps], [p._grad._data for p in ps], [self.state[p]["ax"]._data for p in ps],
+            F.asgd(xp, real_views([p._data for p in ps]),
+                   real_views([p._grad._data for p in ps]), real_views([self.state[p]["ax"]._data for p in ps]),
                    eta, mu, lr, lambd, alpha, group["weight_decay"], group["maximize"])
             _bump(ps, self.state)
             step += 1

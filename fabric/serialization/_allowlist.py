@@ -49,13 +49,13 @@ NAME_MAPPING = {
 }
 
 # dtype names PyTorch's loader accepts beyond those fabric has
-_OTHER_DTYPES = ("complex32", "complex64", "complex128", "uint16", "uint32", "uint64", "bits1x8", "bits2x4",
+_OTHER_DTYPES = ("complex32", "uint16", "uint32", "uint64", "bits1x8", "bits2x4",
                  "bits4x2", "bits8", "bits16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
                  "float8_e8m0fnu", "float4_e2m1fn_x2", "qint8", "quint8", "qint32", "quint4x2", "quint2x4",
                  *(f"uint{i}" for i in range(1, 8)), *(f"int{i}" for i in range(1, 8)))
 _QSCHEMES = ("per_tensor_affine", "per_tensor_symmetric", "per_channel_affine", "per_channel_symmetric",
              "per_channel_affine_float_qparams")
-_UNSUPPORTED_REBUILDERS = ("_rebuild_qtensor", "_rebuild_sparse_tensor", "_rebuild_meta_tensor_no_storage",
+_UNSUPPORTED_REBUILDERS = ("_rebuild_qtensor", "_rebuild_meta_tensor_no_storage",
                            "_rebuild_nested_tensor", "_rebuild_wrapper_subclass",
                            "_rebuild_device_tensor_from_numpy")
 _LEGACY_TENSOR_TYPES = ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool")
@@ -114,6 +114,8 @@ def default_globals() -> dict:
     for name in _UNSUPPORTED_REBUILDERS:
         rc[f"torch._utils.{name}"] = R.unsupported(f"_utils.{name}")
     rc["torch._tensor._rebuild_from_type_v2"] = R._rebuild_from_type_v2
+    from ..sparse._io import rebuild_sparse_tensor
+    rc["torch._utils._rebuild_sparse_tensor"] = rebuild_sparse_tensor
     return rc
 
 

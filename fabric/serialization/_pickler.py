@@ -133,6 +133,8 @@ _REBUILD_V2 = TorchName("torch._utils", "_rebuild_tensor_v2")
 _REBUILD_PARAM = TorchName("torch._utils", "_rebuild_parameter")
 _REBUILD_PARAM_STATE = TorchName("torch._utils", "_rebuild_parameter_with_state")
 _REBUILD_FROM_TYPE = TorchName("torch._tensor", "_rebuild_from_type_v2")
+_REBUILD_SPARSE = TorchName("torch._utils", "_rebuild_sparse_tensor")
+_GET_LAYOUT = TorchName("torch.serialization", "_get_layout")
 
 
 class CheckpointPickler(pickle._Pickler):
@@ -178,6 +180,11 @@ class CheckpointPickler(pickle._Pickler):
 
     def _reduce_tensor(self, t):
         from ..nn.parameter import Parameter
+
+        if t._sparse:  # COO / CSR: PyTorch's _rebuild_sparse_tensor(layout, data), the parts as tensors
+            from ..sparse._io import reduce_parts
+            layout, data = reduce_parts(t)
+            return (_REBUILD_SPARSE, (_Reduced(_GET_LAYOUT, (layout,)), data))
 
         if t.dtype.name not in STORAGE_NAMES:
             raise RuntimeError(f"fabric.save: tensors of dtype {t.dtype} cannot be written in PyTorch's format")

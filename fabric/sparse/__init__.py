@@ -16,11 +16,15 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
+from . import _csr
+from . import _pointwise as _pw
 from ._coo import SparseTensor, mm
-from ._layout import layout, sparse_coo, strided
+from ._csr import SparseCsrTensor, sparse_csr_tensor
+from ._layout import layout, sparse_coo, sparse_csr, strided
 
-__all__ = ["mm", "sum", "addmm", "spmm", "softmax", "log_softmax", "sparse_coo_tensor", "SparseTensor", "layout",
-           "sparse_coo", "strided", "check_sparse_tensor_invariants"]
+__all__ = ["mm", "sum", "addmm", "spmm", "softmax", "log_softmax", "sparse_coo_tensor", "sparse_csr_tensor",
+           "SparseTensor", "SparseCsrTensor", "layout", "sparse_coo", "sparse_csr", "strided",
+           "check_sparse_tensor_invariants"]
 
 
 class check_sparse_tensor_invariants:
@@ -117,8 +121,11 @@ def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=N
         >>> fabric.tensor([0., 5.]).to_sparse().values()
         tensor([5.])
     """
+    if layout is sparse_csr:
+        return _csr.to_sparse_csr(self)
     if layout is not None and layout != sparse_coo:
-        raise NotImplementedError(f"to_sparse(layout={layout!r}): fabric supports only fabric.sparse_coo")
+        raise NotImplementedError(f"to_sparse(layout={layout!r}): fabric supports fabric.sparse_coo and "
+                                  "fabric.sparse_csr")
     sd = self.dim() if sparse_dim is None else int(sparse_dim)
     if not 0 <= sd <= self.dim():
         raise RuntimeError(f"sparse_dim argument must be in [0, {self.dim()}] range, but {sd} is given")
@@ -144,11 +151,20 @@ def to_dense(self, dtype=None, *, masked_grad=None) -> Tensor:
 
 
 def sum(input, dim=None, dtype=None):
-    """Sum of a sparse tensor: a dense 0-d tensor for ``dim=None``."""
+    """Sum of a sparse tensor: a dense 0-d tensor for ``dim=None`` (or when
+    every sparse dim is summed), else a coalesced sparse tensor.
+
+    Example::
+
+        >>> import fabric
+        >>> s = fabric.tensor([[0., 1.], [2., 0.]]).to_sparse()
+        >>> fabric.sparse.sum(s, 0).to_dense(), fabric.sparse.sum(s).item()
+        (tensor([2., 1.]), 3.0)
+    """
     if not input.is_sparse:
-        return input.sum() if dim is None else input.sum(dim)
-    out = input.to_dense().sum() if dim is None else input.to_dense().sum(dim)
-    return out if dtype is None else out.to(dtype)
+        out = input.sum() if dim is None else input.sum(dim)
+        return out if dtype is None else out.to(dtype)
+    return _pw.sparse_sum(input, dim, False, dtype)
 
 
 def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0):
@@ -197,4 +213,7 @@ def log_softmax(input, dim, *, dtype=None):
 Tensor.to_sparse = to_sparse
 Tensor.to_sparse_coo = to_sparse
 Tensor.to_dense = to_dense
+Tensor.to_sparse_csr = _csr.to_sparse_csr
+Tensor.crow_indices = _csr._no_compressed("crow_indices")
+Tensor.col_indices = _csr._no_compressed("col_indices")
 Tensor.layout = strided

@@ -27,6 +27,7 @@ from .. import _dtype as D
 from .._tensor import Size, Tensor
 from ..autograd.function import Function, _apply
 from ..backends import backend_of
+from . import _pointwise as _pw
 from ._layout import sparse_coo
 
 
@@ -34,15 +35,25 @@ class _NoDenseData:
     """Stands in for ``_data`` so the autograd engine can read a sparse
     gradient's shape and dtype; any other dense-array use fails clearly."""
 
-    __slots__ = ("shape", "dtype")
+    __slots__ = ("shape", "dtype", "layout")
 
-    def __init__(self, shape, dtype):
+    def __init__(self, shape, dtype, layout="COO"):
         self.shape = shape
         self.dtype = dtype
+        self.layout = layout
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def astype(self, dtype, copy=True):
+        """The float copy an op asks of an integer input: a placeholder of that dtype
+        (the op then fails on it and runs on the values, see ``_pointwise.py``)."""
+        return _NoDenseData(self.shape, np.dtype(dtype), self.layout)
 
     def __getattr__(self, name):
-        raise NotImplementedError(f"this operation is not supported on sparse COO tensors (array attribute "
-                                  f"{name!r}); call .to_dense() first")
+        raise NotImplementedError(f"this operation is not supported on sparse {self.layout} tensors (array "
+                                  f"attribute {name!r}); call .to_dense() first")
 
 
 class _ToDense(Function):
@@ -104,7 +115,9 @@ class SparseTensor(Tensor):
     :func:`fabric.sparse_coo_tensor` or ``Tensor.to_sparse()``."""
 
     is_sparse = True
+    _sparse = True
     layout = sparse_coo
+    _layout_name = "Sparse"
     _idx: Tensor     # (sparse_dim, nnz) int64
     _vals: Tensor    # (nnz,) + dense shape; autograd flows through it
     _shape: tuple
@@ -283,9 +296,14 @@ class SparseTensor(Tensor):
     def cuda(self, device=None, non_blocking=False, memory_format=None):
         return self.to("cuda" if device is None else device)
 
-    # --- arithmetic -----------------------------------------------------------------
+    # --- arithmetic (fabric/sparse/_pointwise.py) ---------------------------------------
+    _unary_ops = _pw.COO_UNARY
+
     def _with_values(self, values) -> SparseTensor:
         return SparseTensor._build(self._idx, values, self._shape, self._coalesced)
+
+    def _pointwise(self, cls, args, arrays):
+        return _pw.unary(self, cls, args, arrays)
 
     def __neg__(self):
         return self._with_values(-self._vals)
@@ -294,14 +312,8 @@ class SparseTensor(Tensor):
         return -self
 
     def __mul__(self, other):
-        if isinstance(other, Tensor) and other.is_sparse:
-            return _sparse_mul(self, other)
-        if isinstance(other, Tensor) and other.dim() > 0:
-            if other.shape != self.shape:
-                raise RuntimeError("mul(sparse, dense) requires a 0-d dense operand or equal shapes")
-            c = self.coalesce()
-            picked = other[tuple(Tensor._make(i) for i in c._idx._data)]
-            return c._with_values(c._vals * picked)
+        if isinstance(other, Tensor):
+            return _pw.mul_sparse(self, other) if other.is_sparse else _pw.mul_dense(self, other)
         return self._with_values(self._vals * other)
 
     __rmul__ = __mul__
@@ -313,30 +325,71 @@ class SparseTensor(Tensor):
                                f"{list(other.shape)} for divisor)")
         return self._with_values(self._vals / other)
 
-    div = __truediv__
+    def div(self, other, *, rounding_mode=None):
+        if rounding_mode is None:
+            return self / other
+        c = self.coalesce()
+        return c._with_values(c._vals.div(other, rounding_mode=rounding_mode))
 
-    def __add__(self, other):
+    def __floordiv__(self, other):
+        return self.div(other, rounding_mode="floor")
+
+    def __rtruediv__(self, other):
+        raise _pw.not_on_layout("reciprocal", self)
+
+    def __pow__(self, exponent):
+        return _pw.pow_scalar(self, exponent)
+
+    pow = __pow__
+
+    def square(self):
+        return self ** 2
+
+    def add(self, other, *, alpha=1):
         if isinstance(other, Tensor) and other.is_sparse:
             if other.shape != self.shape:
                 raise RuntimeError(f"add: expected 'self' and 'other' to have same size, but self has size "
                                    f"{list(self.shape)} while other has size {list(other.shape)} (FYI: op2-sparse "
                                    f"addition does not currently support broadcasting)")
-            idx = Tensor._make(backend_of(self._idx._data).xp.concatenate([self._idx._data, other._idx._data], 1))
-            from ..ops.join import cat
-            return SparseTensor._build(idx, cat([self._vals, other._vals.to(self._vals.dtype)]), self._shape)
+            return _pw.add_sparse(self, other, alpha)
+        raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) instead.")
+
+    def __add__(self, other):
+        return self.add(other)
+
+    def __radd__(self, other):  # dense + sparse: a dense result
         if isinstance(other, Tensor):
-            return self.to_dense() + other  # PyTorch returns a dense result for sparse + dense
-        raise RuntimeError("add(sparse, scalar) is not supported; add a dense or sparse tensor")
+            return other + self.to_dense()
+        return self.add(other)
 
-    def __radd__(self, other):
-        return self.__add__(other)
+    def sub(self, other, *, alpha=1):
+        return self.add(other, alpha=-alpha)
 
-    add = __add__
+    __sub__ = sub
 
-    def __sub__(self, other):
-        return self + (-other)
+    def __rsub__(self, other):
+        if isinstance(other, Tensor):
+            return other - self.to_dense()
+        return self.add(other)
 
-    sub = __sub__
+    def _bool_map(self, name):
+        c = self.coalesce()
+        return c._with_values(getattr(c._vals, name)())
+
+    def isnan(self):
+        return self._bool_map("isnan")
+
+    def isinf(self):
+        return self._bool_map("isinf")
+
+    def isposinf(self):
+        return self._bool_map("isposinf")
+
+    def isneginf(self):
+        return self._bool_map("isneginf")
+
+    def signbit(self):
+        return self._bool_map("signbit")
 
     # --- products and reductions -----------------------------------------------------
     def __matmul__(self, other):
@@ -350,7 +403,7 @@ class SparseTensor(Tensor):
     _rmm = __rmatmul__  # dense @ sparse, from fabric.mm / fabric.matmul
 
     def sum(self, dim=None, keepdim=False, dtype=None):
-        return self.to_dense().sum() if dim is None else self.to_dense().sum(dim, keepdim)
+        return _pw.sparse_sum(self, dim, keepdim, dtype)
 
     def t(self):
         if self.dim() != 2 or self.sparse_dim() != 2:
@@ -364,38 +417,64 @@ class SparseTensor(Tensor):
 
     # --- printing --------------------------------------------------------------------
     def __repr__(self) -> str:
-        from .._formatting import tensor_repr
-        ind = tensor_repr(self._idx.detach(), "tensor(indices=tensor(")
-        vals = tensor_repr(Tensor._make(self._vals._data), " " * 7 + "values=tensor(").lstrip()
-        ind = re.sub(r",\s*dtype=fabric\.\w+\)$", ")", ind)
-        vals = re.sub(r",\s*dtype=fabric\.\w+\)$", ")", vals)
-        if vals == "values=tensor([])":
-            vals = "values=tensor([], size=(0,))"
-        parts = [f"size={self._shape}", f"nnz={self._nnz()}"]
-        if self.dtype is not D.get_default_dtype():
-            parts.append(f"dtype={self.dtype!r}")
-        if self.device.type != "cpu":
-            parts.append(f"device='{self.device}'")
-        parts.append("layout=fabric.sparse_coo")
-        if self.grad_fn is not None:
-            parts.append(f"grad_fn=<{type(self.grad_fn).__name__}>")
-        elif self.requires_grad:
-            parts.append("requires_grad=True")
-        return ind + ",\n       " + vals + ",\n       " + ", ".join(parts) + ")"
+        body = ("tensor(" + _part(self._idx, "indices") + ",\n       " + _part(self._vals, "values"))
+        return _with_suffixes(body, self, force_newline=True)
 
     __str__ = __repr__
+
+
+def _part(t, name):
+    """``name=tensor(...)`` of an index or values tensor inside a sparse repr (no dtype, ``size=(0,)`` if empty)."""
+    from .._formatting import tensor_repr
+    r = tensor_repr(Tensor._make(t._data), " " * 7 + f"{name}=tensor(").lstrip()
+    r = re.sub(r",\s*dtype=fabric\.\w+\)$", ")", r)
+    return r.replace("=tensor([])", "=tensor([], size=(0,))")
+
+
+def _with_suffixes(body, t, force_newline):
+    """PyTorch's tail of a sparse repr: device, size, nnz, dtype, layout, grad_fn / requires_grad,
+    each after ``", "``, or on a new line when it would pass the line width (the first one always
+    for COO)."""
+    from .. import _formatting
+    suffixes = [f"size={t._shape}", f"nnz={t._nnz()}"]
+    if t.device.type != "cpu":
+        suffixes.insert(0, f"device='{t.device}'")
+    if t.dtype is not D.get_default_dtype():
+        suffixes.append(f"dtype={t.dtype!r}")
+    suffixes.append(f"layout={t.layout!r}")
+    if t.grad_fn is not None:
+        suffixes.append(f"grad_fn=<{type(t.grad_fn).__name__}>")
+    elif t.requires_grad:
+        suffixes.append("requires_grad=True")
+    out = [body]
+    last = len(body) - body.rfind("\n") + 1  # PyTorch's count (one more than the line's length)
+    for suffix in suffixes:
+        if force_newline or last + len(suffix) + 2 > _formatting.LINEWIDTH:
+            out.append(",\n       " + suffix)
+            last = 7 + len(suffix)
+            force_newline = False
+        else:
+            out.append(", " + suffix)
+            last += len(suffix) + 2
+    return "".join(out) + ")"
+
+
+_C_NAME = {D.float32: "Float", D.float64: "Double", D.float16: "Half", D.bfloat16: "BFloat16"}
 
 
 def _is_dtype(a):
     return isinstance(a, D.dtype)
 
 
-def _sparse_mul(a, b):
-    return (a.to_dense() * b.to_dense()).to_sparse()
-
-
 def mm(mat1, mat2):
-    """``sparse @ dense`` (dense result) or ``sparse @ sparse`` (sparse result)."""
+    """``sparse @ dense`` (dense result) or ``sparse @ sparse`` (sparse result);
+    a CSR operand is taken in its COO form (which shares its values)."""
+    if mat1.is_sparse_csr:
+        if isinstance(mat2, Tensor) and mat2.dtype != mat1.dtype and not mat2._sparse:
+            raise RuntimeError(f"expected scalar type {_C_NAME[mat1.dtype]} but found {_C_NAME[mat2.dtype]}")
+        mat1 = mat1.to_sparse_coo()
+    if isinstance(mat2, Tensor) and mat2.is_sparse_csr:
+        mat2 = mat2.to_sparse_coo()
     if not mat1.is_sparse:
         if mat2.is_sparse:
             return mat1 @ mat2.to_dense()

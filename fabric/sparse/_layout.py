@@ -7,6 +7,6 @@ Example::
     >>> fabric.ones(2).layout
     fabric.strided
 """
-from .._layout import layout, sparse_coo, strided
+from .._layout import layout, sparse_coo, sparse_csr, strided
 
-__all__ = ["layout", "sparse_coo", "strided"]
+__all__ = ["layout", "sparse_coo", "sparse_csr", "strided"]

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import fabric
+from fabric import _shared_memory as shared_memory
 from fabric.data import DataLoader, Dataset, IterableDataset, TensorDataset, _shm, get_worker_info
 
 pytestmark = pytest.mark.skipif(not _shm.available or not os.path.isdir("/proc/self/fd"),
@@ -26,13 +27,16 @@ def _fds():
 
 
 def _shm_names():
-    return sorted(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else []
+    """fabric's names in /dev/shm (other processes on the machine may add and remove their own meanwhile)."""
+    if not os.path.isdir("/dev/shm"):
+        return []
+    return sorted(n for n in os.listdir("/dev/shm") if n.startswith(shared_memory.NAME_PREFIX))
 
 
 @pytest.fixture(autouse=True)
 def _no_leaks():
     """Every test ends with no worker process, no extra open descriptor (the shared memory lives in
-    descriptors and mappings only) and no new name in /dev/shm."""
+    descriptors and mappings only) and no new fabric name in /dev/shm."""
     from multiprocessing import resource_tracker
 
     resource_tracker.ensure_running()  # spawn starts it once for the process: not a per-test descriptor
@@ -478,3 +482,13 @@ def test_shm_slots_are_reused_and_never_overwritten_while_held(link):
     idx, message = main_end.recv()
     rx.discard(main_end, message)  # an abandoned batch frees its slot too
     assert idx == 1 and rx.flags[message[1]] == 0
+
+
+def test_leak_check_ignores_other_programs_shared_memory():
+    from multiprocessing import shared_memory as mp_shared_memory
+    other = mp_shared_memory.SharedMemory(create=True, size=16)  # a name some other program owns
+    try:
+        assert other.name.lstrip("/") not in _shm_names()
+    finally:
+        other.close()
+        other.unlink()

@@ -621,6 +621,15 @@ def test_parameter():
     assert type(r) is nn.Parameter and r.requires_grad and r.tolist() == p.tolist()
 
 
+@pytest.mark.parametrize("flag", ["yes", 1, None, 0.5])
+def test_parameter_requires_grad_must_be_bool(flag):
+    with pytest.raises(TypeError, match=rf"_make_subclass\(\): argument 'require_grad' \(position 3\) must be bool, "
+                                        rf"not {type(flag).__name__}"):
+        nn.Parameter(fabric.ones(2), flag)
+    with pytest.raises(TypeError, match="argument 'data' must be a Tensor, not list"):
+        nn.Parameter([1.0])
+
+
 def test_buffer():
     b = nn.Buffer(fabric.ones(2), persistent=False)
     assert isinstance(b, nn.Buffer) and type(b) is fabric.Tensor and not b.persistent

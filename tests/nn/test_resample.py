@@ -340,3 +340,51 @@ def test_doctests(module):
     res = doctest.testmod(importlib.import_module(module), extraglobs={"fabric": fabric},
                           optionflags=doctest.NORMALIZE_WHITESPACE)
     assert res.failed == 0 and res.attempted > 0
+
+
+# --- interpolate(antialias=True) ----------------------------------------------------------------
+
+_AA_CASES = [((9, 7), (4, 3), None, False), ((20, 31), (7, 5), None, False), ((8, 8), (16, 3), None, True),
+             ((13, 17), None, (0.37, 0.61), False), ((5, 6), (5, 2), None, False), ((6, 6), (17, 19), None, False)]
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_antialias_gradcheck(mode):
+    x = fabric.rand(1, 2, 7, 9, dtype=fabric.float64, requires_grad=True)
+
+    def f(t):
+        return F.interpolate(t, size=(3, 12), mode=mode, antialias=True)
+
+    assert fabric.autograd.gradcheck(f, (x,)) and fabric.autograd.gradgradcheck(f, (x,))
+
+
+def test_antialias_preserves_constants_and_errors():
+    for mode in ("bilinear", "bicubic"):
+        y = F.interpolate(fabric.full((1, 1, 23, 11), 2.5, dtype=fabric.float64), size=(4, 5), mode=mode,
+                          antialias=True)
+        np.testing.assert_allclose(y.numpy(), 2.5, rtol=1e-14)  # normalised weights
+    with pytest.raises(NotImplementedError, match="\"compute_index_ranges_weights\" not implemented for 'Half'"):
+        F.interpolate(fabric.ones(1, 1, 4, 4, dtype=fabric.float16), size=(2, 2), mode="bilinear", antialias=True)
+    with pytest.raises(ValueError, match="Anti-alias option is restricted to bilinear, bicubic"):
+        F.interpolate(fabric.ones(1, 1, 4), size=2, mode="linear", antialias=True)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_antialias_matches_torch(mode, dtype):
+    import torch
+    rng = np.random.default_rng(0)
+    for (h, w), size, scale, align in _AA_CASES:
+        x = rng.random((2, 3, h, w)).astype(dtype)
+        kw = dict(size=size, scale_factor=scale, mode=mode, align_corners=align, antialias=True)
+        xt = torch.tensor(x, requires_grad=True)
+        yt = torch.nn.functional.interpolate(xt, **kw)
+        xf = fabric.tensor(x, requires_grad=True)
+        yf = F.interpolate(xf, **kw)
+        tol = 1e-6 if dtype == "float32" else 1e-13
+        np.testing.assert_allclose(yf.detach().numpy(), yt.detach().numpy(), rtol=tol, atol=tol)
+        gy = rng.random(yt.shape).astype(dtype)
+        yt.backward(torch.tensor(gy))
+        yf.backward(fabric.tensor(gy))
+        np.testing.assert_allclose(xf.grad.numpy(), xt.grad.numpy(), rtol=tol, atol=tol)

@@ -66,7 +66,9 @@ def test_arith():
     np.testing.assert_array_equal((s + s).to_dense().numpy(), 2 * ref)
     np.testing.assert_array_equal((s - s).coalesce().to_dense().numpy(), 0 * ref)
     d = fabric.ones(2, 3)
-    np.testing.assert_array_equal((s + d).numpy(), ref + 1)
+    np.testing.assert_array_equal((d + s).numpy(), ref + 1)
+    with pytest.raises(RuntimeError, match=r"add\(sparse, dense\) is not supported. Use add\(dense, sparse\) instead."):
+        s + d
     np.testing.assert_array_equal((s * (d * 3)).to_dense().numpy(), 3 * ref)
     assert fabric.sparse.sum(s).item() == ref.sum()
     np.testing.assert_array_equal(s.t().to_dense().numpy(), ref.T)
@@ -129,8 +131,8 @@ def test_printing():
                        "                       [2, 0, 2]]),\n"
                        "       values=tensor([3., 4., 5.]),\n"
                        "       size=(2, 3), nnz=3, layout=fabric.sparse_coo)")
-    assert repr(s.double().requires_grad_()).endswith(
-        "size=(2, 3), nnz=3, dtype=fabric.float64, layout=fabric.sparse_coo, requires_grad=True)")
+    assert repr(s.double().requires_grad_()).endswith(  # wrapped at the line width, as PyTorch
+        "size=(2, 3), nnz=3, dtype=fabric.float64, layout=fabric.sparse_coo,\n       requires_grad=True)")
     e = fabric.sparse_coo_tensor(fabric.zeros(2, 0, dtype=fabric.long), fabric.zeros(0), (2, 2))
     assert repr(e) == ("tensor(indices=tensor([], size=(2, 0)),\n       values=tensor([], size=(0,)),\n"
                        "       size=(2, 2), nnz=0, layout=fabric.sparse_coo)")

@@ -56,7 +56,8 @@ _GELU_C = 0.044715
 _ONE_SIXTH_F32 = float(np.float32(1.0) / np.float32(6.0))
 
 _TORCH_TYPE = {"float16": "Half", "float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int",
-               "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool", "bfloat16": "BFloat16"}
+               "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool", "bfloat16": "BFloat16",
+               "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
 
 # --------------------------------------------------------------------------
@@ -878,6 +879,14 @@ class Softmax(Function):
         gyy = gy * y
         return gyy - y * gyy.sum(axis, keepdim=True), None
 
+    @staticmethod
+    def jvp(ctx, t, _):
+        y, = ctx.saved_tensors
+        if y.dim() == 0:
+            return t * 0
+        ty = t * y
+        return ty - y * ty.sum(ctx.axis, keepdim=True)
+
 
 class LogSoftmax(Function):
     _array_forward = True
@@ -902,6 +911,13 @@ class LogSoftmax(Function):
                 return _const(gd * 0), None
             return _const(backend_of(yd).log_softmax_backward(yd, gd, axis)), None
         return gy - _ops.exp(y) * gy.sum(axis, keepdim=True), None
+
+    @staticmethod
+    def jvp(ctx, t, _):
+        y, = ctx.saved_tensors
+        if y.dim() == 0:
+            return t * 0
+        return t - (_ops.exp(y) * t).sum(ctx.axis, keepdim=True)
 
 
 def _get_softmax_dim(name: str, ndim: int, stacklevel: int) -> int:

@@ -78,6 +78,18 @@ class SparseEmbedding(Embedding):
         return SparseTensor._build(Tensor._make(idx[None, :].astype(np.int64)), vals, shape), None, None, None
 
 
+class SparseBagRows(SparseEmbedding):
+    """The row lookup of ``embedding_bag(sparse=True)``: a sparse weight gradient
+    with one row per bag entry, in input order; PyTorch has no frequency scaling
+    for it (its error is raised by the backward, as PyTorch's)."""
+
+    @staticmethod
+    def backward(ctx, gy):
+        if ctx.scale_grad_by_freq:
+            raise RuntimeError("embedding_backward: scale_grad_by_freq not supported with sparse gradients")
+        return SparseEmbedding.backward(ctx, gy)
+
+
 class EmbeddingBackward(Function):
     """Gradient of :class:`Embedding` wrt the weight: rows of ``gy`` summed
     per index (scaled by 1/frequency with ``scale_grad_by_freq``; zero for
@@ -288,6 +300,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
     """Sums, means or maxima of bags of embeddings without materialising
     the lookups per bag.  ``input`` is 2-D ``(B, L)`` (fixed-length bags) or
     1-D with ``offsets`` (start of each bag).  Empty bags give zeros.
+    ``sparse=True`` (sum and mean): the weight's gradient is a sparse COO
+    tensor with one row per bag entry (``padding_idx`` entries dropped).
 
     Example::
 
@@ -297,8 +311,6 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
         tensor([[4., 6.],
                 [2., 3.]])
     """
-    if sparse:
-        raise NotImplementedError("embedding_bag(sparse=True): fabric has no sparse tensors; use sparse=False")
     idx = input._data
     w = weight._data
     num = w.shape[0]
@@ -331,6 +343,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {idx.ndim}")
     if mode not in ("sum", "mean", "max"):
         raise ValueError("mode has to be one of sum, mean or max")
+    if sparse and mode == "max":
+        raise ValueError("max mode does not support sparse weights")
     if psw is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
@@ -370,7 +384,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
             psw = psw[Tensor._make(keep, False)]
     if xp is not np:
         seg = xp.asarray(seg)
-    rows = _apply(Embedding, (weight, idx, padding_idx, bool(scale_grad_by_freq)),
+    rows = _apply(SparseBagRows if sparse else Embedding, (weight, idx, padding_idx, bool(scale_grad_by_freq)),
                   (w, idx, padding_idx, bool(scale_grad_by_freq)))
     if psw is not None:
         rows = rows * psw.unsqueeze(-1)

@@ -61,6 +61,18 @@ class Linear(Function):
             gb = g2.sum(0)
         return gx, gw, gb
 
+    @staticmethod
+    def jvp(ctx, tx, tw, tb):
+        x, w = ctx.saved_tensors
+        terms = [None if tx is None else tx.matmul(w.mT if w.ndim == 2 else w),
+                 None if tw is None else x.matmul(tw.mT if tw.ndim == 2 else tw), tb]
+        out = None
+        for term in terms:
+            if term is not None:
+                out = term if out is None else out + term
+        shape = tuple(x.shape[:-1]) + tuple(w.shape[:-1])
+        return out if tuple(out.shape) == shape else out.expand(shape)
+
 
 def _check_linear(input, weight, bias):
     if not isinstance(input, Tensor) or not isinstance(weight, Tensor):

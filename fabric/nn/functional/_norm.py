@@ -26,7 +26,7 @@ from ...autograd.grad_mode import state as _grad_state
 from ...backends import backend_of
 from ...backends.fused import acc_dtype
 from ...ops import _autocast as _amp
-from ...ops._util import xp_of
+from ...ops._util import reject_complex, xp_of
 from ...ops.reduce import VectorNorm
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "local_response_norm",
@@ -136,6 +136,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
     if _amp.active and (c := _amp.cast("layer_norm", input, weight, bias)):
         input, weight, bias = c
     shape = _normalized_shape(normalized_shape, "layer_norm")
+    reject_complex(input, NotImplementedError, "\"LayerNormKernelImpl\" not implemented for '{dtype}'")
     _check_last_dims(input, shape, weight, bias, "layer_norm")
     w = None if weight is None else weight._data
     b = None if bias is None else bias._data

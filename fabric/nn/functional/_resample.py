@@ -266,6 +266,45 @@ def _cubic_taps(in_size, out_size, align_corners, scale, ot, dtype):
     return idx, [w.astype(dtype) for w in weights]
 
 
+def _aa_filter(x, cubic, ft):
+    """PyTorch's antialias filters: the triangle (bilinear) or Keys' cubic with a = -0.5 (bicubic)."""
+    x = np.abs(x)
+    if not cubic:
+        return np.where(x < 1, ft(1) - x, ft(0)).astype(ft)
+    a = ft(-0.5)
+    near = ((a + ft(2)) * x - (a + ft(3))) * x * x + ft(1)
+    far = ((a * x - ft(5) * a) * x + ft(8) * a) * x - ft(4) * a
+    return np.where(x < 1, near, np.where(x < 2, far, ft(0))).astype(ft)
+
+
+def _aa_taps(in_size, out_size, align_corners, scale, dtype, cubic):
+    """Source indices and weights of an antialiased pass (PyTorch's ``_compute_weights_aa``):
+    output ``i`` averages the inputs within ``support`` of its centre, the filter stretched by the
+    downscale factor, its weights normalised to sum to 1.  The arithmetic follows PyTorch's types:
+    ``scalar_t`` (the input's float type) with the intermediate double steps of its C++ expressions."""
+    ft = np.dtype(dtype).type
+    interp = 4 if cubic else 2
+    s = _compute_scale(in_size, out_size, align_corners, scale, ft)
+    support = ft(np.float64(interp * 0.5) * np.float64(s)) if s >= 1.0 else ft(interp * 0.5)
+    width = int(np.ceil(support)) * 2 + 1
+    invscale = ft(1.0 / np.float64(s)) if s >= 1.0 else ft(1.0)
+    i = np.arange(out_size, dtype=np.float64)
+    center = (np.float64(s) * (i + 0.5)).astype(ft)
+    xmin = np.maximum(np.trunc((center - support).astype(np.float64) + 0.5).astype(np.int64), 0)
+    xend = np.minimum(np.trunc((center + support).astype(np.float64) + 0.5).astype(np.int64), in_size)
+    xsize = np.clip(xend - xmin, 0, width)
+    j = np.arange(width)
+    pos = (xmin[:, None] + j).astype(ft)
+    w = _aa_filter(((pos - center[:, None]).astype(np.float64) + 0.5) * np.float64(invscale), cubic, ft)
+    w = np.where(j < xsize[:, None], w, ft(0)).astype(ft)
+    total = np.zeros(out_size, ft)
+    for k in range(width):  # accumulated in order, in scalar_t
+        total = (total + w[:, k]).astype(ft)
+    w = np.where(total[:, None] != 0, w / np.where(total == 0, ft(1), total)[:, None], w).astype(ft)
+    idx = [np.minimum(xmin + k, in_size - 1) for k in range(width)]
+    return idx, [w[:, k].astype(dtype) for k in range(width)]
+
+
 def _axis_gather(x, axis, taps):
     xp = xp_of(x)
     out = None
@@ -448,8 +487,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and x.ndim == 4):
         raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a 4-D "
                          "tensor as input")
-    if antialias:
-        raise NotImplementedError("interpolate(antialias=True) is not implemented in fabric")
+    if antialias and x.dtype not in (np.float32, np.float64):
+        if x.dtype == np.uint8:
+            raise NotImplementedError("interpolate(antialias=True) of uint8 tensors (PyTorch's integer kernel) is "
+                                      "not implemented in fabric; convert to float first")
+        raise NotImplementedError(f"\"compute_index_ranges_weights\" not implemented for '{_type_word(x.dtype)}'")
     valid = ("nearest", "nearest-exact", "area", "linear", "bilinear", "bicubic", "trilinear")
     if mode not in valid or x.ndim not in (3, 4, 5) or (mode == "bicubic" and x.ndim != 4):
         if mode in ("linear", "bilinear", "trilinear") and x.ndim in (3, 4, 5):
@@ -490,6 +532,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             if i_n == o_n and (sc is None or (dim == 2 and mode == "nearest")):
                 continue
             idx, w = _nearest_taps(i_n, o_n, sc, mode == "nearest-exact", ot, dim == 2)
+        elif antialias:
+            if i_n == o_n:
+                continue
+            idx, w = _aa_taps(i_n, o_n, align_corners, sc, x.dtype, mode == "bicubic")
         elif mode == "bicubic":
             idx, w = _cubic_taps(i_n, o_n, align_corners, sc, ot, x.dtype)
         else:

@@ -1,4 +1,4 @@
-"""``Embedding`` and ``EmbeddingBag`` (dense gradients only).
+"""``Embedding`` and ``EmbeddingBag`` (``sparse=True``: sparse COO weight gradients).
 
 Example::
 
@@ -34,11 +34,6 @@ def _check_padding_idx(padding_idx, num, word="Padding_idx"):
                 raise AssertionError(f"{word} must be within num_embeddings")
             padding_idx = num + padding_idx
     return padding_idx
-
-
-def _no_sparse(sparse):
-    if sparse:
-        raise NotImplementedError("sparse=True (sparse gradients) is not supported by fabric; use sparse=False")
 
 
 class Embedding(Module):
@@ -138,7 +133,6 @@ class EmbeddingBag(Module):
                  include_last_offset: bool = False, padding_idx=None, device=None, dtype=None) -> None:
         factory_kwargs: dict[str, Any] = {"device": device, "dtype": dtype}
         super().__init__()
-        _no_sparse(sparse)
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         self.max_norm = max_norm

@@ -57,7 +57,7 @@ def _tolerances(a, S_max, atol, rtol, rcond, fn):
         if rtol is not None:
             raise RuntimeError(f"{fn}: rcond and rtol cannot both be given")
         rtol = rcond
-    dt = a.dtype
+    dt = a.real.dtype  # tolerances compare with (real) singular values
 
     def arr(v):
         if v is None:
@@ -80,6 +80,7 @@ def _tolerances(a, S_max, atol, rtol, rcond, fn):
 
 class LinalgPinv(Function):
     _array_forward = True
+    _complex_native = True  # _pinv_backward is written with conjugate transposes
 
     @staticmethod
     def forward(ctx, a, atol, rtol, rcond, hermitian):
@@ -93,13 +94,13 @@ class LinalgPinv(Function):
             tol = _tolerances(a, absL.max(-1, keepdims=True), atol, rtol, rcond, "linalg.pinv")
             with _np_errstate(xp):
                 inv = xp.where(absL > tol, 1 / L, xp.zeros((), a.dtype))
-            y = (V * inv[..., None, :]) @ xp.swapaxes(V, -1, -2)
+            y = (V * inv[..., None, :]) @ xp.conj(xp.swapaxes(V, -1, -2))
         else:
             U, S, Vh = _lapack_svd(a, False)
             tol = _tolerances(a, S[..., :1], atol, rtol, rcond, "linalg.pinv")
             with _np_errstate(xp):
                 inv = xp.where(tol < S, 1 / S, xp.zeros((), a.dtype))
-            y = (xp.swapaxes(Vh, -1, -2) * inv[..., None, :]) @ xp.swapaxes(U, -1, -2)
+            y = (xp.conj(xp.swapaxes(Vh, -1, -2)) * inv[..., None, :]) @ xp.conj(xp.swapaxes(U, -1, -2))
         ctx.save_for_backward(a, y)
         return y
 
@@ -112,15 +113,15 @@ class LinalgPinv(Function):
 def _pinv_backward(g, pinvA, A):
     """PyTorch's pinv_backward (valid where the rank is locally constant)."""
     m, n = A._data.shape[-2:]
-    pinvAh = pinvA.mT
-    gh = g.mT
+    pinvAh = pinvA.mH
+    gh = g.mH
     if m <= n:
         K = gh @ pinvA
         KpinvAh = K @ pinvAh
-        return -(pinvA @ K).mT + KpinvAh - (A @ pinvA) @ KpinvAh + (pinvAh @ pinvA) @ (gh - K @ A)
+        return -(pinvA @ K).mH + KpinvAh - (A @ pinvA) @ KpinvAh + (pinvAh @ pinvA) @ (gh - K @ A)
     K = pinvA @ gh
     pinvAhK = pinvAh @ K
-    return -(K @ pinvA).mT + (gh - A @ K) @ pinvA @ pinvAh + pinvAhK - pinvAhK @ pinvA @ A
+    return -(K @ pinvA).mH + (gh - A @ K) @ pinvA @ pinvAh + pinvAhK - pinvAhK @ pinvA @ A
 
 
 def linalg_pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
@@ -145,6 +146,7 @@ class LinalgLstsq(Function):
     """Minimum-norm least squares through one SVD; outputs
     ``(solution, singular_values, rank)`` (the last two non-differentiable)."""
     _array_forward = True
+    _complex_native = True
 
     @staticmethod
     def forward(ctx, a, b, rcond, vector):
@@ -162,7 +164,7 @@ class LinalgLstsq(Function):
         keep = rcond * smax < S
         with _np_errstate(xp):
             inv = xp.where(keep, 1 / S, xp.zeros((), a.dtype))
-        x = xp.swapaxes(Vh, -1, -2) @ (inv[..., :, None] * (xp.swapaxes(U, -1, -2) @ bb))
+        x = xp.conj(xp.swapaxes(Vh, -1, -2)) @ (inv[..., :, None] * (xp.conj(xp.swapaxes(U, -1, -2)) @ bb))
         if vector:
             x = x[..., 0]
         ctx.save_for_backward(a, b)
@@ -177,8 +179,8 @@ class LinalgLstsq(Function):
         if ctx.vector:
             gx, b = gx.unsqueeze(-1), b.unsqueeze(-1)
         pinvA = linalg_pinv(a)
-        ga = _pinv_backward(gx @ b.mT, pinvA, a) if need_a else None
-        gb = (pinvA.mT @ gx) if need_b else None
+        ga = _pinv_backward(gx @ b.mH, pinvA, a) if need_a else None
+        gb = (pinvA.mH @ gx) if need_b else None
         if gb is not None and ctx.vector:
             gb = gb.squeeze(-1)
         return ga, gb, None, None
@@ -335,7 +337,7 @@ def _expm(xp, a):
     """Batched matrix exponential: scaling and squaring with the degree-13
     Pade approximant (Higham 2005), computed in float64."""
     dt = a.dtype
-    A = a.astype(np.float64)
+    A = a.astype(np.complex128 if dt.kind == "c" else np.float64)
     n = A.shape[-1]
     if A.size == 0:
         return A.astype(dt)

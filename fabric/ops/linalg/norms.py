@@ -31,12 +31,13 @@ __all__ = ["linalg_cond", "linalg_matrix_norm", "linalg_norm", "linalg_vector_no
 
 def _norm_dtype(A, dtype, fn):
     a = A._data
-    if a.dtype.kind != "f":
+    if a.dtype.kind not in "fc":
         raise RuntimeError(f"{fn}: Expected a floating point or complex tensor as input. Got {_tname(a.dtype)}")
     if dtype is None:
         return A
     dt = D.to_dtype(dtype)
-    if not dt.is_floating_point or dt.np.itemsize < a.dtype.itemsize:
+    if dt.is_complex != (a.dtype.kind == "c") or not (dt.is_floating_point or dt.is_complex) \
+            or dt.np.itemsize < a.dtype.itemsize:
         raise RuntimeError(f"{fn}: the dtype of the input ({_tname(a.dtype)}) should be convertible without "
                            f"narrowing to the specified dtype ({_tname(dt.np)})")
     return A if dt.np == a.dtype else A.to(dt)
@@ -67,6 +68,8 @@ def linalg_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=Non
     _check_tensor(x, "linalg.vector_norm", "x", 1)
     ord = _check_ord(ord, "linalg.vector_norm")
     x = _norm_dtype(x, dtype, "linalg.vector_norm")
+    if x._data.dtype.kind == "c":  # the norm of complex numbers is that of their moduli
+        x = _abs(x)
     a = x._data
     dims = normalize_dims(dim, a.ndim) if not (isinstance(dim, (list, tuple)) and len(dim) == 0) \
         else tuple(range(a.ndim))

@@ -79,8 +79,8 @@ def mm(input, mat2, *, out=None):
         input, mat2 = c
     _check_tensor(input, "mm", "input", 1)
     _check_tensor(mat2, "mm", "mat2", 2)
-    if input.is_sparse or mat2.is_sparse:  # COO operand: fabric/sparse
-        return _out(input.mm(mat2) if input.is_sparse else mat2._rmm(input), out)
+    if input._sparse or mat2._sparse:  # a sparse operand: fabric/sparse
+        return _out(input.mm(mat2) if input._sparse else mat2._rmm(input), out)
     x, y = input._data, mat2._data
     if x.ndim != 2:
         raise RuntimeError("self must be a matrix")
@@ -162,7 +162,7 @@ def vdot(input, other, *, out=None):
     if _amp.active and out is None and (c := _amp.cast("vdot", input, other)):
         with _amp.excluded():
             return vdot(*c)
-    return dot(input, other, out=out)
+    return dot(input.conj() if isinstance(input, Tensor) else input, other, out=out)
 
 
 def outer(input, vec2, *, out=None):
@@ -666,12 +666,12 @@ def linalg_vecdot(x, y, *, dim=-1, out=None):
             return linalg_vecdot(*c[:2], dim=c[2])
     _check_tensor(x, "linalg.vecdot", "x", 1)
     _check_tensor(y, "linalg.vecdot", "y", 2)
-    if x._data.dtype.kind != "f":
+    if x._data.dtype.kind not in "fc":
         raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
                            f"{_tname(x._data.dtype)}")
     if x._data.dtype != y._data.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
                            f"{_tname(x._data.dtype)} and y of type {_tname(y._data.dtype)} instead")
-    return _out(mul(x, y).sum(dim), out)
+    return _out(mul(x.conj(), y).sum(dim), out)
 
 

@@ -195,6 +195,7 @@ def det(input):
 
 class LinalgSlogdet(Function):
     _array_forward = True
+    _complex_native = True  # logabsdet is real: its gradient is glad * A^{-H}
 
     @staticmethod
     def forward(ctx, a):
@@ -209,7 +210,7 @@ class LinalgSlogdet(Function):
         if glad is None:
             return None
         a, = ctx.saved_tensors
-        return glad.unsqueeze(-1).unsqueeze(-1) * linalg_inv(a).mT
+        return glad.unsqueeze(-1).unsqueeze(-1) * linalg_inv(a).mH
 
 
 def linalg_slogdet(A, *, out=None):
@@ -226,6 +227,10 @@ def slogdet(input):
 def logdet(input):
     """``log(det(input))``: NaN for a negative determinant (with a zero
     gradient there, as in PyTorch), -inf for a singular matrix."""
+    if input._data.dtype.kind == "c":  # the complex logarithm of the determinant
+        from ..arith import log
+
+        return log(linalg_det(input))
     sign, lad = linalg_slogdet(input)
     return _masked_fill(lad, sign._data < 0, math.nan)
 
