@@ -17,6 +17,7 @@ from __future__ import annotations
 import numbers
 
 from ..func._batched import RULES
+from ..ops._registry import REGISTRY
 from . import _helpers, _stft, _transforms
 
 ONE_D = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")
@@ -97,5 +98,6 @@ def _istft_rule(ctx, input, n_fft, *args, **kwargs):
     return ctx.call("istft", _stft.istft, input, n_fft, *args, **kwargs)
 
 
-RULES["stft"] = _stft_rule
-RULES["istft"] = _istft_rule
+# declared ops keep their rule in the declaration's slot
+REGISTRY["stft"].vmap = _stft_rule
+REGISTRY["istft"].vmap = _istft_rule

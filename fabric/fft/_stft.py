@@ -24,7 +24,7 @@ from __future__ import annotations
 import warnings
 
 from .._tensor import Tensor
-from ..ops import _autocast as _amp
+from ..ops._registry import declare_op
 from ..ops._util import xp_of
 from ..ops.complex_ops import view_as_real
 from ..ops.join import cat
@@ -55,6 +55,7 @@ def _is_complex(t):
     return t is not None and t._data.dtype.kind == "c"
 
 
+@declare_op(namespace="")  # autocast's float32 list has stft: its cast comes from this declaration
 def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",
          normalized=False, onesided=None, return_complex=None, align_to_window=None):
     """Short-time Fourier transform: ``(..., n_fft // 2 + 1, n_frames)`` frequency bins per frame.
@@ -66,8 +67,6 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     """
     if center and align_to_window is not None:
         raise RuntimeError("stft align_to_window should only be set when center = false")
-    if _amp.active and (c := _amp.cast("stft", input, window)):  # autocast runs stft in float32
-        input, window = c
     if window is None:
         _warn_once("stft_window", "A window was not provided. A rectangular window will be applied,which is known to "
                    "cause spectral leakage. Other windows such as torch.hann_window or torch.hamming_window are "
@@ -143,6 +142,7 @@ def _pad_last(x, left, right):
     return cat([x.new_zeros(x.shape[:-1] + (left,)), x, x.new_zeros(x.shape[:-1] + (right,))], -1)
 
 
+@declare_op(namespace="")
 def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False, onesided=None,
           length=None, return_complex=False):
     """Inverse of :func:`stft` (least-squares overlap-add, as PyTorch).

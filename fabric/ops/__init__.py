@@ -19,7 +19,8 @@ from . import (
     sorting,
     spectral,
 )
-from ._methods import METHOD_ONLY, install_tensor_methods
+from ._methods import install_tensor_methods
+from ._registry import method_only_names
 from .arith import *  # noqa: F403
 from .attributes import *  # noqa: F403
 from .complex_ops import *  # noqa: F403
@@ -39,9 +40,10 @@ from .spectral import *  # noqa: F403
 _OPERATOR_HELPERS = frozenset({"getitem", "setitem", "rdiv", "to_copy"})
 
 # ``from fabric.ops import *`` exports the ops only, not the submodules, the operator helpers, or the Tensor
-# methods that PyTorch has no top-level function for (``METHOD_ONLY``: ``Tensor.cumsum_``, no ``torch.cumsum_``).
+# methods that PyTorch has no top-level function for (declared ``top_level=False``: ``Tensor.cumsum_``, no
+# ``torch.cumsum_``).
 __all__ = sorted({name for _m in (arith, attributes, complex_ops, reduce, shape, join, inplace, convert, sorting,
                                   indexing, linalg, pointwise, spectral)
-                  for name in _m.__all__} - METHOD_ONLY - _OPERATOR_HELPERS)
+                  for name in _m.__all__} - method_only_names() - _OPERATOR_HELPERS)
 
 install_tensor_methods()
