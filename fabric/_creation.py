@@ -441,44 +441,6 @@ def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     return _finish(np.stack([r, c]).astype(_np_dtype(dtype, D.int64)), device, False)
 
 
-# --- window functions ----------------------------------------------------------------------------------------------
-
-__all__ += ["hann_window", "hamming_window", "bartlett_window", "blackman_window"]
-
-
-def _window(n, periodic, fn, dtype, device, requires_grad):
-    if n == 0:
-        arr = np.zeros(0)
-    elif n == 1:
-        arr = np.ones(1)
-    else:
-        m = n + 1 if periodic else n
-        k = np.arange(m, dtype=np.float64)
-        arr = fn(k, m)[:n]
-    return _finish(arr.astype(_np_dtype(dtype)), device, requires_grad)
-
-
-def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
-    return _window(window_length, periodic, lambda k, m: 0.5 - 0.5 * np.cos(2 * np.pi * k / (m - 1)), dtype,
-                   device, requires_grad)
-
-
-def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None, layout=None, device=None,
-                   requires_grad=False):
-    return _window(window_length, periodic, lambda k, m: alpha - beta * np.cos(2 * np.pi * k / (m - 1)), dtype,
-                   device, requires_grad)
-
-
-def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
-    return _window(window_length, periodic, lambda k, m: 1 - np.abs(2 * k / (m - 1) - 1), dtype, device,
-                   requires_grad)
-
-
-def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
-    return _window(window_length, periodic, lambda k, m: 0.42 - 0.5 * np.cos(2 * np.pi * k / (m - 1))
-                   + 0.08 * np.cos(4 * np.pi * k / (m - 1)), dtype, device, requires_grad)
-
-
 # --- the legacy typed constructors (fabric.FloatTensor ...) --------------------------------------------------------
 
 __all__ += ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor",

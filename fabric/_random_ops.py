@@ -22,14 +22,13 @@ from ._errors import out_of_memory
 from ._tensor import Tensor
 from .autograd.grad_mode import no_grad
 from .backends import backend_of
+from .ops._registry import declare_op
 from .ops._util import factory_size, shape_args
 from .random import generator_for
 
 __all__ = ["rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal", "bernoulli",
            "multinomial", "poisson"]
 
-TENSOR_METHODS = ["uniform_", "normal_", "bernoulli_", "random_", "exponential_", "geometric_", "log_normal_",
-                  "cauchy_", "bernoulli", "multinomial"]
 
 
 def _gen(generator, device):
@@ -176,6 +175,7 @@ def _bumped(t):
     return t
 
 
+@declare_op(top_level=False)
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
     """Fill with samples uniform on [a, b)."""
     _check_leaf(self)
@@ -187,6 +187,7 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None):
     return _write(self, _gen(generator, self.device).uniform(self._data.shape, self._data.dtype, a, b))
 
 
+@declare_op(top_level=False)
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill with normal samples."""
     _check_leaf(self)
@@ -198,6 +199,7 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     return _write(self, _gen(generator, self.device).normal(self._data.shape, self._data.dtype, mean, std))
 
 
+@declare_op(top_level=False)
 def random_(self, from_=None, to=None, *, generator=None):
     """Fill with integers uniform on [from, to) (defaults: the dtype's range)."""
     _check_leaf(self)
@@ -206,6 +208,7 @@ def random_(self, from_=None, to=None, *, generator=None):
     return _write(self, _gen(generator, self.device).random_(self._data.shape, self._data.dtype, from_, to))
 
 
+@declare_op(top_level=False)
 def bernoulli_(self, p=0.5, *, generator=None):
     """Fill with 0/1 samples, 1 with probability ``p`` (number or tensor)."""
     _check_leaf(self)
@@ -215,26 +218,31 @@ def bernoulli_(self, p=0.5, *, generator=None):
     return _write(self, _gen(generator, self.device).bernoulli(pv, self._data.shape, self._data.dtype))
 
 
+@declare_op(top_level=False)
 def exponential_(self, lambd=1.0, *, generator=None):
     _check_leaf(self)
     return _write(self, _gen(generator, self.device).exponential(self._data.shape, self._data.dtype, lambd))
 
 
+@declare_op(top_level=False)
 def geometric_(self, p, *, generator=None):
     _check_leaf(self)
     return _write(self, _gen(generator, self.device).geometric(self._data.shape, self._data.dtype, p))
 
 
+@declare_op(top_level=False)
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     _check_leaf(self)
     return _write(self, _gen(generator, self.device).log_normal(self._data.shape, self._data.dtype, mean, std))
 
 
+@declare_op(top_level=False)
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     _check_leaf(self)
     return _write(self, _gen(generator, self.device).cauchy(self._data.shape, self._data.dtype, median, sigma))
 
 
+@declare_op()
 def bernoulli(input, p=None, *, generator=None, out=None):
     """0/1 samples with probabilities ``input`` (or a scalar ``p``)."""
     x = input._data
@@ -247,6 +255,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):
     return _out(out, bernoulli_(t, input if p is None else p, generator=generator))
 
 
+@declare_op()
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
     """Indices sampled from the rows of ``input`` (non-negative weights)."""
     probs = input._to_host_numpy()

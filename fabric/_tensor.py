@@ -1024,9 +1024,9 @@ from . import ops as _ops  # noqa: E402  (ops import Tensor; bound after the cla
 from .ops import arith as _arith  # noqa: E402
 
 # The hottest operators run the inline fast path of ops.arith.operator.
-Tensor.__add__ = Tensor.__radd__ = _arith.operator(_arith.Add)
-Tensor.__sub__ = _arith.operator(_arith.Sub)
-Tensor.__mul__ = Tensor.__rmul__ = _arith.operator(_arith.Mul)
-Tensor.__truediv__ = _arith.operator(_arith.Div, floats_only=True)
+Tensor.__add__ = Tensor.__radd__ = _arith.add_operator
+Tensor.__sub__ = _arith.sub_operator
+Tensor.__mul__ = Tensor.__rmul__ = _arith.mul_operator
+Tensor.__truediv__ = _arith.div_operator
 Tensor.__matmul__ = _arith.matmul
 Tensor.__getitem__ = _ops.getitem

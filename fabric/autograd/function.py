@@ -302,12 +302,17 @@ class AccumulateGrad(Node):
 
 
 def _edge(t):
+    """The graph edge ``(node, output number)`` a Tensor that requires grad contributes to an op's node: its
+    ``grad_fn`` (re-expressed when it is a stale view), or its leaf's ``AccumulateGrad`` node.  The fast
+    paths ``_record1`` and ``_record_elementwise`` inline this (a call costs as much as the lookup there,
+    counted by ``benchmarks/overhead.py --calls``); keep them in step."""
     fn = t.grad_fn
-    if fn is not None:
-        if t._base is not None:
-            fn = _view_grad_fn(t, fn)
-        return (fn, t._output_nr)
-    return _leaf_edge(t)
+    if fn is None:
+        m = t._meta
+        return m.edge if m is not None and m.edge is not None else _leaf_edge(t)
+    if t._base is not None:
+        fn = _view_grad_fn(t, fn)
+    return (fn, t._output_nr)
 
 
 def _view_grad_fn(view, fn):
@@ -490,14 +495,7 @@ def _apply_recording(cls, args, arrays) -> Any:
     meta = []
     for a in args:
         if isinstance(a, Tensor) and a._requires_grad:
-            fn = a.grad_fn
-            if fn is None:
-                m = a._meta
-                edges.append(m.edge if m is not None and m.edge is not None else _leaf_edge(a))
-            else:
-                if a._base is not None:
-                    fn = _view_grad_fn(a, fn)
-                edges.append((fn, a._output_nr))
+            edges.append(_edge(a))
             d = a._data
             meta.append((d.shape, d.dtype))
         else:
@@ -583,7 +581,7 @@ def _record1(cls, a, arrays, exact=False) -> Any:
     node._seq = next(_seq)
     if _any_thread.anomaly and _state.anomaly:
         node._trace = traceback.format_stack()[:-2]
-    fn = a.grad_fn
+    fn = a.grad_fn  # _edge(a) inlined: a call would cost as much as the lookup
     if fn is None:
         m = a._meta
         ea = m.edge if m is not None and m.edge is not None else _leaf_edge(a)
@@ -709,7 +707,7 @@ def _record_elementwise(cls, a, b, x, y, exact=False) -> Any:
     node._seq = next(_seq)
     if _any_thread.anomaly and _state.anomaly:
         node._trace = traceback.format_stack()[:-1]
-    if a._requires_grad:  # the edge lookup is inlined (here and for b): a call would cost as much
+    if a._requires_grad:  # _edge(a) inlined (here and for b): a call would cost as much
         fn = a.grad_fn
         if fn is None:
             m = a._meta

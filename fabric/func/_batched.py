@@ -514,7 +514,7 @@ _mine: set = set()
 # --- the public functions while a vmap runs -----------------------------------------------------------
 
 _NAMESPACES = (("fabric", ""), ("fabric.nn.functional", "nn.functional."), ("fabric.linalg", "linalg."),
-               ("fabric.special", "special."))
+               ("fabric.special", "special."), ("fabric.fft", "fft."))
 _patched: list = []   # (module dict or class, name, original) while patched
 _depth = [0]
 

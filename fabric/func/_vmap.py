@@ -22,7 +22,8 @@ __all__ = ["vmap", "vmap_fallback_ops"]
 
 def vmap_fallback_ops() -> list[str]:
     """The ops without a batching rule: the registered ones and the public functions of ``fabric.ops``,
-    ``nn.functional``, ``linalg`` and ``special`` (vmap runs them once per example, inside the batched call).
+    ``nn.functional``, ``linalg``, ``special`` and ``fft`` (vmap runs them once per example, inside the batched
+    call).
 
     Example::
 

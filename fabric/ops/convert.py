@@ -11,12 +11,16 @@ from __future__ import annotations
 import builtins
 import numbers
 import warnings
+from typing import Any
 
 import numpy as np
 
+from .._device import device as _Device
 from .._tensor import Size, Tensor
 from ..autograd.function import Function, _apply
 from ..backends import backend_for, backend_of
+from ._registry import declare_op
+from ._registry import public_names as declared_names
 
 __all__ = ["to_copy"]
 
@@ -80,12 +84,12 @@ class _ToCopy(Function):
         return gy, None, None, None
 
 
-__all__ += ["new"]
 
 
 # --- Tensor.new ---------------------------------------------------------------------------------------
 
-def new(self, *args, device=None):
+@declare_op(top_level=False)
+def new(self: Tensor, *args: Any, device: str | _Device | None = None) -> Tensor:
     """Legacy constructor of ``self``'s dtype and device: ``new()`` is empty,
     ``new(2, 3)`` / ``new(Size)`` zeros of that size (PyTorch: uninitialised),
     ``new(data)`` a tensor of the data, ``new(tensor)`` shares its memory.
@@ -118,12 +122,15 @@ def new(self, *args, device=None):
 
 # --- detach, to_dlpack ---------------------------------------------------------------------------------------------
 
-__all__ += ["detach", "to_dlpack"]
 
-
-def detach(input):
+@declare_op(method=False)
+def detach(input: Tensor) -> Tensor:
     return input.detach()
 
 
-def to_dlpack(tensor):
+@declare_op(method=False)
+def to_dlpack(tensor: Tensor) -> Any:
     return tensor.__dlpack__()
+
+
+__all__ += declared_names(__name__)

@@ -52,10 +52,9 @@ from ..autograd.function import (
     check_no_internal_overlap,
 )
 from ..autograd.grad_mode import state as _state
-from . import _autocast as _amp
 from ._batching import elementwise
 from ._jvp import jvp_sum
-from ._registry import declare
+from ._registry import declare, declare_op
 from ._registry import public_names as declared_names
 from ._util import (
     _SCALARS,
@@ -73,18 +72,7 @@ from .inplace import copy_into_out
 from .reduce import _return_type
 from .reduce import sum as _sum
 
-__all__ = [  # and, at the end of the module, the ops declared in the registry
-    "addcdiv", "addcdiv_", "addcmul", "addcmul_", "allclose", "bitwise_and", "bitwise_and_", "bitwise_left_shift",
-    "bitwise_left_shift_", "bitwise_not", "bitwise_not_", "bitwise_or", "bitwise_or_", "bitwise_right_shift",
-    "bitwise_right_shift_", "bitwise_xor", "bitwise_xor_", "clamp", "clamp_", "clamp_max", "clamp_max_", "clamp_min",
-    "clamp_min_", "clip", "clip_", "eq", "eq_", "equal", "exp_", "float_power", "float_power_", "ge", "ge_",
-    "greater", "greater_", "greater_equal", "greater_equal_", "gt", "gt_", "isclose", "isfinite", "isinf", "isnan",
-    "isneginf", "isposinf", "isreal", "le", "le_", "lerp", "lerp_", "less", "less_", "less_equal", "less_equal_",
-    "log_", "logical_and", "logical_and_", "logical_not", "logical_not_", "logical_or", "logical_or_", "logical_xor",
-    "logical_xor_", "logit", "logit_", "lt", "lt_", "nan_to_num", "nan_to_num_", "ne", "ne_", "neg_", "negative_",
-    "not_equal", "not_equal_", "polygamma", "polygamma_", "positive", "pow_", "relu", "relu_", "round", "round_",
-    "signbit", "square", "square_", "true_divide_", "where",
-]
+__all__: list[str] = []  # + the declared ops (end of module)
 
 _ndarray = np.ndarray
 _LN2 = math.log(2.0)
@@ -482,8 +470,6 @@ def _float_fn(F, name, summary, example_in, example_out, aliases=(), module=__na
     Complex inputs are computed in their dtype, unless ``complex_error(x)``
     is given: it raises PyTorch's error for an op without complex support."""
     def op(input, *, out=None):
-        if _amp.active and out is None and decl.autocast and (c := _amp.cast(decl.autocast, input)):
-            input, = c
         x = _data(input, name)
         if x.dtype.kind != "f":
             if x.dtype.kind == "c":
@@ -512,7 +498,7 @@ def _float_fn(F, name, summary, example_in, example_out, aliases=(), module=__na
     op.__module__ = op_.__module__ = module
     decl = declare(op, inplace=op_ if method and inplace else None, aliases=aliases, fusion="elementwise",
                    method=method, vmap=elementwise(op), jvp=_jvp_of(F))
-    return op, op_
+    return decl.function, op_
 
 
 def _same_dtype_fn(F, name, kinds, summary, example_in, example_out, kernel=None, aliases=(), complex_error=None):
@@ -643,7 +629,8 @@ class RoundDecimals(Function):
         return _zeros_like(gy), None
 
 
-def round(input, *, decimals=0, out=None):
+@declare_op()
+def round(input: Tensor, *, decimals: int = 0, out: Tensor | None = None) -> Tensor:
     """Round half to even, to ``decimals`` decimal places (integer tensors
     are unchanged when ``decimals`` is 0).
 
@@ -664,7 +651,8 @@ def round(input, *, decimals=0, out=None):
     return _out(r, out)
 
 
-def round_(self, *, decimals=0):
+@declare_op()
+def round_(self: Tensor, *, decimals: int = 0) -> Tensor:
     """In-place :func:`round`."""
     x = _data(self, "round_")
     if x.dtype.kind not in "fiu" or (decimals and x.dtype.kind != "f"):
@@ -674,7 +662,8 @@ def round_(self, *, decimals=0):
     return _inplace(self, RoundDecimals, (self, None), [x, builtins.int(decimals)], False)
 
 
-def relu(input):
+@declare_op()
+def relu(input: Tensor) -> Tensor:
     """``max(x, 0)`` (nan stays nan; integer tensors keep their dtype).
 
     Example::
@@ -690,7 +679,8 @@ def relu(input):
     return _apply_elementwise(Relu, input, x)
 
 
-def relu_(input):
+@declare_op()
+def relu_(input: Tensor) -> Tensor:
     """In-place :func:`relu`."""
     x = _data(input, "relu_")
     if x.dtype == np.bool_:
@@ -704,7 +694,8 @@ def relu_(input):
     return _inplace(input, Relu, (input,), [x], False)
 
 
-def square(input, *, out=None):
+@declare_op()
+def square(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """``x * x`` (bool gives int64, as PyTorch's ``pow(x, 2)``).
 
     Example::
@@ -716,7 +707,8 @@ def square(input, *, out=None):
     return _out(pow(input, 2), out)
 
 
-def square_(self):
+@declare_op()
+def square_(self: Tensor) -> Tensor:
     """In-place :func:`square`."""
     from .arith import PowScalar
 
@@ -724,7 +716,8 @@ def square_(self):
     return _inplace(self, PowScalar, (a, c), [x, c2], True)
 
 
-def positive(input):
+@declare_op()
+def positive(input: Tensor) -> Tensor:
     """``input`` itself (not for bool), as ``+x``."""
     x = _data(input, "positive")
     if x.dtype == np.bool_:
@@ -756,7 +749,8 @@ class Logit(Function):
         return where((x < eps) | (x > 1 - eps), 0.0, g), None
 
 
-def logit(input, eps=None, *, out=None):
+@declare_op()
+def logit(input: Tensor, eps: float | None = None, *, out: Tensor | None = None) -> Tensor:
     """The inverse of :func:`sigmoid`; ``eps`` clamps the input to ``[eps, 1 - eps]``.
 
     Example::
@@ -770,7 +764,8 @@ def logit(input, eps=None, *, out=None):
     return _out(_apply(Logit, (input, None), (x, None if eps is None else builtins.float(eps))), out)
 
 
-def logit_(self, eps=None):
+@declare_op()
+def logit_(self: Tensor, eps: float | None = None) -> Tensor:
     """In-place :func:`logit`."""
     _check_float_inplace(self, "logit_")
     return _inplace(self, Logit, (self, None), [self._data, None if eps is None else builtins.float(eps)])
@@ -804,7 +799,7 @@ def _check_polygamma_n(n):
     return builtins.int(n)
 
 
-def polygamma(n, input, *, out=None):
+def polygamma(n: int, input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """The n-th derivative of :func:`digamma` (n = 0 is digamma itself).
 
     Example::
@@ -819,7 +814,7 @@ def polygamma(n, input, *, out=None):
     return _out(_apply(Polygamma, (input, None), (x, n)), out)
 
 
-def polygamma_(self, n):
+def polygamma_(self: Tensor, n: int) -> Tensor:
     """In-place ``self = polygamma(n, self)`` (``Tensor.polygamma_(n)``)."""
     n = _check_polygamma_n(n)
     _check_float_inplace(self, "polygamma_")
@@ -840,7 +835,9 @@ class NanToNum(Function):
         return gy * isfinite(x), None, None, None
 
 
-def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
+@declare_op()
+def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None, *,
+               out: Tensor | None = None) -> Tensor:
     """Replace nan, +inf and -inf (by default with 0 and the dtype's largest
     and smallest finite values); integer tensors are unchanged.
 
@@ -855,7 +852,8 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     return _out(_apply(NanToNum, (input, None, None, None), (x, nan, posinf, neginf)), out)
 
 
-def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+@declare_op()
+def nan_to_num_(self: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
     """In-place :func:`nan_to_num`."""
     x = _data(self, "nan_to_num_")
     if x.dtype.kind != "f":
@@ -866,7 +864,8 @@ def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
 
 # --- predicates (bool results, no graph) ---------------------------------------------
 
-def isnan(input):
+@declare_op()
+def isnan(input: Tensor) -> Tensor:
     """True where the element is nan.
 
     Example::
@@ -879,14 +878,16 @@ def isnan(input):
     return _wrap(xp.isnan(x) if x.dtype.kind in "fc" else xp.zeros(x.shape, bool))
 
 
-def isinf(input):
+@declare_op()
+def isinf(input: Tensor) -> Tensor:
     """True where the element is +inf or -inf."""
     x = _data(input, "isinf")
     xp = xp_of(x)
     return _wrap(xp.isinf(x) if x.dtype.kind in "fc" else xp.zeros(x.shape, bool))
 
 
-def isposinf(input, *, out=None):
+@declare_op()
+def isposinf(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """True where the element is +inf."""
     x = _data(input, "isposinf")
     reject_complex(input, RuntimeError, "isposinf does not support complex inputs.")
@@ -894,7 +895,8 @@ def isposinf(input, *, out=None):
     return _out(_wrap(x == math.inf if x.dtype.kind == "f" else xp.zeros(x.shape, bool)), out)
 
 
-def isneginf(input, *, out=None):
+@declare_op()
+def isneginf(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """True where the element is -inf."""
     x = _data(input, "isneginf")
     reject_complex(input, RuntimeError, "isneginf does not support complex inputs.")
@@ -902,7 +904,8 @@ def isneginf(input, *, out=None):
     return _out(_wrap(x == -math.inf if x.dtype.kind == "f" else xp.zeros(x.shape, bool)), out)
 
 
-def isfinite(input):
+@declare_op()
+def isfinite(input: Tensor) -> Tensor:
     """True where the element is neither inf nor nan.
 
     Example::
@@ -915,7 +918,8 @@ def isfinite(input):
     return _wrap(xp.isfinite(x) if x.dtype.kind in "fc" else xp.ones(x.shape, bool))
 
 
-def isreal(input):
+@declare_op()
+def isreal(input: Tensor) -> Tensor:
     """True where the imaginary part is zero (everywhere for real dtypes).
 
     Example::
@@ -927,7 +931,8 @@ def isreal(input):
     return _wrap(x.imag == 0 if x.dtype.kind == "c" else xp_of(x).ones(x.shape, bool))
 
 
-def signbit(input, *, out=None):
+@declare_op()
+def signbit(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """True where the sign bit is set (also for -0.0).
 
     Example::
@@ -942,7 +947,8 @@ def signbit(input, *, out=None):
     return _out(_wrap(x < 0 if x.dtype.kind == "i" else xp.zeros(x.shape, bool)), out)
 
 
-def logical_not(input, *, out=None):
+@declare_op()
+def logical_not(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """True where the element is zero.
 
     Example::
@@ -954,12 +960,14 @@ def logical_not(input, *, out=None):
     return _out(_wrap(xp_of(x).logical_not(x)), out)
 
 
-def logical_not_(self):
+@declare_op()
+def logical_not_(self: Tensor) -> Tensor:
     """In-place :func:`logical_not` (the result is cast to ``self``'s dtype)."""
     return _inplace_no_grad(self, logical_not(self))
 
 
-def bitwise_not(input, *, out=None):
+@declare_op()
+def bitwise_not(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Bitwise NOT of integer tensors (logical NOT of bool tensors), ``~x``.
 
     Example::
@@ -973,7 +981,8 @@ def bitwise_not(input, *, out=None):
     return _out(_wrap(xp_of(x).invert(x)), out)
 
 
-def bitwise_not_(self):
+@declare_op()
+def bitwise_not_(self: Tensor) -> Tensor:
     """In-place :func:`bitwise_not`."""
     return _inplace_no_grad(self, bitwise_not(self))
 
@@ -1114,8 +1123,9 @@ def _no_bool(name, x, y):
 
 
 
+@declare_op()
 @_broadcasting
-def float_power(input, exponent, *, out=None):
+def float_power(input: Tensor, exponent: Tensor | float, *, out: Tensor | None = None) -> Tensor:
     """``input ** exponent`` computed in float64 (either may be a number).
 
     Example::
@@ -1133,7 +1143,8 @@ def float_power(input, exponent, *, out=None):
     return _out(pow(base, exponent), out)
 
 
-def float_power_(self, exponent):
+@declare_op()
+def float_power_(self: Tensor, exponent: Tensor | float) -> Tensor:
     """In-place :func:`float_power` (``self`` must be float64)."""
     if self._data.dtype != np.float64:
         raise RuntimeError(f"the base given to float_power_ has dtype {_tname(self._data.dtype)} but the "
@@ -1141,8 +1152,9 @@ def float_power_(self, exponent):
     return pow_(self, exponent.to(D.float64) if isinstance(exponent, Tensor) else builtins.float(exponent))
 
 
+@declare_op()
 @_broadcasting
-def pow_(self, exponent):
+def pow_(self: Tensor, exponent: Tensor | float) -> Tensor:
     """In-place :func:`fabric.pow`.
 
     Example::
@@ -1156,7 +1168,8 @@ def pow_(self, exponent):
     return _inplace(self, PowTensor if isinstance(exponent, Tensor) else PowScalar, (a, b), [x, y])
 
 
-def true_divide_(self, other):
+@declare_op()
+def true_divide_(self: Tensor, other: Tensor | float) -> Tensor:
     """In-place true division (as ``div_``)."""
     from .inplace import div_
 
@@ -1400,10 +1413,9 @@ def _binary_fn(F, name, prepare, doc, saves_self=True, scalar_other=None, scalar
     op.__doc__ = doc
     op_.__doc__ = f"In-place :func:`{name}`."
     op, op_ = _broadcasting(op), _broadcasting(op_)
-    # autocast=False: the binary entry does not cast yet (atan2 is on CUDA's "promote" list; docs/amp.md)
-    declare(op, inplace=op_ if inplace else None, aliases=aliases, fusion="elementwise", autocast=False,
-            vmap=elementwise(op), jvp=_jvp_of(F))
-    return op, op_
+    decl = declare(op, inplace=op_ if inplace else None, aliases=aliases, fusion="elementwise",
+                   vmap=elementwise(op), jvp=_jvp_of(F))
+    return decl.function, op_
 
 
 floor_divide, floor_divide_ = _binary_fn(FloorDivide, "floor_divide", _numbers_no_bool,
@@ -1601,6 +1613,9 @@ le_ = _compare_inplace_fn("less_equal", "le", "Le")
 gt_ = _compare_inplace_fn("greater", "gt", "Gt")
 ge_ = _compare_inplace_fn("greater_equal", "ge", "Ge")
 greater_, greater_equal_, less_, less_equal_, not_equal_ = gt_, ge_, lt_, le_, ne_
+for _fn, _fn_, _aliases in ((eq, eq_, ()), (ne, ne_, ("not_equal",)), (lt, lt_, ("less",)), (le, le_, ("less_equal",)),
+                            (gt, gt_, ("greater",)), (ge, ge_, ("greater_equal",))):
+    declare(_fn, inplace=_fn_, aliases=_aliases, fusion="elementwise")
 
 
 def _logical_fn(ufunc, name, example):
@@ -1619,7 +1634,7 @@ def _logical_fn(ufunc, name, example):
                   f"    Example::\n\n        >>> fabric.{name}(fabric.tensor([0, 1, 2]), fabric.tensor([1, 1, 0]))\n"
                   f"        {example}\n")
     op_.__doc__ = f"In-place :func:`{name}` (the result is cast to ``self``'s dtype)."
-    return _broadcasting(op), op_
+    return declare(_broadcasting(op), inplace=op_, fusion="elementwise").function, op_
 
 
 logical_and, logical_and_ = _logical_fn("logical_and", "logical_and", "tensor([False,  True, False])")
@@ -1649,7 +1664,7 @@ def _bitwise_fn(ufunc, name, kernel, example):
                   f"a number).\n\n    Example::\n\n        >>> fabric.{name}(fabric.tensor([12]), 10)\n"
                   f"        {example}\n")
     op_.__doc__ = f"In-place :func:`{name}`."
-    return _broadcasting(op), op_
+    return declare(_broadcasting(op), inplace=op_, fusion="elementwise").function, op_
 
 
 bitwise_and, bitwise_and_ = _bitwise_fn("bitwise_and", "bitwise_and", "bitwise_and", "tensor([8])")
@@ -1675,8 +1690,9 @@ def _shift(xp, x, y, left):
     return xp.where(bad, fill, shifted).astype(x.dtype, copy=False)
 
 
+@declare_op()
 @_broadcasting
-def bitwise_left_shift(input, other, *, out=None):
+def bitwise_left_shift(input: Tensor, other: Tensor | float, *, out: Tensor | None = None) -> Tensor:
     """``input << other`` for integer tensors (either may be a number).
 
     Example::
@@ -1688,8 +1704,9 @@ def bitwise_left_shift(input, other, *, out=None):
     return _out(_wrap(_shift(_xp2(x, y), x, y, True)), out)
 
 
+@declare_op()
 @_broadcasting
-def bitwise_right_shift(input, other, *, out=None):
+def bitwise_right_shift(input: Tensor, other: Tensor | float, *, out: Tensor | None = None) -> Tensor:
     """``input >> other`` (arithmetic shift) for integer tensors (either may be a number).
 
     Example::
@@ -1701,18 +1718,22 @@ def bitwise_right_shift(input, other, *, out=None):
     return _out(_wrap(_shift(_xp2(x, y), x, y, False)), out)
 
 
-def bitwise_left_shift_(self, other):
+@declare_op()
+def bitwise_left_shift_(self: Tensor, other: Tensor | float) -> Tensor:
     """In-place :func:`bitwise_left_shift`."""
     return _inplace_no_grad(self, bitwise_left_shift(self, other))
 
 
-def bitwise_right_shift_(self, other):
+@declare_op()
+def bitwise_right_shift_(self: Tensor, other: Tensor | float) -> Tensor:
     """In-place :func:`bitwise_right_shift`."""
     return _inplace_no_grad(self, bitwise_right_shift(self, other))
 
 
+@declare_op()
 @_broadcasting
-def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+def isclose(input: Tensor, other: Tensor | float, rtol: float = 1e-05, atol: float = 1e-08,
+            equal_nan: bool = False) -> Tensor:
     """``|input - other| <= atol + rtol * |other|`` elementwise (and equal
     infinities); both tensors must have the same dtype.
 
@@ -1745,7 +1766,9 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return _wrap(close)
 
 
-def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+@declare_op()
+def allclose(input: Tensor, other: Tensor | float, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> bool:
     """Whether :func:`isclose` holds everywhere (a Python bool).
 
     Example::
@@ -1756,7 +1779,8 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return builtins.bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
 
 
-def equal(input, other):
+@declare_op()
+def equal(input: Tensor, other: Tensor) -> bool:
     """Whether both tensors have the same shape and the same values (a Python bool).
 
     Example::
@@ -1801,7 +1825,8 @@ class Where(Function):
 
 
 @_broadcasting
-def where(condition, input=None, other=None, *, out=None):
+def where(condition: Tensor, input: Tensor | float | None = None, other: Tensor | float | None = None, *,
+          out: Tensor | None = None) -> Tensor | tuple[Tensor, ...]:
     """``input`` where ``condition`` is true, else ``other`` (broadcast; either
     may be a number).  ``where(condition)`` is ``nonzero(condition, as_tuple=True)``.
 
@@ -1955,8 +1980,10 @@ def _clamp_args(input, min, max, name):
     return ClampScalar, (input, None, None), [x.astype(rt, copy=False), lo, hi]
 
 
+@declare_op(aliases=("clip",))
 @_broadcasting
-def clamp(input, min=None, max=None, *, out=None):
+def clamp(input: Tensor, min: Tensor | float | None = None, max: Tensor | float | None = None, *,
+          out: Tensor | None = None) -> Tensor:
     """Limit ``input`` to ``[min, max]`` (numbers or tensors; either may be
     None): ``minimum(maximum(input, min), max)``.  The gradient passes where
     ``min <= input <= max``, as PyTorch.
@@ -1975,8 +2002,9 @@ def clamp(input, min=None, max=None, *, out=None):
 clip = clamp
 
 
+@declare_op(aliases=("clip_",))
 @_broadcasting
-def clamp_(self, min=None, max=None):
+def clamp_(self: Tensor, min: Tensor | float | None = None, max: Tensor | float | None = None) -> Tensor:
     """In-place :func:`clamp`."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
@@ -1992,8 +2020,9 @@ def clamp_(self, min=None, max=None):
 clip_ = clamp_
 
 
+@declare_op()
 @_broadcasting
-def clamp_min(input, min):
+def clamp_min(input: Tensor, min: Tensor | float) -> Tensor:
     """``clamp(input, min=min)``.
 
     Example::
@@ -2005,8 +2034,9 @@ def clamp_min(input, min):
     return _apply(ClampMin if F is ClampScalar else ClampMinTensor, args, arrays)
 
 
+@declare_op()
 @_broadcasting
-def clamp_max(input, max):
+def clamp_max(input: Tensor, max: Tensor | float) -> Tensor:
     """``clamp(input, max=max)``.
 
     Example::
@@ -2018,15 +2048,17 @@ def clamp_max(input, max):
     return _apply(ClampMax if F is ClampScalar else ClampMaxTensor, args, arrays)
 
 
+@declare_op()
 @_broadcasting
-def clamp_min_(self, min):
+def clamp_min_(self: Tensor, min: Tensor | float) -> Tensor:
     """In-place :func:`clamp_min`."""
     F, args, arrays = _clamp_args(self, min, None, "clamp_min_")
     return _inplace(self, ClampMin if F is ClampScalar else ClampMinTensor, (self,) + args[1:], arrays)
 
 
+@declare_op()
 @_broadcasting
-def clamp_max_(self, max):
+def clamp_max_(self: Tensor, max: Tensor | float) -> Tensor:
     """In-place :func:`clamp_max`."""
     F, args, arrays = _clamp_args(self, None, max, "clamp_max_")
     return _inplace(self, ClampMax if F is ClampScalar else ClampMaxTensor, (self,) + args[1:], arrays)
@@ -2119,8 +2151,9 @@ def _lerp_args(input, end, weight, name):
     return LerpScalar, (input, end, None), _one_device((input, end), [x, y]) + [scalar_value(weight)]
 
 
+@declare_op()
 @_broadcasting
-def lerp(input, end, weight, *, out=None):
+def lerp(input: Tensor, end: Tensor, weight: Tensor | float, *, out: Tensor | None = None) -> Tensor:
     """Linear interpolation ``input + weight * (end - input)`` (``weight`` a
     number or a tensor).
 
@@ -2133,8 +2166,9 @@ def lerp(input, end, weight, *, out=None):
     return _out(_apply(F, args, arrays), out)
 
 
+@declare_op()
 @_broadcasting
-def lerp_(self, end, weight):
+def lerp_(self: Tensor, end: Tensor, weight: Tensor | float) -> Tensor:
     """In-place :func:`lerp`."""
     F, args, arrays = _lerp_args(self, end, weight, "lerp_")
     return _inplace(self, F, args, arrays, F is LerpTensor)
@@ -2192,8 +2226,9 @@ def _addc_value(rt, value):
     return builtins.int(value) if rt.kind in "iub" else value
 
 
+@declare_op()
 @_broadcasting
-def addcmul(input, tensor1, tensor2, *, value=1, out=None):
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1, out: Tensor | None = None) -> Tensor:
     """``input + value * tensor1 * tensor2``.
 
     Example::
@@ -2212,8 +2247,9 @@ _ADDCDIV_INT = ("Integer division with addcdiv is no longer supported, and in a 
                 "latter implementation: (input + value * tensor1 / tensor2), for all dtypes.")
 
 
+@declare_op()
 @_broadcasting
-def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1, out: Tensor | None = None) -> Tensor:
     """``input + value * tensor1 / tensor2`` (tensor1 and tensor2 must not both be integer).
 
     Example::
@@ -2229,15 +2265,17 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     return _out(_apply(Addcdiv, (input, tensor1, tensor2, None), arrays + [_addc_value(rt, value)]), out)
 
 
+@declare_op()
 @_broadcasting
-def addcmul_(self, tensor1, tensor2, *, value=1):
+def addcmul_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
     """In-place :func:`addcmul`."""
     rt, arrays = _three_operands("addcmul_", self, tensor1, tensor2)
     return _inplace(self, Addcmul, (self, tensor1, tensor2, None), arrays + [_addc_value(rt, value)], False)
 
 
+@declare_op()
 @_broadcasting
-def addcdiv_(self, tensor1, tensor2, *, value=1):
+def addcdiv_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
     """In-place :func:`addcdiv`."""
     if tensor1._data.dtype.kind in "iub" and tensor2._data.dtype.kind in "iub":
         raise RuntimeError(_ADDCDIV_INT)
@@ -2248,7 +2286,8 @@ def addcdiv_(self, tensor1, tensor2, *, value=1):
 # --- in-place variants of arith ops ----------------------------------------------------
 
 
-def neg_(self):
+@declare_op(aliases=("negative_",))
+def neg_(self: Tensor) -> Tensor:
     """In-place negation.
 
     Example::
@@ -2264,7 +2303,8 @@ def neg_(self):
 negative_ = neg_
 
 
-def exp_(self):
+@declare_op()
+def exp_(self: Tensor) -> Tensor:
     """In-place :func:`fabric.exp`."""
     from .arith import Exp
 
@@ -2272,7 +2312,8 @@ def exp_(self):
     return _inplace(self, Exp, (self,), [self._data], False)
 
 
-def log_(self):
+@declare_op()
+def log_(self: Tensor) -> Tensor:
     """In-place :func:`fabric.log`."""
     from .arith import Log
 
@@ -2292,23 +2333,19 @@ def scalar_tensor_like(value, ref):
     return Tensor._make(xp_of(ref._data).asarray(value, dtype=dt), False)
 
 
-def _install_tensor_methods():
-    """Methods whose argument order differs from the function's (``x.where(c, y)``,
-    ``x.polygamma(n)``); the rest are listed in ``_methods.METHODS``."""
-    Tensor.where = _tensor_where
-    Tensor.polygamma = lambda self, n: polygamma(n, self)
-    Tensor.polygamma.__doc__ = "``polygamma(n, self)``."
+def _tensor_polygamma(self, n):
+    """``Tensor.polygamma(n)`` is ``polygamma(n, self)``."""
+    return polygamma(n, self)
 
 
-_install_tensor_methods()
+# Methods whose argument order differs from the function's
+declare(where, method=_tensor_where)
+declare(polygamma, method=_tensor_polygamma, inplace=polygamma_)
 
-__all__ += declared_names(__name__)
 
 
 # --- the composite in-place helper, gcd / lcm / heaviside, ldexp / frexp, i0, mvlgamma -----------------
 
-__all__ += ["gcd", "gcd_", "lcm", "lcm_", "heaviside", "heaviside_", "ldexp", "ldexp_", "frexp", "i0", "i0_",
-            "mvlgamma", "mvlgamma_"]
 
 
 def _const(array):
@@ -2339,7 +2376,8 @@ def _integer_operands(input, other, name):
     return x, y
 
 
-def gcd(input, other):
+@declare_op()
+def gcd(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise greatest common divisor of integer tensors (non-negative).
 
     Example::
@@ -2351,7 +2389,8 @@ def gcd(input, other):
     return _const(xp_of(x).gcd(x, y))
 
 
-def lcm(input, other):
+@declare_op()
+def lcm(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise least common multiple of integer tensors (non-negative).
 
     Example::
@@ -2363,12 +2402,14 @@ def lcm(input, other):
     return _const(xp_of(x).lcm(x, y))
 
 
-def gcd_(input, other):
+@declare_op()
+def gcd_(input: Tensor, other: Tensor) -> Tensor:
     """In-place :func:`gcd`."""
     return _commit(input, gcd(input, other), False)
 
 
-def lcm_(input, other):
+@declare_op()
+def lcm_(input: Tensor, other: Tensor) -> Tensor:
     """In-place :func:`lcm`."""
     return _commit(input, lcm(input, other), False)
 
@@ -2394,7 +2435,8 @@ def _heaviside_checks(input, values, name, position):
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
 
 
-def heaviside(input, values, *, out=None):
+@declare_op()
+def heaviside(input: Tensor, values: Tensor, *, out: Tensor | None = None) -> Tensor:
     """0 where ``input < 0``, ``values`` where ``input == 0``, 1 where ``input > 0``
     (``values`` a tensor of ``input``'s dtype, broadcast; no derivative, as PyTorch).
 
@@ -2411,7 +2453,8 @@ def heaviside(input, values, *, out=None):
     return r
 
 
-def heaviside_(self, values):
+@declare_op(top_level=False)
+def heaviside_(self: Tensor, values: Tensor) -> Tensor:
     """In-place ``heaviside``: 0 where ``self < 0``, ``values`` where
     ``self == 0``, 1 where ``self > 0`` (``values`` of ``self``'s dtype)."""
     _heaviside_checks(self, values, "heaviside_", 1)
@@ -2420,7 +2463,8 @@ def heaviside_(self, values):
 
 # --- ldexp / frexp ----------------------------------------------------------------------------
 
-def ldexp(input, other, *, out=None):
+@declare_op()
+def ldexp(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """``input * 2 ** other`` (a float result, differentiable in both).
 
     Example::
@@ -2440,7 +2484,8 @@ def ldexp(input, other, *, out=None):
     return r
 
 
-def ldexp_(input, other):
+@declare_op()
+def ldexp_(input: Tensor, other: Tensor) -> Tensor:
     """In-place :func:`ldexp` (``input`` must be floating)."""
     if input._data.dtype.kind != "f":
         raise RuntimeError(f"ldexp can't be cast to the desired output type {_tname(input._data.dtype)}")
@@ -2471,7 +2516,8 @@ class Frexp(Function):
         return gm * _const(scale)
 
 
-def frexp(input, *, out=None):
+@declare_op()
+def frexp(input: Tensor, *, out: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """``input = mantissa * 2 ** exponent`` with ``0.5 <= |mantissa| < 1``;
     returns ``(mantissa, exponent)`` (exponent int32).
 
@@ -2530,7 +2576,8 @@ def _i1(x):
     return _apply1(I1, x, (x._data,))
 
 
-def i0(input, *, out=None):
+@declare_op()
+def i0(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Modified Bessel function of the first kind, order 0 (float result;
     its gradient is I1, computed internally).
 
@@ -2545,7 +2592,8 @@ def i0(input, *, out=None):
     return r
 
 
-def i0_(input):
+@declare_op()
+def i0_(input: Tensor) -> Tensor:
     """In-place :func:`i0` (floating tensors)."""
     if input._data.dtype.kind != "f":
         raise RuntimeError(f"result type Float can't be cast to the desired output type {_tname(input._data.dtype)}")
@@ -2554,7 +2602,8 @@ def i0_(input):
 
 # --- mvlgamma -------------------------------------------------------------------------------------
 
-def mvlgamma(input, p):
+@declare_op()
+def mvlgamma(input: Tensor, p: int) -> Tensor:
     """Multivariate log-gamma of dimension ``p``:
     ``p(p-1)/4 log(pi) + sum_{j<p} lgamma(input - j/2)``.
 
@@ -2577,9 +2626,13 @@ def mvlgamma(input, p):
     return r + (p * (p - 1) / 4.0) * math.log(math.pi)
 
 
-def mvlgamma_(input, p):
+@declare_op(top_level=False)
+def mvlgamma_(input: Tensor, p: int) -> Tensor:
     """In-place :func:`mvlgamma` (floating tensors)."""
     if input._data.dtype.kind != "f":
         raise RuntimeError(f"mvlgamma: result type {_tname(input._data.dtype)} can't be cast to the desired output "
                            "type Float")
     return _inplace_from(input, lambda t: mvlgamma(t, p), (), saves_self=True)
+
+
+__all__ += declared_names(__name__)

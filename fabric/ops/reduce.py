@@ -37,6 +37,7 @@ import math
 import sys
 import types
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -46,14 +47,13 @@ from ..autograd.function import Function, _apply, _apply1, _record1
 from ..autograd.grad_mode import state as _grad_state
 from ..autograd.observe import hook as _hook
 from ..backends import backend_of
-from . import _autocast as _amp
+from ._registry import declare_op
+from ._registry import public_names as declared_names
 from ._util import normalize_dims, reject_complex, shape_args, xp_of
 from .join import cat
 from .shape import narrow
 
-__all__ = ["sum", "mean", "nansum", "nanmean", "prod", "max", "min", "amax", "amin", "aminmax", "argmax",
-           "argmin", "var", "std", "var_mean", "std_mean", "logsumexp", "norm", "cumsum", "cumprod", "cummax",
-           "cummin", "logcumsumexp", "all", "any", "count_nonzero", "return_types"]
+__all__ = ["return_types"]  # + the declared ops (end of module)
 
 # This module defines sum/max/min/all/any: keep the builtins at hand.
 _bool, _int, _float, _range = builtins.bool, builtins.int, builtins.float, builtins.range
@@ -431,7 +431,9 @@ class MeanDim(Mean):
     _node_name = "MeanBackward1"
 
 
-def sum(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
+@declare_op()
+def sum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: D.dtype | None = None,
+        out: Tensor | None = None, axis: int | Sequence[int] | None = None) -> Tensor:
     """Sum over ``dim`` (int, tuple, or None for all); ints and bools sum as int64.
 
     Example::
@@ -439,8 +441,6 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
         >>> fabric.tensor([[1, 2], [3, 4]]).sum(0)
         tensor([4, 6])
     """
-    if _amp.active and out is None and (c := _amp.cast("sum", input)):
-        input, = c
     x = input._data
     if axis is not None:
         dim = axis
@@ -462,7 +462,9 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
     return _out(r, out)
 
 
-def mean(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
+@declare_op()
+def mean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: D.dtype | None = None,
+         out: Tensor | None = None, axis: int | Sequence[int] | None = None) -> Tensor:
     """Arithmetic mean over ``dim``; floating inputs only, as in PyTorch.
 
     Example::
@@ -502,7 +504,9 @@ class NanSum(Function):
         return _expand_back(gy, ctx.shape, ctx.dims, ctx.keepdim) * keep, None, None, None
 
 
-def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
+@declare_op()
+def nansum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+           dtype: D.dtype | None = None, out: Tensor | None = None) -> Tensor:
     """Sum treating NaN as zero.
 
     Example::
@@ -519,7 +523,9 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     return _out(_apply1(NanSum, input, (x, dims, keepdim, dt)), out)
 
 
-def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
+@declare_op()
+def nanmean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+            dtype: D.dtype | None = None, out: Tensor | None = None) -> Tensor:
     """Mean of the non-NaN elements (NaN where there are none).
 
     Example::
@@ -597,7 +603,9 @@ def _exclusive_prods_t(x, axis):
     return left * _flip(right, axis)
 
 
-def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
+@declare_op()
+def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: D.dtype | None = None,
+         out: Tensor | None = None) -> Tensor:
     """Product of all elements, or along one ``dim``; ints and bools give int64.
     The gradient is exact with zeros in the input (as in PyTorch).
 
@@ -606,8 +614,6 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
         >>> fabric.tensor([[1., 2.], [3., 4.]]).prod(1)
         tensor([ 2., 12.])
     """
-    if _amp.active and out is None and (c := _amp.cast("prod", input)):
-        input, = c
     x = input._data
     if dim is not None:
         if isinstance(dim, (tuple, list)):
@@ -647,7 +653,8 @@ def _cumsum(t, axis, reverse=False):
     return _apply(CumSum, (t, axis, reverse, None), (t._data, axis, reverse, None))
 
 
-def cumsum(input, dim, *, dtype=None, out=None):
+@declare_op()
+def cumsum(input: Tensor, dim: int, *, dtype: D.dtype | None = None, out: Tensor | None = None) -> Tensor:
     """Cumulative sum along ``dim``; ints and bools accumulate as int64.
 
     Example::
@@ -655,8 +662,6 @@ def cumsum(input, dim, *, dtype=None, out=None):
         >>> fabric.tensor([1, 2, 3]).cumsum(0)
         tensor([1, 3, 6])
     """
-    if _amp.active and out is None and (c := _amp.cast("cumsum", input)):
-        input, = c
     x = input._data
     axis = _wrap_dim(dim, x.ndim)
     dt = _reduce_dtype(x, dtype)
@@ -720,7 +725,8 @@ def _cumprod_grad_zeros(x, y, g, axis):
     return xp.moveaxis(gx, -1, axis).astype(x.dtype, copy=False)
 
 
-def cumprod(input, dim, *, dtype=None, out=None):
+@declare_op()
+def cumprod(input: Tensor, dim: int, *, dtype: D.dtype | None = None, out: Tensor | None = None) -> Tensor:
     """Cumulative product along ``dim``; ints and bools accumulate as int64.
     The gradient is exact with zeros in the input.
 
@@ -729,8 +735,6 @@ def cumprod(input, dim, *, dtype=None, out=None):
         >>> fabric.tensor([1., 2., 3.]).cumprod(0)
         tensor([1., 2., 6.])
     """
-    if _amp.active and out is None and (c := _amp.cast("cumprod", input)):
-        input, = c
     x = input._data
     axis = _wrap_dim(dim, x.ndim)
     dt = _reduce_dtype(x, dtype)
@@ -800,7 +804,9 @@ def _binary_extreme(name, input, other, out):
     return getattr(pointwise, name)(input, other, out=out)
 
 
-def max(input, dim=None, keepdim=False, *, out=None, other=None):
+@declare_op()
+def max(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out: Tensor | None = None,
+        other: Tensor | None = None) -> Tensor | tuple[Tensor, Tensor]:
     """``max(input)``: the largest element; ``max(input, dim, keepdim=False)``:
     ``(values, indices)`` along ``dim`` (ties: the first index); ``max(input,
     other)``: elementwise :func:`maximum`.
@@ -822,7 +828,9 @@ def max(input, dim=None, keepdim=False, *, out=None, other=None):
     return _out_tuple(_extreme_dim(input, dim, keepdim, True, "max"), out)
 
 
-def min(input, dim=None, keepdim=False, *, out=None, other=None):
+@declare_op()
+def min(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out: Tensor | None = None,
+        other: Tensor | None = None) -> Tensor | tuple[Tensor, Tensor]:
     """``min(input)``, ``min(input, dim, keepdim=False)`` -> ``(values, indices)``
     (ties: the first index), or elementwise :func:`minimum` with a Tensor.
 
@@ -892,7 +900,8 @@ def _aextreme(input, dim, keepdim, is_max, name, sep="()"):
     return _apply(Amax if is_max else Amin, (input, dims, keepdim, is_max), (x, dims, keepdim, is_max))
 
 
-def amax(input, dim=(), keepdim=False, *, out=None):
+@declare_op()
+def amax(input: Tensor, dim: int | Sequence[int] = (), keepdim: bool = False, *, out: Tensor | None = None) -> Tensor:
     """Largest value over ``dim`` (int or tuple; ``()`` means all). Ties share
     the gradient evenly.
 
@@ -905,7 +914,8 @@ def amax(input, dim=(), keepdim=False, *, out=None):
     return _out(_aextreme(input, dim, keepdim, True, "amax"), out)
 
 
-def amin(input, dim=(), keepdim=False, *, out=None):
+@declare_op()
+def amin(input: Tensor, dim: int | Sequence[int] = (), keepdim: bool = False, *, out: Tensor | None = None) -> Tensor:
     """Smallest value over ``dim`` (int or tuple; ``()`` means all).
 
     Example::
@@ -917,7 +927,9 @@ def amin(input, dim=(), keepdim=False, *, out=None):
     return _out(_aextreme(input, dim, keepdim, False, "amin"), out)
 
 
-def aminmax(input, *, dim=None, keepdim=False, out=None):
+@declare_op()
+def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False,
+            out: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """``(min, max)`` over all elements or one ``dim``.
 
     Example::
@@ -961,7 +973,8 @@ def _arg_extreme(input, dim, keepdim, is_max, name):
     return _const(r.astype(np.int64, copy=False))
 
 
-def argmax(input, dim=None, keepdim=False, *, out=None):
+@declare_op()
+def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out: Tensor | None = None) -> Tensor:
     """Index of the largest value (of the flattened tensor when ``dim`` is
     None); ties give the first index, NaN counts as largest.
 
@@ -974,7 +987,8 @@ def argmax(input, dim=None, keepdim=False, *, out=None):
     return _out(_arg_extreme(input, dim, keepdim, True, "argmax"), out)
 
 
-def argmin(input, dim=None, keepdim=False, *, out=None):
+@declare_op()
+def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out: Tensor | None = None) -> Tensor:
     """Index of the smallest value; ties give the first index.
 
     Example::
@@ -1069,7 +1083,9 @@ def _var_args(name, input, dim, unbiased, keepdim, correction):
     return x, dims, correction
 
 
-def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+@declare_op()
+def var(input: Tensor, dim: int | Sequence[int] | None = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: float | None = None, out: Tensor | None = None) -> Tensor:
     """Variance over ``dim``, divided by ``N - correction`` (``correction=1`` by
     default; ``unbiased=False`` means ``correction=0``). NaN (with a warning)
     when ``N - correction <= 0``.
@@ -1084,7 +1100,9 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     return _out(_apply1(Var, input, (x, dims, c, keepdim, False, whole)), out)
 
 
-def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+@declare_op()
+def std(input: Tensor, dim: int | Sequence[int] | None = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: float | None = None, out: Tensor | None = None) -> Tensor:
     """Standard deviation over ``dim`` (see :func:`var` for ``correction``).
 
     Example::
@@ -1096,7 +1114,9 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     return _out(_apply1(Std, input, (x, dims, c, keepdim, True)), out)
 
 
-def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+@declare_op(method=False)
+def var_mean(input: Tensor, dim: int | Sequence[int] | None = None, unbiased: bool | None = None, keepdim: bool = False,
+             *, correction: float | None = None) -> tuple[Tensor, Tensor]:
     """``(var, mean)`` over ``dim`` (a plain tuple, as in PyTorch).
 
     Example::
@@ -1108,7 +1128,9 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return v, mean(input, None if isinstance(dim, _bool) else dim, keepdim)
 
 
-def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+@declare_op(method=False)
+def std_mean(input: Tensor, dim: int | Sequence[int] | None = None, unbiased: bool | None = None, keepdim: bool = False,
+             *, correction: float | None = None) -> tuple[Tensor, Tensor]:
     """``(std, mean)`` over ``dim``.
 
     Example::
@@ -1162,7 +1184,8 @@ def _float_or_default(x):
     return x if x.dtype.kind in "fc" else x.astype(D.get_default_dtype().np)
 
 
-def logsumexp(input, dim, keepdim=False, *, out=None):
+@declare_op()
+def logsumexp(input: Tensor, dim: int | Sequence[int], keepdim: bool = False, *, out: Tensor | None = None) -> Tensor:
     """``log(sum(exp(input), dim))`` computed stably (no overflow for large
     inputs); integer inputs give the default float dtype.
 
@@ -1171,8 +1194,6 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
         >>> fabric.logsumexp(fabric.tensor([1e4, 1e4]), 0)
         tensor(10000.6934)
     """
-    if _amp.active and out is None and (c := _amp.cast("logsumexp", input)):
-        input, = c
     x = input._data
     if dim is None:
         raise TypeError("logsumexp(): argument 'dim' must be tuple of ints, not NoneType")
@@ -1218,7 +1239,8 @@ class LogCumSumExp(Function):
         return out, None
 
 
-def logcumsumexp(input, dim, *, out=None):
+@declare_op()
+def logcumsumexp(input: Tensor, dim: int, *, out: Tensor | None = None) -> Tensor:
     """``log(cumsum(exp(input), dim))`` computed stably.
 
     Example::
@@ -1262,7 +1284,8 @@ def _cum_extreme(input, dim, is_max, name):
     return getattr(return_types, name)(v, _const(idx))
 
 
-def cummax(input, dim, *, out=None):
+@declare_op()
+def cummax(input: Tensor, dim: int, *, out: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """Running maximum along ``dim`` and where it was attained (the latest
     index on ties, as PyTorch).
 
@@ -1275,7 +1298,8 @@ def cummax(input, dim, *, out=None):
     return _out_tuple(_cum_extreme(input, dim, True, "cummax"), out)
 
 
-def cummin(input, dim, *, out=None):
+@declare_op()
+def cummin(input: Tensor, dim: int, *, out: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """Running minimum along ``dim`` and its (latest on ties) index.
 
     Example::
@@ -1391,7 +1415,9 @@ def _vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None, name="lin
     return _apply1(VectorNorm, input, (x, ord, dims, keepdim))
 
 
-def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+@declare_op()
+def norm(input: Tensor, p: float | str | None = "fro", dim: int | Sequence[int] | None = None, keepdim: bool = False,
+         out: Tensor | None = None, dtype: D.dtype | None = None) -> Tensor:
     """``torch.norm``: the vector ``p``-norm over ``dim`` (int, tuple or None
     for all) for numeric ``p`` (incl. ``inf``, ``-inf``, 0) and for ``'fro'``
     (the 2-norm of the flattened dims). ``'nuc'`` and other matrix norms call
@@ -1405,8 +1431,6 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
         >>> fabric.tensor([[3., 4.], [0., 1.]]).norm(dim=1)
         tensor([5., 1.])
     """
-    if _amp.active and out is None and (c := _amp.cast("norm", input)):
-        input, = c
     if isinstance(p, str):
         if p == "fro" and (dim is None or isinstance(dim, (_int, np.integer)) or len(dim) <= 2):
             r = _vector_norm(input, 2, dim, keepdim, dtype=dtype)
@@ -1431,7 +1455,9 @@ def _logical_reduce(input, dim, keepdim, is_all):
     return _const(xp.asarray(r, dtype=np.uint8 if x.dtype == np.uint8 else np.bool_))
 
 
-def all(input, dim=None, keepdim=False, *, out=None):
+@declare_op()
+def all(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+        out: Tensor | None = None) -> Tensor:
     """Whether all elements (over ``dim``: int, tuple or None) are nonzero.
     bool result (uint8 for uint8 input, as PyTorch).
 
@@ -1443,7 +1469,9 @@ def all(input, dim=None, keepdim=False, *, out=None):
     return _out(_logical_reduce(input, dim, keepdim, True), out)
 
 
-def any(input, dim=None, keepdim=False, *, out=None):
+@declare_op()
+def any(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+        out: Tensor | None = None) -> Tensor:
     """Whether any element (over ``dim``) is nonzero.
 
     Example::
@@ -1454,7 +1482,8 @@ def any(input, dim=None, keepdim=False, *, out=None):
     return _out(_logical_reduce(input, dim, keepdim, False), out)
 
 
-def count_nonzero(input, dim=None):
+@declare_op()
+def count_nonzero(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     """Number of nonzero elements over ``dim`` (int, tuple or None), int64.
 
     Example::
@@ -1469,7 +1498,6 @@ def count_nonzero(input, dim=None):
 
 # --- in-place scans -------------------------------------------------------------------------------------
 
-__all__ += ["cumsum_", "cumprod_", "sum_to_size"]
 
 
 def _scan_(self, dim, dtype, fn, name, saves_self):
@@ -1486,7 +1514,8 @@ def _scan_(self, dim, dtype, fn, name, saves_self):
     return _inplace_from(self, lambda t: fn(t, dim), (), saves_self)
 
 
-def cumsum_(self, dim, *, dtype=None):
+@declare_op(top_level=False)
+def cumsum_(self: Tensor, dim: int, *, dtype: D.dtype | None = None) -> Tensor:
     """In-place :func:`fabric.cumsum` (``dtype``, if given, must be ``self``'s).
 
     Example::
@@ -1497,7 +1526,8 @@ def cumsum_(self, dim, *, dtype=None):
     return _scan_(self, dim, dtype, cumsum, "cumsum", False)
 
 
-def cumprod_(self, dim, *, dtype=None):
+@declare_op(top_level=False)
+def cumprod_(self: Tensor, dim: int, *, dtype: D.dtype | None = None) -> Tensor:
     """In-place :func:`fabric.cumprod`.
 
     Example::
@@ -1510,7 +1540,8 @@ def cumprod_(self, dim, *, dtype=None):
 
 # --- sum_to_size ------------------------------------------------------------------------------------------
 
-def sum_to_size(self, *size):
+@declare_op(top_level=False)
+def sum_to_size(self: Tensor, *size: int | Sequence[int]) -> Tensor:
     """Sum ``self`` down to ``size`` (the reverse of ``expand``); returns
     ``self`` when the sizes already match.
 
@@ -1537,10 +1568,11 @@ def sum_to_size(self, *size):
 
 # --- composites: diff, cov, corrcoef, trapezoid --------------------------------------------------------------------
 
-__all__ += ["diff", "cov", "corrcoef", "trapezoid", "trapz", "cumulative_trapezoid"]
 
 
-def diff(input, n=1, dim=-1, prepend=None, append=None):
+@declare_op()
+def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
+         append: Tensor | None = None) -> Tensor:
     """n-th forward difference along ``dim`` (bool inputs use xor, as PyTorch).
 
     Example::
@@ -1565,7 +1597,9 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     return x
 
 
-def cov(input, *, correction=1, fweights=None, aweights=None):
+@declare_op()
+def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
+        aweights: Tensor | None = None) -> Tensor:
     """Covariance of the rows of ``input`` (variables) over its columns (observations)."""
     if fweights is not None or aweights is not None:
         raise NotImplementedError("fabric.cov does not support fweights/aweights yet")
@@ -1578,7 +1612,8 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     return c.squeeze() if input.ndim < 2 else c
 
 
-def corrcoef(input):
+@declare_op()
+def corrcoef(input: Tensor) -> Tensor:
     """Pearson correlation coefficients of the rows of ``input``."""
     from .pointwise import clamp  # pointwise imports reduce
 
@@ -1589,7 +1624,8 @@ def corrcoef(input):
     return clamp(c / d[:, None] / d[None, :], -1, 1)
 
 
-def trapezoid(y, x=None, *, dx=None, dim=-1):
+@declare_op(aliases=("trapz",), method=False)
+def trapezoid(y: Tensor, x: Tensor | None = None, *, dx: float | None = None, dim: int = -1) -> Tensor:
     """Trapezoidal rule along ``dim``."""
     n = y.shape[dim]
     if n == 0:
@@ -1604,9 +1640,13 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
 trapz = trapezoid
 
 
-def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+@declare_op(method=False)
+def cumulative_trapezoid(y: Tensor, x: Tensor | None = None, *, dx: float | None = None, dim: int = -1) -> Tensor:
     n = y.shape[dim]
     left, right = narrow(y, dim, 0, builtins.max(n - 1, 0)), narrow(y, dim, 1, builtins.max(n - 1, 0))
     if x is None:
         return ((left + right) * (0.5 * (1.0 if dx is None else dx))).cumsum(dim)
     return ((left + right) * diff(x, dim=dim if x.ndim == y.ndim else -1) * 0.5).cumsum(dim)
+
+
+__all__ += declared_names(__name__)

@@ -314,6 +314,9 @@ class ndarray:
     flags = property(lambda self: self._a.flags)
     T = property(lambda self: _wrap_new(self._a.T))
     mT = property(lambda self: _wrap_new(np.swapaxes(self._a, -1, -2)))
+    # views on the device, as CuPy's (NumPy's attribute of the host array would leave the device)
+    real = property(lambda self: _wrap_new(self._a.real))
+    imag = property(lambda self: _wrap_new(self._a.imag))
 
     @property
     def base(self):

@@ -148,7 +148,7 @@ def binary_samples(low=-2.0, high=2.0, positive_rhs=False, away_from=None, rhs_s
     return gen
 
 
-FAMILIES = ("core", "pointwise", "reductions", "shape", "indexing", "linalg", "more")
+FAMILIES = ("core", "pointwise", "reductions", "shape", "indexing", "linalg", "more", "fft")
 
 
 def all_ops():

@@ -45,6 +45,14 @@ def kernels32():
     return _k32
 
 
+# float64 ops the NumPy reference runs faster than a numba kernel could here: their cost is
+# exp, one libm call per element in numba against NumPy's SIMD exp (measured 1.5-2.5x slower,
+# see docs/performance.md); float64 is the gradcheck dtype, so these stay on the reference.
+# Named as the CUDA kernels are (the agreement tests' ``ran`` reads it).
+REFERENCE_FLOAT64 = frozenset({"softmax_fwd", "log_softmax_fwd", "log_softmax_bwd", "safe_softmax_inplace",
+                               "cross_entropy_fwd", "cross_entropy_bwd"})
+
+
 def _for(dtype):
     """The kernel set for ``dtype``: the vectorised float32 one, else the float64-arithmetic one."""
     return kernels32() if dtype == _F32 else kernels()
@@ -105,20 +113,20 @@ class NumbaBackend(NumpyBackend):
         return np.moveaxis(out, -1, axis) if axis != ndim - 1 else out
 
     def softmax(self, x, axis=-1):
-        if not (_ok(x) and _axis_ok(axis, x.ndim)):
+        if not (_ok(x) and x.dtype == _F32 and _axis_ok(axis, x.ndim)):
             return super().softmax(x, axis)
-        return self._rowwise(_for(x.dtype).softmax_fwd, axis, x)
+        return self._rowwise(kernels32().softmax_fwd, axis, x)
 
     def safe_softmax_(self, s):
-        if not (_ok(s) and s.ndim >= 1 and s.flags.c_contiguous and s.flags.writeable):
+        if not (_ok(s) and s.dtype == _F32 and s.ndim >= 1 and s.flags.c_contiguous and s.flags.writeable):
             return super().safe_softmax_(s)
-        _for(s.dtype).safe_softmax_inplace(s.reshape(-1, s.shape[-1]))
+        kernels32().safe_softmax_inplace(s.reshape(-1, s.shape[-1]))
         return s
 
     def log_softmax(self, x, axis=-1):
-        if not (_ok(x) and _axis_ok(axis, x.ndim)):
+        if not (_ok(x) and x.dtype == _F32 and _axis_ok(axis, x.ndim)):
             return super().log_softmax(x, axis)
-        return self._rowwise(_for(x.dtype).log_softmax_fwd, axis, x)
+        return self._rowwise(kernels32().log_softmax_fwd, axis, x)
 
     def softmax_backward(self, y, gy, axis=-1):
         if not (_ok(y, gy) and y.shape == gy.shape and _axis_ok(axis, y.ndim)):
@@ -126,32 +134,34 @@ class NumbaBackend(NumpyBackend):
         return self._rowwise(_for(y.dtype).softmax_bwd, axis, y, gy)
 
     def log_softmax_backward(self, y, gy, axis=-1):
-        if not (_ok(y, gy) and y.shape == gy.shape and _axis_ok(axis, y.ndim)):
+        if not (_ok(y, gy) and y.dtype == _F32 and y.shape == gy.shape and _axis_ok(axis, y.ndim)):
             return super().log_softmax_backward(y, gy, axis)
-        return self._rowwise(_for(y.dtype).log_softmax_bwd, axis, y, gy)
+        return self._rowwise(kernels32().log_softmax_bwd, axis, y, gy)
 
     # --- cross entropy ---------------------------------------------------------------------
     def cross_entropy(self, logits, target, weight=None, ignore_index=-100, label_smoothing=0.0):
-        if not (_ok(logits) and logits.ndim == 2 and logits.shape[1] > 0 and target.dtype.kind in "iu"):
+        if not (_ok(logits) and logits.dtype == _F32 and logits.ndim == 2 and logits.shape[1] > 0
+                and target.dtype.kind in "iu"):
             return super().cross_entropy(logits, target, weight, ignore_index, label_smoothing)
         n, c = logits.shape
         x = np.ascontiguousarray(logits)
         w = np.ones(c, x.dtype) if weight is None else _vec(weight, c, x.dtype)
         loss, lse = np.empty(n, x.dtype), np.empty(n, x.dtype)
-        _for(x.dtype).cross_entropy_fwd(x, np.ascontiguousarray(target, np.int64), w, int(ignore_index),
+        kernels32().cross_entropy_fwd(x, np.ascontiguousarray(target, np.int64), w, int(ignore_index),
                                     float(label_smoothing), loss, lse)
         return loss, (logits, lse)
 
     def cross_entropy_backward(self, saved, target, weight, ignore_index, label_smoothing, g_loss):
         logits, lse = saved
-        if not (_ok(logits, lse) and logits.ndim == 2 and logits.shape[1] > 0 and target.dtype.kind in "iu"):
+        if not (_ok(logits, lse) and logits.dtype == _F32 and logits.ndim == 2 and logits.shape[1] > 0
+                and target.dtype.kind in "iu"):
             return super().cross_entropy_backward(saved, target, weight, ignore_index, label_smoothing, g_loss)
         n, c = logits.shape
         x = np.ascontiguousarray(logits)
         w = np.ones(c, x.dtype) if weight is None else _vec(weight, c, x.dtype)
         g = np.ascontiguousarray(np.broadcast_to(g_loss, (n,)), x.dtype)
         out = np.empty_like(x)
-        _for(x.dtype).cross_entropy_bwd(x, lse, np.ascontiguousarray(target, np.int64), w, int(ignore_index),
+        kernels32().cross_entropy_bwd(x, lse, np.ascontiguousarray(target, np.int64), w, int(ignore_index),
                                     float(label_smoothing), g, out)
         return out
 
@@ -340,12 +350,6 @@ class NumbaBackend(NumpyBackend):
         kernels().col2im_2d(np.ascontiguousarray(cols).reshape(n, c, kh, kw, oh * ow), kh, kw, sh, sw, ph, pw,
                             dh, dw, oh, ow, out)
         return out.reshape(tuple(input_shape))
-
-    # --- LSTM cell (fabric/nn/modules/rnn.py calls them for float32 NumPy arrays) ---------------
-    def lstm_cell_kernels(self):
-        """``(forward, backward)`` step kernels (:func:`.kernels32.lstm_cell_fwd` / ``_bwd``)."""
-        k = kernels32()
-        return k.lstm_cell_fwd, k.lstm_cell_bwd
 
     # --- optimizers -----------------------------------------------------------------------------
     @staticmethod

@@ -9,7 +9,7 @@ run rows in parallel (``prange``).  They are compiled on first use and cached on
 """
 from __future__ import annotations
 
-from math import erfc, exp, log, sqrt, tanh
+from math import erfc, exp, sqrt, tanh
 
 import numba
 import numpy as np
@@ -28,62 +28,8 @@ _INV_SQRT_2PI = 0.3989422804014327
 _GELU_C = 0.044715
 
 
-@_jit
-def _row_max(x, i):
-    m = -np.inf
-    for j in range(x.shape[1]):
-        v = x[i, j]
-        if v > m or v != v:
-            m = v
-            if v != v:
-                break
-    return m
-
-
-# --- softmax family -------------------------------------------------------------------------
-@_pjit
-def softmax_fwd(x, out):
-    for i in prange(x.shape[0]):
-        m = _row_max(x, i)
-        s = 0.0
-        for j in range(x.shape[1]):
-            e = exp(x[i, j] - m)
-            out[i, j] = e
-            s += e
-        for j in range(x.shape[1]):
-            out[i, j] = out[i, j] / s
-
-
-@_pjit
-def safe_softmax_inplace(s):
-    """Softmax of each row of ``s`` in place; a row of all -inf gives zeros."""
-    for i in prange(s.shape[0]):
-        m = _row_max(s, i)
-        if m == -np.inf:
-            m = 0.0
-        t = 0.0
-        for j in range(s.shape[1]):
-            e = exp(s[i, j] - m)
-            s[i, j] = e
-            t += e
-        if t == 0.0:
-            t = 1.0
-        for j in range(s.shape[1]):
-            s[i, j] = s[i, j] / t
-
-
-@_pjit
-def log_softmax_fwd(x, out):
-    for i in prange(x.shape[0]):
-        m = _row_max(x, i)
-        s = 0.0
-        for j in range(x.shape[1]):
-            s += exp(x[i, j] - m)
-        ls = log(s)
-        for j in range(x.shape[1]):
-            out[i, j] = (x[i, j] - m) - ls
-
-
+# --- softmax backward (the softmax forward, log-softmax and cross entropy: kernels32 for float32,
+# the NumPy reference for float64, whose SIMD exp beats a libm call per element) ------------
 @_pjit
 def softmax_bwd(y, gy, out):
     for i in prange(y.shape[0]):
@@ -92,74 +38,6 @@ def softmax_bwd(y, gy, out):
             d += gy[i, j] * y[i, j]
         for j in range(y.shape[1]):
             out[i, j] = (gy[i, j] - d) * y[i, j]
-
-
-@_pjit
-def log_softmax_bwd(y, gy, out):
-    for i in prange(y.shape[0]):
-        s = 0.0
-        for j in range(y.shape[1]):
-            s += gy[i, j]
-        for j in range(y.shape[1]):
-            out[i, j] = gy[i, j] - exp(y[i, j]) * s
-
-
-# --- cross entropy --------------------------------------------------------------------------
-@_pjit
-def cross_entropy_fwd(x, target, w, ignore_index, eps, loss, lse):
-    """Per-row loss and shifted log-sum-exp; ``w`` are the class weights (ones when unweighted)."""
-    n, c = x.shape
-    wsum = 0.0
-    for j in range(c):
-        wsum += w[j]
-    for i in prange(n):
-        m = _row_max(x, i)
-        s = 0.0
-        zs = 0.0
-        for j in range(c):
-            z = x[i, j] - m
-            s += exp(z)
-            if eps != 0.0:
-                zs += w[j] * z
-        ls = log(s)
-        lse[i] = ls
-        t = target[i]
-        if t == ignore_index:
-            loss[i] = 0.0
-        elif t < 0 or t >= c:
-            loss[i] = np.nan
-        else:
-            li = (ls - (x[i, t] - m)) * w[t]
-            if eps != 0.0:
-                li = li * (1.0 - eps) + (eps / c) * (wsum * ls - zs)
-            loss[i] = li
-
-
-@_pjit
-def cross_entropy_bwd(x, lse, target, w, ignore_index, eps, g_loss, out):
-    n, c = x.shape
-    wsum = 0.0
-    for j in range(c):
-        wsum += w[j]
-    for i in prange(n):
-        t = target[i]
-        if t == ignore_index:
-            for j in range(c):
-                out[i, j] = 0.0
-            continue
-        g = float(g_loss[i])
-        valid = 0 <= t < c
-        wt = w[t] if valid else 1.0
-        a = g * ((1.0 - eps) * wt + eps * wsum / c)
-        m = _row_max(x, i)
-        ls = float(lse[i])
-        for j in range(c):
-            v = a * exp((x[i, j] - m) - ls)
-            if eps != 0.0:
-                v -= g * (eps / c) * w[j]
-            out[i, j] = v
-        if valid:
-            out[i, t] -= g * (1.0 - eps) * wt
 
 
 # --- layer / RMS norm -----------------------------------------------------------------------

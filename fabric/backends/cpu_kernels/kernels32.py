@@ -25,7 +25,7 @@ from ..fused import _INV_SQRT_2PI, _TAIL_MAX, _TAIL_P, _TAIL_P_HALF, _TAIL_Q, _T
 _jit = numba.njit(cache=True, nogil=True, error_model="numpy")
 _jit_sum = numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc"})
 # the scalar helpers are inlined into the calling loop at numba's level: left to LLVM's inliner,
-# a loop calling them five times kept the calls and ran scalar (the LSTM cell: 60x slower)
+# a loop calling them several times kept the calls and ran scalar (measured 7x slower)
 _jit_inline = numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 
 F32 = np.float32
@@ -69,26 +69,6 @@ def exp32(x):
     e = p * _bits_to_f32((k1 + 127) << 23) * _bits_to_f32((k - k1 + 127) << 23)  # pyright: ignore[reportCallIssue]  (an intrinsic: typingctx is numba's)
     e = e if x >= _EXP_LO else _ZERO
     return e if x == x else x
-
-
-_T0, _T1, _T2, _T3, _T4 = (F32(c) for c in (-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2,
-                                              1.33314422036e-1, -3.33332819422e-1))
-_TANH_SMALL, _TANH_BIG = F32(0.625), F32(44.0)
-
-
-@_jit_inline
-def tanh32(x):
-    """``tanh(x)`` for float32 ``x`` (Cephes' ``tanhf``: an odd polynomial below 0.625, where
-    ``1 - 2 / (exp(2|x|) + 1)`` would cancel, that form above; within 3 ulp).  Both branches
-    are computed and one selected, so a loop over it vectorises."""
-    a = abs(x)
-    z = x * x
-    small = ((((_T0 * z + _T1) * z + _T2) * z + _T3) * z + _T4) * z * x + x
-    ac = a if a < _TANH_BIG else _TANH_BIG        # tanh is 1 in float32 long before; exp stays finite
-    big = _ONE - _TWO / (exp32(ac + ac) + _ONE)
-    big = big if x >= _ZERO else -big
-    r = small if a < _TANH_SMALL else big
-    return r if (x == x and r != _ZERO) else x    # NaN, and the sign of -0
 
 
 _P = tuple(F32(c) for c in _TAIL_P)
@@ -355,60 +335,3 @@ def layer_norm_bwd(gy, x, w, mean, rstd, gx):
         else:
             for j in range(c):
                 gx[i, j] = gy[i, j] * r - (x[i, j] - mu) * r * c1 - c2
-
-
-# --- LSTM cell pointwise (fabric/nn/modules/rnn.py's step, gate order (g, i, f, o)) ----------
-@_jit
-def lstm_cell_fwd(acts, t, cp, cp_off, cs, ot, ot_off, k, off, bs):
-    """One time step's pointwise work for rows ``off:off+bs``: ``acts`` (4, n, H) gains the
-    recurrent term ``t`` (4, bs, H) and becomes the activations (tanh of g; the sigmoids of the
-    pre-halved i, f, o as ``tanh / 2 + 1/2``); ``cs[off + b] = f * c_prev + i * g`` with
-    ``c_prev = cp[cp_off + b]``; ``ot[ot_off + b] = o * tanh(c)``; and, when ``k`` (5, n, H) is
-    not empty, the backward's factors ``k[:4] = (1 - t^2) * [i, g, c_prev, tanh(c)]`` and
-    ``k[4] = o - o tanh(c)^2``.  One call replaces the step's ~15 NumPy passes."""
-    hid = acts.shape[2]
-    keep = k.shape[0] != 0
-    for b in range(bs):
-        r = off + b
-        for j in range(hid):
-            tg = tanh32(acts[0, r, j] + t[0, b, j])
-            ti = tanh32(acts[1, r, j] + t[1, b, j])
-            tf = tanh32(acts[2, r, j] + t[2, b, j])
-            to = tanh32(acts[3, r, j] + t[3, b, j])
-            i = ti * _HALF + _HALF
-            f = tf * _HALF + _HALF
-            o = to * _HALF + _HALF
-            c_prev = cp[cp_off + b, j]
-            c = f * c_prev + i * tg
-            th = tanh32(c)
-            h = o * th
-            acts[0, r, j] = tg
-            acts[1, r, j] = i
-            acts[2, r, j] = f
-            acts[3, r, j] = o
-            cs[r, j] = c
-            ot[ot_off + b, j] = h
-            if keep:
-                k[0, r, j] = (_ONE - tg * tg) * i
-                k[1, r, j] = (_ONE - ti * ti) * tg
-                k[2, r, j] = (_ONE - tf * tf) * c_prev
-                k[3, r, j] = (_ONE - to * to) * th
-                k[4, r, j] = o - h * th
-
-
-@_jit
-def lstm_cell_bwd(dr, k, f, dc, d, off, bs):
-    """One backward step for rows ``off:off+bs``: ``d[3] = dr * k[3]`` (d_o),
-    ``dc += dr * k[4]``, ``d[:3] = dc * k[:3]``, then ``dc *= f`` (the carried cell gradient);
-    ``d`` (5, n, H) as the caller's buffer (slot 4 unused here)."""
-    hid = dc.shape[1]
-    for b in range(bs):
-        r = off + b
-        for j in range(hid):
-            g = dr[b, j]
-            d[3, r, j] = g * k[3, r, j]
-            c = dc[b, j] + g * k[4, r, j]
-            d[0, r, j] = c * k[0, r, j]
-            d[1, r, j] = c * k[1, r, j]
-            d[2, r, j] = c * k[2, r, j]
-            dc[b, j] = c * f[r, j]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..._tensor import Tensor
 from ...autograd.function import Function, _apply
-from ...ops import _autocast as _amp
+from ...ops._registry import declare_op
 from ...ops._util import device_mismatch
 
 __all__ = ["linear", "bilinear"]
@@ -115,6 +115,7 @@ def _check_linear(input, weight, bias):
                                f"{_dtype_word(x.dtype)}")
 
 
+@declare_op(method=False)
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias``: input ``(*, in)``, weight ``(out, in)``
     (or ``(in,)``), bias ``(out,)``; returns ``(*, out)``.
@@ -125,8 +126,6 @@ def linear(input, weight, bias=None):
         >>> fabric.nn.functional.linear(fabric.ones(3), fabric.eye(3) * 2)
         tensor([2., 2., 2.])
     """
-    if _amp.active and (c := _amp.cast("linear", input, weight, bias)):
-        input, weight, bias = c
     _check_linear(input, weight, bias)
     if weight._data.ndim == 1:  # (in,) weight: a dot product over the last dim
         out = input.matmul(weight)
@@ -135,6 +134,7 @@ def linear(input, weight, bias=None):
     return _apply(Linear, (input, weight, bias), (input._data, weight._data, b))
 
 
+@declare_op(method=False)
 def bilinear(input1, input2, weight, bias=None):
     """``y[..., k] = input1 @ weight[k] @ input2 + bias[k]``: inputs
     ``(*, in1)`` and ``(*, in2)`` with equal leading dims, weight
@@ -146,9 +146,6 @@ def bilinear(input1, input2, weight, bias=None):
         >>> fabric.nn.functional.bilinear(fabric.ones(2, 3), fabric.ones(2, 4), fabric.ones(5, 3, 4)).shape
         fabric.Size([2, 5])
     """
-    if _amp.active and (c := _amp.cast("bilinear", input1, input2, weight, bias)):
-        with _amp.excluded():
-            return bilinear(*c)
     x1, x2, w = input1._data, input2._data, weight._data
     if x1.ndim != x2.ndim:
         raise RuntimeError(f"bilinear(): input dimensions do not match: got {x1.ndim} and {x2.ndim}")

@@ -218,16 +218,6 @@ def _final_state(xp, arr, plan, reverse):
     return arr[xp.asarray(rows)]
 
 
-def _cell_kernels(xp, dt):
-    """The CPU backend's compiled LSTM cell kernels (``(forward, backward)``) for float32 NumPy
-    arrays when the numba kernels are on, else None (the NumPy step below)."""
-    if xp is not np or dt != np.float32:
-        return None
-    from ...backends import cpu_backend
-
-    return getattr(cpu_backend, "lstm_cell_kernels", lambda: None)()
-
-
 def _lstm_forward(xp, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, plan, reverse, keep=True):
     """With ``keep`` (a graph is recorded) the step also stores the derivative
     factors its backward needs, computed while the step's blocks are in cache:
@@ -252,13 +242,10 @@ def _lstm_forward(xp, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, plan, reverse, ke
     r = (alloc("lstm_r", (n, hid)) if keep else _scratch(xp, "lstm_r", (batch, hid), dt)) if w_hr is not None else None
     y = xp.empty((n, p), dt)
     tmp = _scratch(xp, "lstm_t", (4 * batch * hid,), dt)
-    kernels = _cell_kernels(xp, dt)
-    no_k = xp.empty((0, 0, 0), dt)
     prev = None
     for off, bs in _order(plan, reverse):
         e = off + bs
         hp = hprev[off:e] if keep else hprev[:bs]
-        cp_arr, cp_off = cpb, 0
         if prev is None:
             _gather_state(hp, None, 0, bs, h0)
             cp = cpb[:bs]
@@ -268,19 +255,12 @@ def _lstm_forward(xp, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, plan, reverse, ke
             _gather_state(hp, y[poff:poff + pbs], pbs, bs, h0)
             if pbs >= bs:
                 cp = cs[poff:poff + bs]
-                cp_arr, cp_off = cs, poff
             else:
                 cp = cpb[:bs]
                 _gather_state(cp, cs[poff:poff + pbs], pbs, bs, c0)
         prev = (off, bs)
         t = tmp[:4 * bs * hid].reshape(4, bs, hid)
         xp.matmul(hp, whh, out=t)
-        if kernels is not None:
-            ot, ot_off = (y, off) if w_hr is None else ((r, off) if keep else (r, 0))
-            kernels[0](acts, t, cp_arr, cp_off, cs, ot, ot_off, k if keep else no_k, off, bs)
-            if w_hr is not None:
-                xp.matmul(ot[ot_off:ot_off + bs], whr_t, out=y[off:e])
-            continue
         a = acts[:, off:e]
         a += t
         xp.tanh(a, out=a)
@@ -345,7 +325,6 @@ def _lstm_backward(xp, saved, x, w_ih, w_hh, w_hr, gy, ghn, gcn, plan, reverse):
     gh_rows = xp.empty((n, p), dt) if w_hr is not None else None
     tmp4 = _scratch(xp, "lstm_b4", (4 * batch * p,), dt)
     k3, k34 = k[:3], k[3:]
-    kernels = _cell_kernels(xp, dt)
     for off, bs in _order(plan, not reverse):
         e = off + bs
         gh = dh[:bs]
@@ -358,13 +337,10 @@ def _lstm_backward(xp, saved, x, w_ih, w_hh, w_hr, gy, ghn, gcn, plan, reverse):
             dr = xp.matmul(gh, w_hr)
         dcs = dc[:bs]
         d5 = dbuf[:, off:e]
-        if kernels is not None:
-            kernels[1](dr, k, f, dcs, dbuf, off, bs)
-        else:
-            xp.multiply(dr, k34[:, off:e], out=d5[3:])   # d_o and dr * k_c
-            dcs += d5[4]
-            xp.multiply(dcs, k3[:, off:e], out=d5[:3])
-            dcs *= f[off:e]
+        xp.multiply(dr, k34[:, off:e], out=d5[3:])   # d_o and dr * k_c
+        dcs += d5[4]
+        xp.multiply(dcs, k3[:, off:e], out=d5[:3])
+        dcs *= f[off:e]
         t4 = tmp4[:4 * bs * p].reshape(4, bs, p)
         xp.matmul(d5[:4], whh, out=t4)
         xp.sum(t4, axis=0, out=gh)

@@ -15,10 +15,12 @@ import warnings
 import numpy as np
 
 from ... import _dtype as D
+from ..._tensor import Tensor
 from ...autograd.function import Function, _apply
 from ...autograd.grad_mode import state as _grad_state
 from ...backends import backend_of
-from .. import _autocast as _amp
+from .._registry import declare_op
+from .._registry import public_names as declared_names
 from .._util import xp_of
 from ._common import (
     LinAlgError,
@@ -51,8 +53,8 @@ from ._common import (
 )
 from .triangular import linalg_solve_triangular
 
-__all__ = ["cholesky", "cholesky_inverse", "cholesky_solve", "linalg_cholesky", "linalg_cholesky_ex", "linalg_eig",
-           "linalg_eigh", "linalg_eigvals", "linalg_eigvalsh", "linalg_qr", "linalg_svd", "linalg_svdvals", "qr", "svd"]
+__all__ = ["linalg_cholesky", "linalg_cholesky_ex", "linalg_eig", "linalg_eigh", "linalg_eigvals", "linalg_eigvalsh",
+           "linalg_qr", "linalg_svd", "linalg_svdvals"]  # + the declared ops (end of module)
 
 # =====================================================================================
 # Decompositions
@@ -88,24 +90,21 @@ class LinalgCholesky(Function):
         return linalg_solve_triangular(L, P, upper=False, left=False), None
 
 
-def linalg_cholesky(A, *, upper=False, out=None):
+@declare_op(name="cholesky", namespace="linalg", autocast="linalg_cholesky", method=False)
+def linalg_cholesky(A: Tensor, *, upper: bool = False, out: Tensor | None = None) -> Tensor:
     """Cholesky factor ``L`` (lower; ``upper=True`` gives ``L^T``) of a
     symmetric positive-definite matrix, reading its lower triangle.  Not
     positive-definite input raises ``fabric.linalg.LinAlgError``."""
-    if _amp.active and out is None and (c := _amp.cast("linalg_cholesky", A, upper)):
-        with _amp.excluded():
-            return linalg_cholesky(*c[:1], upper=c[1])
     a = _check_matrix(A, "linalg.cholesky")
     return _out(_apply(LinalgCholesky, (A, upper), (a, upper)), out)
 
 
-def linalg_cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+@declare_op(name="cholesky_ex", namespace="linalg", autocast="linalg_cholesky_ex", method=False)
+def linalg_cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False,
+                       out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor]:
     """``(L, info)``: ``info`` (int32) is 0 on success, else the order of the
     first leading minor that is not positive-definite; ``L`` of such a
     matrix is NaN (LAPACK leaves a partial factor there)."""
-    if _amp.active and out is None and (c := _amp.cast("linalg_cholesky_ex", A, upper, check_errors)):
-        with _amp.excluded():
-            return linalg_cholesky_ex(*c[:1], upper=c[1], check_errors=c[2])
     a = _check_matrix(A, "linalg.cholesky_ex")
     try:
         L = linalg_cholesky(A, upper=upper)
@@ -120,11 +119,9 @@ def linalg_cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     return _out(linalg_cholesky_ex_t(L, _const(info)), out)
 
 
-def cholesky(input, upper=False, *, out=None):
+@declare_op()
+def cholesky(input: Tensor, upper: bool = False, *, out: Tensor | None = None) -> Tensor:
     """``torch.cholesky`` (deprecated in PyTorch, which warns; so does fabric)."""
-    if _amp.active and out is None and (c := _amp.cast("cholesky", input, upper)):
-        with _amp.excluded():
-            return cholesky(*c)
     warnings.warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a future "
                   "PyTorch release.\nL = torch.cholesky(A)\nshould be replaced with\nL = torch.linalg.cholesky(A)\n"
                   "and\nU = torch.cholesky(A, upper=True)\nshould be replaced with\nU = torch.linalg.cholesky(A).mH",
@@ -176,14 +173,12 @@ class CholeskySolve(Function):
         return (gb if need_b else None), gL, None
 
 
-def cholesky_solve(B, L, upper=False, *, out=None):
+@declare_op()
+def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False, *, out: Tensor | None = None) -> Tensor:
     """Solve ``A X = B`` given the Cholesky factor of ``A`` (lower ``L``, or
     upper ``U`` with ``upper=True``); batch dims broadcast.  The forward reads
     only the factor's triangle; the gradient with respect to ``L`` is
     PyTorch's formula, which treats ``L`` as a full matrix."""
-    if _amp.active and out is None and (c := _amp.cast("cholesky_solve", B, L, upper)):
-        with _amp.excluded():
-            return cholesky_solve(*c)
     _check_tensor(B, "cholesky_solve", "input", 1)
     _check_tensor(L, "cholesky_solve", "input2", 2)
     b, l_ = B._data, L._data
@@ -222,13 +217,11 @@ class CholeskyInverse(Function):
         return (-(L @ common) if ctx.upper else -(common @ L)), None
 
 
-def cholesky_inverse(L, upper=False, *, out=None):
+@declare_op()
+def cholesky_inverse(L: Tensor, upper: bool = False, *, out: Tensor | None = None) -> Tensor:
     """Inverse of ``A`` from its Cholesky factor (``A = L L^T``, or ``U^T U``
     with ``upper=True``), reading the factor's triangle; the gradient is
     PyTorch's formula (``L`` treated as a full matrix)."""
-    if _amp.active and out is None and (c := _amp.cast("cholesky_inverse", L, upper)):
-        with _amp.excluded():
-            return cholesky_inverse(*c)
     _check_tensor(L, "cholesky_inverse", "input", 1)
     l_ = L._data
     if l_.ndim < 2:
@@ -303,12 +296,10 @@ def _qr_backward_square(gQ, gR, Q, R):
     return linalg_solve_triangular(R.mH, B, upper=False, left=False)
 
 
-def linalg_qr(A, mode="reduced", *, out=None):
+@declare_op(name="qr", namespace="linalg", autocast="linalg_qr", method=False)
+def linalg_qr(A: Tensor, mode: str = "reduced", *, out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor]:
     """QR decomposition ``A = Q R`` (Householder, via LAPACK geqrf/orgqr):
     ``mode`` is 'reduced', 'complete' or 'r' (Q is then an empty tensor)."""
-    if _amp.active and out is None and (c := _amp.cast("linalg_qr", A, mode)):
-        with _amp.excluded():
-            return linalg_qr(*c)
     a = _check_matrix(A, "linalg.qr", square=False)
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', or "
@@ -316,12 +307,10 @@ def linalg_qr(A, mode="reduced", *, out=None):
     return _out(linalg_qr_t(*_apply(LinalgQr, (A, mode), (a, mode))), out)
 
 
-def qr(input, some=True, *, out=None):
+@declare_op()
+def qr(input: Tensor, some: bool = True, *, out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor]:
     """``torch.qr`` (deprecated in PyTorch, which warns; so does fabric):
     ``some=True`` is mode 'reduced', ``some=False`` 'complete'."""
-    if _amp.active and out is None and (c := _amp.cast("qr", input, some)):
-        with _amp.excluded():
-            return qr(*c)
     warnings.warn("torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a future PyTorch "
                   "release.\nThe boolean parameter 'some' has been replaced with a string parameter 'mode'.\n"
                   "Q, R = torch.qr(A, some)\nshould be replaced with\n"
@@ -415,13 +404,12 @@ def _svd_backward(gU, gS, gVh, U, S, Vh, full):
     return gA
 
 
-def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
+@declare_op(name="svd", namespace="linalg", autocast="linalg_svd", method=False)
+def linalg_svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None,
+               out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor, Tensor]:
     """``A = U diag(S) Vh`` with ``S`` descending.  Gradients follow PyTorch's
     formula (defined for distinct singular values; U and Vh are unique only
     up to the signs of their columns/rows)."""
-    if _amp.active and out is None and (c := _amp.cast("linalg_svd", A, full_matrices, driver)):
-        with _amp.excluded():
-            return linalg_svd(*c[:2], driver=c[2])
     a = _check_matrix(A, "linalg.svd", square=False)
     if driver is not None:
         raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
@@ -433,25 +421,22 @@ def _needs_grad(*ts):
     return _grad_state.enabled and any(t._requires_grad for t in ts)
 
 
-def linalg_svdvals(A, *, driver=None, out=None):
+@declare_op(name="svdvals", namespace="linalg", autocast="linalg_svdvals", method=False)
+def linalg_svdvals(A: Tensor, *, driver: str | None = None, out: Tensor | None = None) -> Tensor:
     """Singular values in descending order (no U/V computed unless a gradient
     is needed)."""
-    if _amp.active and out is None and (c := _amp.cast("linalg_svdvals", A, driver)):
-        with _amp.excluded():
-            return linalg_svdvals(*c[:1], driver=c[1])
     a = _check_matrix(A, "linalg.svdvals", square=False)
     if _needs_grad(A):
         return _out(linalg_svd(A, full_matrices=False, driver=driver).S, out)
     return _out(_const(_lapack_svd(a, False, compute_uv=False)), out)
 
 
-def svd(input, some=True, compute_uv=True, *, out=None):
+@declare_op()
+def svd(input: Tensor, some: bool = True, compute_uv: bool = True, *,
+        out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor, Tensor]:
     """``torch.svd``: returns ``(U, S, V)`` with ``V`` (not ``Vh``);
     ``some=True`` gives the reduced decomposition.  With
     ``compute_uv=False``, U and V are zero-filled ``(m, m)``/``(n, n)``."""
-    if _amp.active and out is None and (c := _amp.cast("svd", input, some, compute_uv)):
-        with _amp.excluded():
-            return svd(*c)
     a = _check_matrix(input, "svd", square=False)
     if not compute_uv:
         S = linalg_svdvals(input)
@@ -502,23 +487,19 @@ def _check_uplo(UPLO, fn):
     return UPLO.upper()
 
 
-def linalg_eigh(A, UPLO="L", *, out=None):
+@declare_op(name="eigh", namespace="linalg", autocast="linalg_eigh", method=False)
+def linalg_eigh(A: Tensor, UPLO: str = "L", *, out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor]:
     """Eigenvalues (ascending) and orthonormal eigenvectors of a symmetric
     matrix, reading the ``UPLO`` triangle.  Gradients are defined for
     distinct eigenvalues; eigenvectors are unique only up to sign."""
-    if _amp.active and out is None and (c := _amp.cast("linalg_eigh", A, UPLO)):
-        with _amp.excluded():
-            return linalg_eigh(*c)
     a = _check_matrix(A, "linalg.eigh")
     uplo = _check_uplo(UPLO, "linalg.eigh")
     return _out(linalg_eigh_t(*_apply(LinalgEigh, (A, uplo), (a, uplo))), out)
 
 
-def linalg_eigvalsh(A, UPLO="L", *, out=None):
+@declare_op(name="eigvalsh", namespace="linalg", autocast="linalg_eigvalsh", method=False)
+def linalg_eigvalsh(A: Tensor, UPLO: str = "L", *, out: Tensor | None = None) -> Tensor:
     """Eigenvalues (ascending) of a symmetric matrix."""
-    if _amp.active and out is None and (c := _amp.cast("linalg_eigvalsh", A, UPLO)):
-        with _amp.excluded():
-            return linalg_eigvalsh(*c)
     a = _check_matrix(A, "linalg.eigvalsh")
     uplo = _check_uplo(UPLO, "linalg.eigvalsh")
     if _needs_grad(A):
@@ -574,7 +555,8 @@ class LinalgEig(Function):
         return linalg_solve(Vh, X @ Vh)
 
 
-def linalg_eig(A, *, out=None):
+@declare_op(name="eig", namespace="linalg", autocast="linalg_eig", method=False)
+def linalg_eig(A: Tensor, *, out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor]:
     """Eigenvalues and eigenvectors (unit norm, as LAPACK's geev) of a square
     matrix; complex results also for real input.  Gradients follow PyTorch's
     formula (distinct eigenvalues; the loss must not depend on the eigenvectors' phases).
@@ -584,14 +566,12 @@ def linalg_eig(A, *, out=None):
         >>> fabric.linalg.eig(fabric.tensor([[2.0, 0.0], [0.0, 3.0]])).eigenvalues
         tensor([2.+0.j, 3.+0.j])
     """
-    if _amp.active and out is None and (c := _amp.cast("linalg_eig", A)):
-        with _amp.excluded():
-            return linalg_eig(*c)
     a = _check_matrix(A, "linalg.eig")
     return _out(linalg_eig_t(*_apply(LinalgEig, (A,), (a,))), out)
 
 
-def linalg_eigvals(A, *, out=None):
+@declare_op(name="eigvals", namespace="linalg", autocast="linalg_eigvals", method=False)
+def linalg_eigvals(A: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Eigenvalues of a square matrix (complex also for real input).
 
     Example::
@@ -599,10 +579,10 @@ def linalg_eigvals(A, *, out=None):
         >>> fabric.linalg.eigvals(fabric.tensor([[0.0, -1.0], [1.0, 0.0]]))
         tensor([0.+1.j, 0.-1.j])
     """
-    if _amp.active and out is None and (c := _amp.cast("linalg_eigvals", A)):
-        with _amp.excluded():
-            return linalg_eigvals(*c)
     a = _check_matrix(A, "linalg.eigvals")
     if _needs_grad(A):
         return _out(linalg_eig(A).eigenvalues, out)
     return _out(_const(_host_eig(a, False)[0]), out)
+
+
+__all__ += declared_names(__name__)
