@@ -100,7 +100,8 @@ def render():
              "Every differentiable op's backward is written with fabric ops, so double backward works; the registry "
              "runs forward-vs-NumPy, gradcheck and gradgradcheck (float64) and, with torch installed, PyTorch "
              "parity for each entry.", "",
-             "Complex dtypes are out of scope: no op accepts complex tensors.", "",
+             "complex64/complex128 are listed where the generic tests run an op in them (docs/complex.md has the "
+             "complex catalogue and PyTorch's gradient convention).", "",
              "Tensor method, in-place and autocast (the op's policy under `fabric.autocast`, per device type) come "
              "from the op's declaration in `fabric/ops/_registry.py` (or, for an op not declared yet, from the "
              "Tensor class); the other columns from its OpInfo entry.", ""]
@@ -121,7 +122,7 @@ def render():
                     missing.append(name)
                 lines.append(f"| `{name}` | | | {method} | {inplace} | {_autocast(decl)} | {status} |")
                 continue
-            dts = ", ".join(sorted({getattr(d, "__name__", str(d)) for d in op.dtypes}))
+            dts = ", ".join(sorted({getattr(d, "__name__", str(d)) for d in op.dtypes + op.complex_dtypes}))
             notes = op.notes.replace("|", "\\|").replace("\n", " ")
             grad = "yes" if op.differentiable else "no"
             lines.append(f"| `{name}` | {grad} | {dts} | {method} | {inplace} | {_autocast(decl)} | {notes} |")

@@ -982,8 +982,7 @@ OPS = [
                  output_index=1, rtol=1e-5),
     LinalgOpInfo("svd", _torch_svd_ref, _torch_svd_samples, post=_svd_V2, torch_name="", method="", rtol=1e-5),
     LinalgOpInfo("linalg.eigh", _np_eigh, _sym_samples, pre=sym, output_index=0, rtol=1e-5,
-                 notes="eigenvectors unique up to sign; gradients need distinct eigenvalues; linalg.eig/eigvals "
-                       "raise NotImplementedError (complex dtypes are out of scope)"),
+                 notes="eigenvectors unique up to sign (a phase for complex); gradients need distinct eigenvalues"),
     LinalgOpInfo("linalg.eigh", _eigh_ref(_eigh_V2), _sym_samples, pre=sym, post=_eigh_V2, torch_name="",
                  rtol=1e-5),
     LinalgOpInfo("linalg.eigh", _eigh_ref(_eigh_recon), _sym_samples, pre=sym, post=_eigh_recon, torch_name="",
