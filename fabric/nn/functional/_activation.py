@@ -231,7 +231,7 @@ def _threshold(input, th, value):
     return _unary(Threshold, input, th, value)
 
 
-def threshold(input, threshold, value, inplace=False):
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """``value`` where ``input <= threshold``, else ``input``.
 
     >>> import fabric, fabric.nn.functional as F
@@ -244,13 +244,13 @@ def threshold(input, threshold, value, inplace=False):
     return _threshold(input, threshold, value)
 
 
-def threshold_(input, threshold, value):
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
     """In-place :func:`threshold`."""
     _check_tensor(input, "threshold_")
     return _inplace(_threshold, input, threshold, value)
 
 
-def relu(input, inplace=False):
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """``max(input, 0)`` (``fabric.relu``).
 
     >>> import fabric, fabric.nn.functional as F
@@ -263,7 +263,7 @@ def relu(input, inplace=False):
     return _ops.relu(input)
 
 
-def relu_(input):
+def relu_(input: Tensor) -> Tensor:
     """In-place :func:`relu`."""
     return relu(input, inplace=True)
 
@@ -282,7 +282,7 @@ class Hardtanh(_Elementwise):
         return _mask_scale(gy, ~((xd <= lo) | (xd >= hi)))
 
 
-def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
     """Clamp to ``[min_val, max_val]``.
 
     >>> import fabric, fabric.nn.functional as F
@@ -299,12 +299,12 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     return _unary(Hardtanh, input, min_val, max_val)
 
 
-def hardtanh_(input, min_val=-1.0, max_val=1.0):
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
     """In-place :func:`hardtanh`."""
     return hardtanh(input, min_val, max_val, inplace=True)
 
 
-def relu6(input, inplace=False):
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     """``min(max(input, 0), 6)``.
 
     >>> import fabric, fabric.nn.functional as F
@@ -324,7 +324,7 @@ class LeakyRelu(_Elementwise):
         return _mask_scale(gy, x._data > 0, 1.0, ctx.params[0])
 
 
-def leaky_relu(input, negative_slope=0.01, inplace=False):
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """``input`` where positive, else ``negative_slope * input``.
 
     >>> import fabric, fabric.nn.functional as F
@@ -337,7 +337,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     return _unary(LeakyRelu, input, negative_slope)
 
 
-def leaky_relu_(input, negative_slope=0.01):
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     """In-place :func:`leaky_relu`."""
     return leaky_relu(input, negative_slope, inplace=True)
 
@@ -355,7 +355,7 @@ class Hardshrink(_Elementwise):
 
 
 @declare_op()
-def hardshrink(input, lambd=0.5):
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """``input`` where ``|input| > lambd``, else 0.
 
     >>> import fabric, fabric.nn.functional as F
@@ -379,7 +379,7 @@ class Softshrink(_Elementwise):
         return _mask_scale(gy, ~((xd >= -lambd) & (xd <= lambd)))
 
 
-def softshrink(input, lambd=0.5):
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """Shrink towards 0 by ``lambd``: ``x - lambd``, ``x + lambd`` or 0.
 
     >>> import fabric, fabric.nn.functional as F
@@ -407,7 +407,7 @@ class Hardsigmoid(_Elementwise):
         return _mask_scale(gy, (xd > -3) & (xd < 3), _ONE_SIXTH_F32)
 
 
-def hardsigmoid(input, inplace=False):
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     """``relu6(x + 3) / 6``.
 
     >>> import fabric, fabric.nn.functional as F
@@ -439,7 +439,7 @@ class Hardswish(_Elementwise):
         return gy * d
 
 
-def hardswish(input, inplace=False):
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * relu6(x + 3) / 6``.
 
     >>> import fabric, fabric.nn.functional as F
@@ -482,7 +482,7 @@ class Elu(_Elementwise):
         return gy * d
 
 
-def elu(input, alpha=1.0, inplace=False):
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``x`` for x > 0, else ``alpha * (exp(x) - 1)``.
 
     >>> import fabric, fabric.nn.functional as F
@@ -495,12 +495,12 @@ def elu(input, alpha=1.0, inplace=False):
     return _unary(Elu, input, float(alpha), 1.0, 1.0)
 
 
-def elu_(input, alpha=1.0):
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
     """In-place :func:`elu`."""
     return elu(input, alpha, inplace=True)
 
 
-def selu(input, inplace=False):
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """Scaled ELU with the self-normalising constants.
 
     >>> import fabric, fabric.nn.functional as F
@@ -513,12 +513,12 @@ def selu(input, inplace=False):
     return _unary(Elu, input, _SELU_ALPHA, _SELU_SCALE, 1.0)
 
 
-def selu_(input):
+def selu_(input: Tensor) -> Tensor:
     """In-place :func:`selu`."""
     return selu(input, inplace=True)
 
 
-def celu(input, alpha=1.0, inplace=False):
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``.
 
     >>> import fabric, fabric.nn.functional as F
@@ -533,7 +533,7 @@ def celu(input, alpha=1.0, inplace=False):
     return _unary(Elu, input, float(alpha), 1.0, 1.0 / alpha)
 
 
-def celu_(input, alpha=1.0):
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
     """In-place :func:`celu`."""
     return celu(input, alpha, inplace=True)
 
@@ -561,7 +561,7 @@ class Gelu(_Elementwise):
         return gy * d
 
 
-def gelu(input, approximate="none"):
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """``x * Phi(x)`` (``approximate='none'``) or its tanh approximation.
 
     >>> import fabric, fabric.nn.functional as F
@@ -587,7 +587,7 @@ class Silu(_Elementwise):
         return gy * (s * (x * (1.0 - s) + 1.0))
 
 
-def silu(input, inplace=False):
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * sigmoid(x)`` (swish).
 
     >>> import fabric, fabric.nn.functional as F
@@ -616,7 +616,7 @@ class Mish(_Elementwise):
         return gy * (t + x * _ops.sigmoid(x) * (1.0 - t * t))
 
 
-def mish(input, inplace=False):
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * tanh(softplus(x))``.
 
     >>> import fabric, fabric.nn.functional as F
@@ -650,7 +650,7 @@ class Softplus(_Elementwise):
 
 
 @declare_op(method=False)
-def softplus(input, beta=1.0, threshold=20.0):
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """``log(1 + exp(beta * x)) / beta``, linear where ``beta * x > threshold``.
 
     >>> import fabric, fabric.nn.functional as F
@@ -676,7 +676,7 @@ class LogSigmoid(_Elementwise):
         return gy * _ops.sigmoid(-x)
 
 
-def logsigmoid(input):
+def logsigmoid(input: Tensor) -> Tensor:
     """``log(sigmoid(x))``, stable for large ``|x|``.
 
     >>> import fabric, fabric.nn.functional as F
@@ -687,17 +687,17 @@ def logsigmoid(input):
     return _unary(LogSigmoid, input)
 
 
-def sigmoid(input):
+def sigmoid(input: Tensor) -> Tensor:
     """``1 / (1 + exp(-x))`` (``fabric.sigmoid``)."""
     return _ops.sigmoid(input)
 
 
-def tanh(input):
+def tanh(input: Tensor) -> Tensor:
     """Hyperbolic tangent (``fabric.tanh``)."""
     return _ops.tanh(input)
 
 
-def tanhshrink(input):
+def tanhshrink(input: Tensor) -> Tensor:
     """``x - tanh(x)``.
 
     >>> import fabric, fabric.nn.functional as F
@@ -707,7 +707,7 @@ def tanhshrink(input):
     return input - _ops.tanh(input)
 
 
-def softsign(input):
+def softsign(input: Tensor) -> Tensor:
     """``x / (1 + |x|)``.
 
     >>> import fabric, fabric.nn.functional as F
@@ -717,7 +717,7 @@ def softsign(input):
     return input / (_ops.abs(input) + 1)
 
 
-def glu(input, dim=-1):
+def glu(input: Tensor, dim: int = -1) -> Tensor:
     """Gated linear unit: ``a * sigmoid(b)`` for the two halves of ``dim``.
 
     >>> import fabric, fabric.nn.functional as F
@@ -757,7 +757,7 @@ class Prelu(Function):
 
 
 @declare_op()
-def prelu(input, weight):
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """``max(0, x) + weight * min(0, x)``, ``weight`` per channel (dim 1).
 
     >>> import fabric, fabric.nn.functional as F
@@ -821,7 +821,8 @@ def _rrelu_noise(x, lower, upper, generator=None):
     return noise
 
 
-def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          inplace: bool = False) -> Tensor:
     """Randomised leaky ReLU: in training the negative slope of each element
     is drawn from ``U(lower, upper)`` with fabric's RNG; in eval it is the
     mean ``(lower + upper) / 2``.
@@ -841,7 +842,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     return _apply(RreluWithNoise, (input, noise), (x, noise))
 
 
-def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False) -> Tensor:
     """In-place :func:`rrelu`."""
     return rrelu(input, lower, upper, training, inplace=True)
 
@@ -951,7 +952,7 @@ def _log_softmax(input, dim, dtype=None):
     return _apply(LogSoftmax, (input, axis), (x, axis))
 
 
-def softmax(input, dim=None, _stacklevel=3, dtype=None):
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: D.dtype | None = None) -> Tensor:
     """``exp(x) / sum(exp(x))`` along ``dim``; stable for large inputs
     (the row maximum is subtracted first).
 
@@ -965,7 +966,7 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     return _softmax(input, dim, dtype)
 
 
-def softmin(input, dim=None, _stacklevel=3, dtype=None):
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: D.dtype | None = None) -> Tensor:
     """``softmax(-x)`` along ``dim``.
 
     >>> import fabric, fabric.nn.functional as F
@@ -978,7 +979,7 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     return _softmax(-input, dim, dtype)
 
 
-def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: D.dtype | None = None) -> Tensor:
     """``x - logsumexp(x)`` along ``dim``, computed stably.
 
     >>> import fabric, fabric.nn.functional as F
@@ -991,7 +992,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     return _log_softmax(input, dim, dtype)
 
 
-def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
+def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10, dim: int = -1) -> Tensor:
     """Sample from the Gumbel-softmax distribution: ``softmax((logits + g) / tau)``
     with ``g = -log(Exponential(1))`` drawn from fabric's RNG (PyTorch's
     stream); ``hard=True`` returns the one-hot of the sample's argmax with the

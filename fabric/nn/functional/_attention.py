@@ -206,8 +206,9 @@ def _sdpa_backward_graph(ctx, q, k, v, fmask, need, gout):
 
 
 @declare_op(method=False)
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
-                                 enable_gqa=False):
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> Tensor:
     """``softmax(query @ key^T * scale + mask) @ value`` over the last two
     dims: query ``(..., L, E)``, key ``(..., S, E)``, value ``(..., S, Ev)``
     (batch dims broadcast).  ``attn_mask`` is boolean (True = attend) or a
@@ -415,12 +416,17 @@ def _check_key_padding_mask(key_padding_mask, src_len, bsz):
                              f"{key_padding_mask.shape[1]}")
 
 
-def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num_heads: int, in_proj_weight,
-                                 in_proj_bias, bias_k, bias_v, add_zero_attn: bool, dropout_p: float, out_proj_weight,
-                                 out_proj_bias, training: bool = True, key_padding_mask=None, need_weights: bool = True,
-                                 attn_mask=None, use_separate_proj_weight: bool = False, q_proj_weight=None,
-                                 k_proj_weight=None, v_proj_weight=None, static_k=None, static_v=None,
-                                 average_attn_weights: bool = True, is_causal: bool = False):
+def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int, num_heads: int,
+                                 in_proj_weight: Tensor | None, in_proj_bias: Tensor | None, bias_k: Tensor | None,
+                                 bias_v: Tensor | None, add_zero_attn: bool, dropout_p: float, out_proj_weight: Tensor,
+                                 out_proj_bias: Tensor | None,
+                                 training: bool = True, key_padding_mask: Tensor | None = None,
+                                 need_weights: bool = True, attn_mask: Tensor | None = None,
+                                 use_separate_proj_weight: bool = False, q_proj_weight: Tensor | None = None,
+                                 k_proj_weight: Tensor | None = None, v_proj_weight: Tensor | None = None,
+                                 static_k: Tensor | None = None, static_v: Tensor | None = None,
+                                 average_attn_weights: bool = True,
+                                 is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
     """Multi-head attention over ``(L, N, E)`` query and ``(S, N, E_k)`` /
     ``(S, N, E_v)`` key / value (or unbatched ``(L, E)``): the functional
     form of :class:`~fabric.nn.MultiheadAttention`, PyTorch's algorithm step

@@ -653,7 +653,8 @@ def _conv_transposend(input, weight, bias, stride, padding, output_padding, grou
 
 
 @declare_op(method=False)
-def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int | tuple[int, ...] = 1,
+           padding: int | tuple[int, ...] | str = 0, dilation: int | tuple[int, ...] = 1, groups: int = 1) -> Tensor:
     """1-D convolution over ``input`` (N, C_in, L) or (C_in, L) with
     ``weight`` (C_out, C_in / groups, k); ``padding`` may be an int, a tuple,
     ``'valid'`` or ``'same'``.
@@ -668,7 +669,8 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 @declare_op(method=False)
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int | tuple[int, ...] = 1,
+           padding: int | tuple[int, ...] | str = 0, dilation: int | tuple[int, ...] = 1, groups: int = 1) -> Tensor:
     """2-D convolution over ``input`` (N, C_in, H, W) or (C_in, H, W) with
     ``weight`` (C_out, C_in / groups, kH, kW).
 
@@ -682,7 +684,8 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 @declare_op(method=False)
-def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int | tuple[int, ...] = 1,
+           padding: int | tuple[int, ...] | str = 0, dilation: int | tuple[int, ...] = 1, groups: int = 1) -> Tensor:
     """3-D convolution over ``input`` (N, C_in, D, H, W) or (C_in, D, H, W)
     with ``weight`` (C_out, C_in / groups, kD, kH, kW).
 
@@ -696,7 +699,9 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 @declare_op(method=False)
-def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int | tuple[int, ...] = 1,
+                     padding: int | tuple[int, ...] = 0, output_padding: int | tuple[int, ...] = 0, groups: int = 1,
+                     dilation: int | tuple[int, ...] = 1) -> Tensor:
     """1-D transposed convolution ("deconvolution"): ``weight`` is
     (C_in, C_out / groups, k); the output length is
     ``(L - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1``.
@@ -711,7 +716,9 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 
 @declare_op(method=False)
-def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int | tuple[int, ...] = 1,
+                     padding: int | tuple[int, ...] = 0, output_padding: int | tuple[int, ...] = 0, groups: int = 1,
+                     dilation: int | tuple[int, ...] = 1) -> Tensor:
     """2-D transposed convolution: ``weight`` is (C_in, C_out / groups, kH, kW).
 
     Example::
@@ -725,7 +732,9 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 
 @declare_op(method=False)
-def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int | tuple[int, ...] = 1,
+                     padding: int | tuple[int, ...] = 0, output_padding: int | tuple[int, ...] = 0, groups: int = 1,
+                     dilation: int | tuple[int, ...] = 1) -> Tensor:
     """3-D transposed convolution: ``weight`` is (C_in, C_out / groups, kD, kH, kW).
 
     Example::

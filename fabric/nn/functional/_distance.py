@@ -61,7 +61,7 @@ def _vector_norm(x, p, dim, keepdim=False):
     return _apply1(_NormBackward1, x, (x._data, float(p), (d,), keepdim))
 
 
-def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
     """``||x1 - x2 + eps||_p`` over the last dimension (inputs broadcast).
 
     >>> import fabric, fabric.nn.functional as F
@@ -77,7 +77,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 
 @declare_op(method=False)
-def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """``<x1, x2> / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim``; each
     input is divided by its (clamped) norm first, as in PyTorch, so the result
     stays in [-1, 1].
@@ -113,7 +113,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 
 
 @declare_op(method=False)
-def pdist(input, p=2):
+def pdist(input: Tensor, p: float = 2) -> Tensor:
     """p-norm distances between all pairs of rows (i < j) of a 2-D ``input``,
     in row-major order.
 

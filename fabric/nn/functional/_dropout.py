@@ -151,19 +151,19 @@ def _dropout_impl(input, p, training, inplace, feature, alpha):
     return input.mul_(noise_t) if inplace else input * noise_t
 
 
-def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zero each element with probability ``p`` and scale the rest by
     ``1/(1-p)``; the identity when ``training`` is False."""
     return _dropout_impl(input, p, training, inplace, feature=False, alpha=False)
 
 
-def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False):
+def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
     """Dropout for SELU networks: dropped elements are set to SELU's negative
     saturation and the result is rescaled to keep mean and variance."""
     return _dropout_impl(input, p, training, inplace, feature=False, alpha=True)
 
 
-def feature_alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False):
+def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
     """Alpha dropout of whole channels (dim 1)."""
     return _dropout_impl(input, p, training, inplace, feature=True, alpha=True)
 
@@ -175,7 +175,7 @@ def _channel_dropout(input, p, training, inplace, batched):
     return input if inplace else out.squeeze(0)
 
 
-def dropout1d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zero whole channels of ``(N, C, L)`` or ``(C, L)`` inputs."""
     _check_p(p)
     nd = input.dim()
@@ -186,7 +186,7 @@ def dropout1d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
     return _channel_dropout(input, p, training, inplace, nd == 3)
 
 
-def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zero whole channels of ``(N, C, H, W)`` inputs (a 3-D input is taken
     as ``(N, C, L)``, with PyTorch's warning)."""
     _check_p(p)
@@ -206,7 +206,7 @@ def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
     return _dropout_impl(input, p, training, inplace, feature=True, alpha=False)
 
 
-def dropout3d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
+def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zero whole channels of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` inputs."""
     _check_p(p)
     nd = input.dim()

@@ -166,8 +166,8 @@ def _renorm_(weight, indices, max_norm, norm_type):
     weight._bump_version()
 
 
-def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float = 2.0,
-              scale_grad_by_freq: bool = False, sparse: bool = False):
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
+              norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
     """Look up rows of ``weight`` (``(num_embeddings, dim)``) at integer
     ``input``; returns ``input.shape + (dim,)``.  ``padding_idx`` rows get no
     gradient; ``max_norm`` renormalises the used rows of ``weight`` in place.
@@ -294,9 +294,10 @@ def _segment_argmax(x, seg, starts, num_segments):
     return arg
 
 
-def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float = 2, scale_grad_by_freq: bool = False,
-                  mode: str = "mean", sparse: bool = False, per_sample_weights=None, include_last_offset: bool = False,
-                  padding_idx=None):
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, max_norm: float | None = None,
+                  norm_type: float = 2, scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Tensor:
     """Sums, means or maxima of bags of embeddings without materialising
     the lookups per bag.  ``input`` is 2-D ``(B, L)`` (fixed-length bags) or
     1-D with ``offsets`` (start of each bag).  Empty bags give zeros.
@@ -400,7 +401,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
     return out
 
 
-def one_hot(tensor, num_classes: int = -1):
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """``(*,)`` int64 class indices to ``(*, num_classes)`` int64 one-hot rows.
 
     Example::

@@ -116,7 +116,7 @@ def _check_linear(input, weight, bias):
 
 
 @declare_op(method=False)
-def linear(input, weight, bias=None):
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``: input ``(*, in)``, weight ``(out, in)``
     (or ``(in,)``), bias ``(out,)``; returns ``(*, out)``.
 
@@ -135,7 +135,7 @@ def linear(input, weight, bias=None):
 
 
 @declare_op(method=False)
-def bilinear(input1, input2, weight, bias=None):
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``y[..., k] = input1 @ weight[k] @ input2 + bias[k]``: inputs
     ``(*, in1)`` and ``(*, in2)`` with equal leading dims, weight
     ``(out, in1, in2)``; returns ``(*, out)``.

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -48,7 +49,7 @@ __all__ = [
 # --------------------------------------------------------------------------
 # reductions (PyTorch's torch.nn._reduction)
 # --------------------------------------------------------------------------
-def legacy_get_string(size_average, reduce, emit_warning=True) -> str:
+def legacy_get_string(size_average: bool | None, reduce: bool | None, emit_warning: bool = True) -> str:
     """Map the deprecated ``size_average`` / ``reduce`` pair to a reduction."""
     if size_average is None:
         size_average = True
@@ -66,7 +67,7 @@ def legacy_get_string(size_average, reduce, emit_warning=True) -> str:
     return ret
 
 
-def get_reduction(reduction) -> str:
+def get_reduction(reduction: str) -> str:
     """Validate ``reduction`` ('none' | 'mean' | 'sum'; 'elementwise_mean' warns)."""
     if reduction in ("none", "mean", "sum"):
         return reduction
@@ -271,7 +272,8 @@ def _nll_prepare(input, target, weight, ignore_index, reduction):
 
 
 @declare_op(method=False)
-def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: bool | None = None,
+             ignore_index: int = -100, reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """Negative log likelihood of log-probabilities ``input`` (N, C, *d) at
     class indices ``target`` (N, *d), with class ``weight`` and ``ignore_index``;
     'mean' divides by the summed weights of the non-ignored targets.
@@ -370,8 +372,9 @@ def _cross_entropy_probs(input, target, weight, reduction, label_smoothing):
 
 
 @declare_op(method=False)
-def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
-                  reduction="mean", label_smoothing=0.0):
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: bool | None = None,
+                  ignore_index: int = -100, reduce: bool | None = None, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
     """Cross entropy between logits ``input`` (N, C, *d) or (C,) and class
     indices (N, *d) or class probabilities (same shape as ``input``), with
     class ``weight``, ``ignore_index`` and ``label_smoothing`` exactly as in
@@ -427,7 +430,8 @@ def _weighted(loss, weight, input, reduction):
 
 
 @declare_op(method=False)
-def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
+             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     """Mean squared error ``(input - target) ** 2``, reduced.
 
     >>> import fabric, fabric.nn.functional as F
@@ -449,7 +453,8 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 
 
 @declare_op(method=False)
-def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
+            reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     """Mean absolute error ``|input - target|``, reduced.
 
     >>> import fabric, fabric.nn.functional as F
@@ -478,7 +483,8 @@ def _smooth(d, beta, scale):
 
 
 @declare_op(method=False)
-def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
+                   reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """``0.5 d^2 / beta`` for ``|d| < beta``, else ``|d| - 0.5 beta`` (``d = input - target``).
 
     >>> import fabric, fabric.nn.functional as F
@@ -498,7 +504,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 
 @declare_op(method=False)
-def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
+               weight: Tensor | None = None) -> Tensor:
     """``0.5 d^2`` for ``|d| < delta``, else ``delta * (|d| - 0.5 delta)``.
 
     >>> import fabric, fabric.nn.functional as F
@@ -567,7 +574,8 @@ class BinaryCrossEntropy(Function):
 
 
 @declare_op(method=False)
-def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: bool | None = None,
+                         reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """Binary cross entropy between probabilities ``input`` and ``target``
     (logs clamped at -100 as in PyTorch, so ``input`` 0 or 1 gives 100).
 
@@ -601,8 +609,9 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 
 
 @declare_op(method=False)
-def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
-                                     pos_weight=None):
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                     size_average: bool | None = None, reduce: bool | None = None,
+                                     reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
     """``BCE(sigmoid(input), target)`` computed stably from logits:
     ``(1 - t) x - lw * logsigmoid(x)`` with ``lw = 1 + (pos_weight - 1) t``.
 
@@ -628,7 +637,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 # divergences and likelihoods
 # --------------------------------------------------------------------------
 @declare_op(method=False)
-def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
+           reduction: str = "mean", log_target: bool = False) -> Tensor:
     """Pointwise KL divergence ``target * (log(target) - input)`` (``input``
     holds log-probabilities); ``reduction='batchmean'`` divides the sum by
     the batch size, which is the mathematical KL divergence.
@@ -661,8 +671,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 
 
 @declare_op(method=False)
-def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
-                     reduction="mean"):
+def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
+                     size_average: bool | None = None, eps: float = 1e-8, reduce: bool | None = None,
+                     reduction: str = "mean") -> Tensor:
     """Poisson negative log likelihood: ``exp(input) - target * input``
     (``log_input``) or ``input - target * log(input + eps)``, plus the
     Stirling term for ``target > 1`` when ``full``.
@@ -689,7 +700,8 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     return _apply_reduction(loss, reduction)
 
 
-def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: bool = False, eps: float = 1e-6,
+                      reduction: str = "mean") -> Tensor:
     """Gaussian negative log likelihood ``0.5 (log(var) + (input - target)^2 / var)``
     with ``var`` clamped below at ``eps`` (the clamp does not stop the gradient,
     as in PyTorch).
@@ -727,7 +739,9 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
 # margin and embedding losses
 # --------------------------------------------------------------------------
 @declare_op(method=False)
-def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
+                          size_average: bool | None = None, reduce: bool | None = None,
+                          reduction: str = "mean") -> Tensor:
     """``1 - cos(x1, x2)`` for target 1, ``max(0, cos(x1, x2) - margin)`` for -1.
 
     >>> import fabric, fabric.nn.functional as F
@@ -758,7 +772,9 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
 
 
 @declare_op(method=False)
-def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
+def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
+                        size_average: bool | None = None, reduce: bool | None = None,
+                        reduction: str = "mean") -> Tensor:
     """``max(0, -target * (input1 - input2) + margin)``.
 
     >>> import fabric, fabric.nn.functional as F
@@ -773,7 +789,8 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
 
 
 @declare_op(method=False)
-def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, size_average: bool | None = None,
+                         reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """``input`` where target is 1, ``max(0, margin - input)`` where it is -1.
 
     >>> import fabric, fabric.nn.functional as F
@@ -788,7 +805,8 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 
 
 @declare_op(method=False)
-def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
+                     reduction: str = "mean") -> Tensor:
     """``log(1 + exp(-target * input))``, computed stably.
 
     >>> import fabric, fabric.nn.functional as F
@@ -799,7 +817,9 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     return _apply_reduction(-logsigmoid(input * target), reduction)
 
 
-def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                size_average: bool | None = None, reduce: bool | None = None,
+                                reduction: str = "mean") -> Tensor:
     """Per-sample mean over classes of the binary logistic loss.
 
     >>> import fabric, fabric.nn.functional as F
@@ -828,8 +848,8 @@ def _onehot_rows(xp, t, c):
 
 
 @declare_op(method=False)
-def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
-                      reduction="mean"):
+def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0, weight: Tensor | None = None,
+                      size_average: bool | None = None, reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """Multi-class hinge loss: ``sum_{j != y} max(0, margin - x[y] + x[j])^p / C``,
     scaled by ``weight[y]``.
 
@@ -875,7 +895,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
 
 
 @declare_op(method=False)
-def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
+                           reduction: str = "mean") -> Tensor:
     """Multi-label hinge loss over (target class, non-target class) pairs;
     ``target`` lists class indices, ended by the first -1.
 
@@ -914,8 +935,9 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
 
 
 @declare_op(method=False)
-def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
-                        reduce=None, reduction="mean"):
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2,
+                        eps: float = 1e-6, swap: bool = False, size_average: bool | None = None,
+                        reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """``max(d(a, p) - d(a, n) + margin, 0)`` with the pairwise p-norm distance.
 
     >>> import fabric, fabric.nn.functional as F
@@ -938,8 +960,9 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     return _apply_reduction(_relu(margin + d_pos - d_neg), reduction)
 
 
-def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0,
-                                      swap=False, reduction="mean"):
+def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
+                                      distance_function: Callable[[Tensor, Tensor], Tensor] | None = None,
+                                      margin: float = 1.0, swap: bool = False, reduction: str = "mean") -> Tensor:
     """Triplet loss with a custom ``distance_function`` (default: pairwise distance).
 
     >>> import fabric, fabric.nn.functional as F
@@ -1111,7 +1134,9 @@ _CTC_CHECK = "(while checking arguments for ctc_loss_allocate_outputs)"
 
 
 @declare_op(method=False)
-def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean", zero_infinity=False):
+def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor | Sequence[int],
+             target_lengths: Tensor | Sequence[int], blank: int = 0, reduction: str = "mean",
+             zero_infinity: bool = False) -> Tensor:
     """Connectionist Temporal Classification loss of ``log_probs`` (T, N, C)
     (or (T, C) unbatched) against ``targets`` (N, S) padded or 1-D
     concatenated, with per-sample input and target lengths.  'mean' divides

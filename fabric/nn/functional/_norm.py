@@ -16,6 +16,7 @@ Example::
 from __future__ import annotations
 
 import builtins
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -123,7 +124,8 @@ def _layer_norm_backward_graph(gy, x, w, n, eps, need_w, need_b):
 
 
 @declare_op(method=False)
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
+def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise over the trailing ``normalized_shape`` dims to zero mean
     and unit (biased) variance, then apply ``weight`` and ``bias``.
 
@@ -179,7 +181,8 @@ class RMSNorm(Function):
                 _const(gw.reshape(w._data.shape)) if need_w else None, None, None)
 
 
-def rms_norm(input, normalized_shape, weight=None, eps=None):
+def rms_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
     """Root-mean-square normalisation over the trailing ``normalized_shape``
     dims; ``eps`` defaults to the machine epsilon of the computation dtype.
 
@@ -299,8 +302,8 @@ def _verify_spatial_size(size):
         raise ValueError(f"Expected more than 1 spatial element when training, got input size {size}")
 
 
-def batch_norm(input, running_mean, running_var, weight=None, bias=None, training: bool = False,
-               momentum: float = 0.1, eps: float = 1e-5):
+def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None, weight: Tensor | None = None,
+               bias: Tensor | None = None, training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
     """Normalise each channel (dim 1) with batch statistics (``training``)
     or with ``running_mean``/``running_var``; in training the running
     statistics are updated in place with ``momentum``.
@@ -345,8 +348,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     return out
 
 
-def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats: bool = True,
-                  momentum: float = 0.1, eps: float = 1e-5):
+def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,
+                  weight: Tensor | None = None, bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
     """Normalise each channel of each sample over its spatial dims (batch
     norm of the ``(1, N*C, *)`` reshaped input, as PyTorch computes it).
 
@@ -379,7 +383,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 
 
 @declare_op(method=False)
-def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
     """Normalise groups of ``C // num_groups`` channels of each sample, then
     apply the per-channel ``weight`` and ``bias``.
 
@@ -438,7 +443,7 @@ class _ChannelWindowMean(Function):
             None, None, None
 
 
-def local_response_norm(input, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> Tensor:
     """Divide each element by ``(k + alpha * mean of squares over a window of
     ``size`` neighbouring channels) ** beta``.
 
@@ -473,7 +478,7 @@ class _ClampMin(Function):
         return gy * _const(ctx.mask), None
 
 
-def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Tensor | None = None) -> Tensor:
     """``input / max(||input||_p, eps)`` along ``dim``.
 
     Example::

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import builtins
 import itertools
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -756,7 +757,9 @@ def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_i
     return out
 
 
-def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+def max_pool1d(input: Tensor, kernel_size: int | tuple[int, ...], stride: int | tuple[int, ...] | None = None,
+               padding: int | tuple[int, ...] = 0, dilation: int | tuple[int, ...] = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
     """1-D max pooling over ``input`` (N, C, L) or (C, L).
 
     Example::
@@ -768,7 +771,9 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1)
 
 
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+def max_pool2d(input: Tensor, kernel_size: int | tuple[int, ...], stride: int | tuple[int, ...] | None = None,
+               padding: int | tuple[int, ...] = 0, dilation: int | tuple[int, ...] = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
     """2-D max pooling over ``input`` (N, C, H, W) or (C, H, W); with
     ``return_indices`` also the flat ``h * W + w`` argmax in each plane.
 
@@ -783,7 +788,9 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 
 @declare_op(method=False)
-def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+def max_pool3d(input: Tensor, kernel_size: int | tuple[int, ...], stride: int | tuple[int, ...] | None = None,
+               padding: int | tuple[int, ...] = 0, dilation: int | tuple[int, ...] = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
     """3-D max pooling over ``input`` (N, C, D, H, W) or (C, D, H, W).
 
     Example::
@@ -795,20 +802,26 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 3)
 
 
-def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-                            return_indices=False):
+def max_pool1d_with_indices(input: Tensor, kernel_size: int | tuple[int, ...],
+                            stride: int | tuple[int, ...] | None = None, padding: int | tuple[int, ...] = 0,
+                            dilation: int | tuple[int, ...] = 1, ceil_mode: bool = False,
+                            return_indices: bool = False) -> tuple[Tensor, Tensor]:
     """:func:`max_pool1d` returning ``(values, indices)``."""
     return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, True, 1)
 
 
-def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-                            return_indices=False):
+def max_pool2d_with_indices(input: Tensor, kernel_size: int | tuple[int, ...],
+                            stride: int | tuple[int, ...] | None = None, padding: int | tuple[int, ...] = 0,
+                            dilation: int | tuple[int, ...] = 1, ceil_mode: bool = False,
+                            return_indices: bool = False) -> tuple[Tensor, Tensor]:
     """:func:`max_pool2d` returning ``(values, indices)``."""
     return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, True, 2)
 
 
-def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-                            return_indices=False):
+def max_pool3d_with_indices(input: Tensor, kernel_size: int | tuple[int, ...],
+                            stride: int | tuple[int, ...] | None = None, padding: int | tuple[int, ...] = 0,
+                            dilation: int | tuple[int, ...] = 1, ceil_mode: bool = False,
+                            return_indices: bool = False) -> tuple[Tensor, Tensor]:
     """:func:`max_pool3d` returning ``(values, indices)``."""
     return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, True, 3)
 
@@ -870,7 +883,9 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):
     return y.squeeze(0) if unbatched else y
 
 
-def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: int | tuple[int, ...],
+                 stride: int | tuple[int, ...] | None = None, padding: int | tuple[int, ...] = 0,
+                 output_size: Sequence[int] | None = None) -> Tensor:
     """The partial inverse of :func:`max_pool1d`: values put back at their
     ``indices``, zeros elsewhere.
 
@@ -886,7 +901,9 @@ def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_siz
 
 
 @declare_op(method=False)
-def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: int | tuple[int, ...],
+                 stride: int | tuple[int, ...] | None = None, padding: int | tuple[int, ...] = 0,
+                 output_size: Sequence[int] | None = None) -> Tensor:
     """The partial inverse of :func:`max_pool2d`.
 
     Example::
@@ -901,7 +918,9 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
 
 
 @declare_op(method=False)
-def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: int | tuple[int, ...],
+                 stride: int | tuple[int, ...] | None = None, padding: int | tuple[int, ...] = 0,
+                 output_size: Sequence[int] | None = None) -> Tensor:
     """The partial inverse of :func:`max_pool3d`.
 
     Example::
@@ -940,7 +959,8 @@ def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
     return y.squeeze(0) if unbatched else y
 
 
-def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+def avg_pool1d(input: Tensor, kernel_size: int | tuple[int, ...], stride: int | tuple[int, ...] | None = None,
+               padding: int | tuple[int, ...] = 0, ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
     """1-D average pooling over ``input`` (N, C, L) or (C, L).
 
     Example::
@@ -952,8 +972,9 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1)
 
 
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-               divisor_override=None):
+def avg_pool2d(input: Tensor, kernel_size: int | tuple[int, ...], stride: int | tuple[int, ...] | None = None,
+               padding: int | tuple[int, ...] = 0, ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Tensor:
     """2-D average pooling over ``input`` (N, C, H, W) or (C, H, W);
     ``count_include_pad`` counts the zero padding in the divisor,
     ``divisor_override`` replaces the divisor.
@@ -969,8 +990,9 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 
 @declare_op(method=False)
-def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-               divisor_override=None):
+def avg_pool3d(input: Tensor, kernel_size: int | tuple[int, ...], stride: int | tuple[int, ...] | None = None,
+               padding: int | tuple[int, ...] = 0, ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Tensor:
     """3-D average pooling over ``input`` (N, C, D, H, W) or (C, D, H, W).
 
     Example::
@@ -1070,7 +1092,7 @@ def _adaptive_avg(input, output_size, nd):
     return y
 
 
-def adaptive_avg_pool1d(input, output_size):
+def adaptive_avg_pool1d(input: Tensor, output_size: int | None | tuple[int | None, ...]) -> Tensor:
     """Average pooling to a fixed output length: window ``i`` spans
     ``[floor(i * L / out), ceil((i + 1) * L / out))``.
 
@@ -1083,7 +1105,7 @@ def adaptive_avg_pool1d(input, output_size):
     return _adaptive_avg(input, output_size, 1)
 
 
-def adaptive_avg_pool2d(input, output_size):
+def adaptive_avg_pool2d(input: Tensor, output_size: int | None | tuple[int | None, ...]) -> Tensor:
     """Average pooling to a fixed (H, W) output size (``None`` keeps the input's).
 
     Example::
@@ -1096,7 +1118,7 @@ def adaptive_avg_pool2d(input, output_size):
 
 
 @declare_op(method=False)
-def adaptive_avg_pool3d(input, output_size):
+def adaptive_avg_pool3d(input: Tensor, output_size: int | None | tuple[int | None, ...]) -> Tensor:
     """Average pooling to a fixed (D, H, W) output size.
 
     Example::
@@ -1193,7 +1215,8 @@ def _adaptive_max(input, output_size, return_indices, nd):
     return (y, idx) if return_indices else y
 
 
-def adaptive_max_pool1d(input, output_size, return_indices=False):
+def adaptive_max_pool1d(input: Tensor, output_size: int | None | tuple[int | None, ...],
+                        return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
     """Max pooling to a fixed output length (windows as in
     :func:`adaptive_avg_pool1d`).
 
@@ -1206,7 +1229,8 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
     return _adaptive_max(input, output_size, return_indices, 1)
 
 
-def adaptive_max_pool2d(input, output_size, return_indices=False):
+def adaptive_max_pool2d(input: Tensor, output_size: int | None | tuple[int | None, ...],
+                        return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
     """Max pooling to a fixed (H, W) output size.
 
     Example::
@@ -1219,7 +1243,8 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
 
 
 @declare_op(method=False)
-def adaptive_max_pool3d(input, output_size, return_indices=False):
+def adaptive_max_pool3d(input: Tensor, output_size: int | None | tuple[int | None, ...],
+                        return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
     """Max pooling to a fixed (D, H, W) output size.
 
     Example::
@@ -1231,17 +1256,20 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
     return _adaptive_max(input, output_size, return_indices, 3)
 
 
-def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+def adaptive_max_pool1d_with_indices(input: Tensor, output_size: int | None | tuple[int | None, ...],
+                                     return_indices: bool = False) -> tuple[Tensor, Tensor]:
     """:func:`adaptive_max_pool1d` returning ``(values, indices)``."""
     return _adaptive_max(input, output_size, True, 1)
 
 
-def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+def adaptive_max_pool2d_with_indices(input: Tensor, output_size: int | None | tuple[int | None, ...],
+                                     return_indices: bool = False) -> tuple[Tensor, Tensor]:
     """:func:`adaptive_max_pool2d` returning ``(values, indices)``."""
     return _adaptive_max(input, output_size, True, 2)
 
 
-def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+def adaptive_max_pool3d_with_indices(input: Tensor, output_size: int | None | tuple[int | None, ...],
+                                     return_indices: bool = False) -> tuple[Tensor, Tensor]:
     """:func:`adaptive_max_pool3d` returning ``(values, indices)``."""
     return _adaptive_max(input, output_size, True, 3)
 
@@ -1264,7 +1292,8 @@ def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, nd):
     return (_ops.sign(out) * relu(out.abs())).mul(_prod(k)).pow(1.0 / norm_type)
 
 
-def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int | tuple[int, ...],
+              stride: int | tuple[int, ...] | None = None, ceil_mode: bool = False) -> Tensor:
     """Power-average pooling: ``(sum over the window of x ** p) ** (1 / p)``.
 
     Example::
@@ -1276,7 +1305,8 @@ def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1)
 
 
-def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+def lp_pool2d(input: Tensor, norm_type: float, kernel_size: int | tuple[int, ...],
+              stride: int | tuple[int, ...] | None = None, ceil_mode: bool = False) -> Tensor:
     """2-D power-average pooling (see :func:`lp_pool1d`).
 
     Example::
@@ -1288,7 +1318,8 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2)
 
 
-def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size: int | tuple[int, ...],
+              stride: int | tuple[int, ...] | None = None, ceil_mode: bool = False) -> Tensor:
     """3-D power-average pooling (see :func:`lp_pool1d`).
 
     Example::

@@ -25,6 +25,7 @@ import builtins
 import itertools
 import math
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -101,7 +102,7 @@ def _pad_index(mode, size, before, after):
     return lo + np.mod(j, hi - lo)
 
 
-def pad(input, pad, mode="constant", value=None):
+def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> Tensor:
     """Pad the last ``len(pad) // 2`` dims of ``input``: ``pad`` lists
     ``(left, right)`` for the last dim, then the one before, ...; negative
     amounts crop.  ``mode`` is 'constant' (with ``value``, any number of
@@ -420,8 +421,10 @@ def _is_integer(v) -> bool:
 
 
 @declare_op(method=False)
-def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None,
-                antialias=False):
+def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
+                scale_factor: float | Sequence[float] | None = None, mode: str = "nearest",
+                align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
+                antialias: bool = False) -> Tensor:
     """Resize ``input`` (N, C, *spatial) with 1 to 3 spatial dims to ``size``
     or by ``scale_factor``.  Modes: 'nearest', 'nearest-exact', 'linear'
     (3-D input), 'bilinear' / 'bicubic' (4-D), 'trilinear' (5-D), 'area'
@@ -545,20 +548,24 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     return y if y is not input else input.clone()
 
 
-def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+def upsample(input: Tensor, size: int | Sequence[int] | None = None,
+             scale_factor: float | Sequence[float] | None = None, mode: str = "nearest",
+             align_corners: bool | None = None) -> Tensor:
     """Deprecated alias of :func:`interpolate` (warns, as PyTorch does)."""
     warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.", stacklevel=2)
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
-def upsample_nearest(input, size=None, scale_factor=None):
+def upsample_nearest(input: Tensor, size: int | Sequence[int] | None = None,
+                     scale_factor: float | Sequence[float] | None = None) -> Tensor:
     """Deprecated: ``interpolate(input, size, scale_factor, mode='nearest')``."""
     warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
                   stacklevel=2)
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
-def upsample_bilinear(input, size=None, scale_factor=None):
+def upsample_bilinear(input: Tensor, size: int | Sequence[int] | None = None,
+                      scale_factor: float | Sequence[float] | None = None) -> Tensor:
     """Deprecated: ``interpolate(..., mode='bilinear', align_corners=True)``."""
     warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
                   stacklevel=2)
@@ -582,7 +589,7 @@ def _check_factor(input, factor, fn, what):
     return x
 
 
-def pixel_shuffle(input, upscale_factor):
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     """Rearrange (*, C * r**2, H, W) into (*, C, H * r, W * r).
 
     Example::
@@ -605,7 +612,7 @@ def pixel_shuffle(input, upscale_factor):
     return y.reshape(lead + (c // (r * r), h * r, w * r))
 
 
-def pixel_unshuffle(input, downscale_factor):
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     """Rearrange (*, C, H * r, W * r) into (*, C * r**2, H, W) (the inverse
     of :func:`pixel_shuffle`).
 
@@ -690,7 +697,8 @@ def _window_checks(k, d, p, s, fn):
         raise RuntimeError(f"stride should be greater than zero, but got stride_height: {s[0]} stride_width: {s[1]}")
 
 
-def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+def unfold(input: Tensor, kernel_size: int | tuple[int, ...], dilation: int | tuple[int, ...] = 1,
+           padding: int | tuple[int, ...] = 0, stride: int | tuple[int, ...] = 1) -> Tensor:
     """Extract sliding local blocks (im2col): (N, C, H, W) -> (N, C * kh * kw, L).
 
     Example::
@@ -723,7 +731,9 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     return y.squeeze(0) if unbatched else y
 
 
-def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+def fold(input: Tensor, output_size: int | tuple[int, ...], kernel_size: int | tuple[int, ...],
+         dilation: int | tuple[int, ...] = 1, padding: int | tuple[int, ...] = 0,
+         stride: int | tuple[int, ...] = 1) -> Tensor:
     """Combine sliding local blocks into a tensor (col2im, summing
     overlaps): (N, C * kh * kw, L) -> (N, C, *output_size).
 
@@ -813,7 +823,8 @@ def _gather_points(flat, lin):
 
 
 @declare_op(autocast="grid_sampler", method=False)
-def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros",
+                align_corners: bool | None = None) -> Tensor:
     """Sample ``input`` (N, C, H, W) [or (N, C, D, H, W)] at the normalised
     positions ``grid`` (N, H_out, W_out, 2) [(N, D, H, W, 3)] in [-1, 1],
     ``x`` (width) first; ``mode`` 'bilinear' or 'nearest', ``padding_mode``
@@ -923,7 +934,7 @@ def _linspace_from_neg_one(n, align_corners, dtype, xp):
     return xp.asarray(r)
 
 
-def affine_grid(theta, size, align_corners=None):
+def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None = None) -> Tensor:
     """The sampling grid (N, H, W, 2) [(N, D, H, W, 3)] of the affine maps
     ``theta`` (N, 2, 3) [(N, 3, 4)] for an output of ``size``
     (N, C, H, W) [(N, C, D, H, W)]; differentiable in ``theta``.

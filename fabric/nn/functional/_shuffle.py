@@ -10,10 +10,15 @@ Example::
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..._tensor import Tensor
+
 __all__ = ["channel_shuffle"]
 
 
-def channel_shuffle(input, groups):
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
     """Split the channels of ``input`` (N, C, *) into ``groups`` groups and
     interleave them: (N, g, C/g, *) -> (N, C/g, g, *) -> (N, C, *).
 
