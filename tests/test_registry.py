@@ -1,6 +1,8 @@
 """The op registry (ops/_registry.py): one declaration per op, from which the module's __all__,
 the Tensor methods and in-place methods and the autocast cast come."""
+import inspect
 import math
+import typing
 
 import numpy as np
 import pytest
@@ -127,3 +129,19 @@ def test_derived_all_holds_every_declared_name():
         assert names and set(names) <= set(module.__all__), module.__name__
         assert len(module.__all__) == len(set(module.__all__)), module.__name__
         assert set(names) - _registry.method_only_names() <= set(fabric.ops.__all__)
+
+
+def test_table_built_pointwise_functions_carry_annotations():
+    # _float_fn / _same_dtype_fn / _binary_fn build their functions at import time; the annotations they
+    # give them are what inspect.signature (and so help() and IDEs) show, as for a hand-written def
+    unary = "(input: 'Tensor', *, out: 'Tensor | None' = None) -> 'Tensor'"
+    for fn in (fabric.sqrt, fabric.sin, fabric.abs, fabric.sign):  # _float_fn, _float_fn, _same_dtype_fn x2
+        assert str(inspect.signature(fn)) == unary, fn.__name__
+    assert str(inspect.signature(fabric.sqrt_)) == "(self: 'Tensor') -> 'Tensor'"
+    assert str(inspect.signature(fabric.abs_)) == "(self: 'Tensor') -> 'Tensor'"
+    binary = "(input: 'Tensor | float', other: 'Tensor | float', *, out: 'Tensor | None' = None) -> 'Tensor'"
+    assert str(inspect.signature(fabric.floor_divide)) == binary
+    assert str(inspect.signature(fabric.remainder_)) == "(self: 'Tensor', other: 'Tensor | float') -> 'Tensor'"
+    # the annotations resolve to the real classes (no dangling forward references)
+    hints = typing.get_type_hints(fabric.sqrt)
+    assert hints == {"input": fabric.Tensor, "out": fabric.Tensor | None, "return": fabric.Tensor}

@@ -34,6 +34,7 @@ import builtins
 import functools
 import math
 import numbers
+from typing import Protocol
 
 import numpy as np
 
@@ -462,14 +463,24 @@ def _jvp_of(F):
     return None if F.jvp is Function.jvp else F.jvp
 
 
+class _UnaryOp(Protocol):
+    """What the unary factories below return as the public op: ``name(input, *, out=None)``."""
+    def __call__(self, input: Tensor, *, out: Tensor | None = None) -> Tensor: ...
+
+
+class _UnaryInplaceOp(Protocol):
+    """The in-place twin ``name_(self)`` (a function and a Tensor method)."""
+    def __call__(self, input: Tensor, /) -> Tensor: ...
+
+
 def _float_fn(F, name, summary, example_in, example_out, aliases=(), module=__name__, method=True, inplace=True,
-              complex_error=None):
+              complex_error=None) -> tuple[_UnaryOp, _UnaryInplaceOp]:
     """The public ``name(input, *, out=None)`` and in-place ``name_(self)``
     of a float function, declared in the op registry: integer and bool inputs
     give the default float dtype (in place they are an error, as in PyTorch).
     Complex inputs are computed in their dtype, unless ``complex_error(x)``
     is given: it raises PyTorch's error for an op without complex support."""
-    def op(input, *, out=None):
+    def op(input: Tensor, *, out: Tensor | None = None) -> Tensor:
         x = _data(input, name)
         if x.dtype.kind != "f":
             if x.dtype.kind == "c":
@@ -481,7 +492,7 @@ def _float_fn(F, name, summary, example_in, example_out, aliases=(), module=__na
         r = _apply_elementwise(F, input, x)
         return r if out is None else copy_into_out(out, r)
 
-    def op_(self):
+    def op_(self: Tensor) -> Tensor:
         x = _data(self, name + "_")
         if x.dtype.kind != "f":
             if x.dtype.kind == "c" and complex_error is not None:
@@ -501,13 +512,14 @@ def _float_fn(F, name, summary, example_in, example_out, aliases=(), module=__na
     return decl.function, op_
 
 
-def _same_dtype_fn(F, name, kinds, summary, example_in, example_out, kernel=None, aliases=(), complex_error=None):
+def _same_dtype_fn(F, name, kinds, summary, example_in, example_out, kernel=None, aliases=(),
+                   complex_error=None) -> tuple[_UnaryOp, _UnaryInplaceOp]:
     """Public op and in-place op for a unary op that keeps its input dtype;
     dtypes whose kind is not in ``kinds`` raise NotImplementedError (complex
     ones ``complex_error(x)`` when given)."""
     kernel = kernel or name
 
-    def op(input, *, out=None):
+    def op(input: Tensor, *, out: Tensor | None = None) -> Tensor:
         x = _data(input, name)
         if x.dtype.kind not in kinds:
             if complex_error is not None and x.dtype.kind == "c":
@@ -516,7 +528,7 @@ def _same_dtype_fn(F, name, kinds, summary, example_in, example_out, kernel=None
         r = _apply_elementwise(F, input, x)
         return r if out is None else copy_into_out(out, r)
 
-    def op_(self):
+    def op_(self: Tensor) -> Tensor:
         x = _data(self, name + "_")
         if x.dtype.kind not in kinds:
             if complex_error is not None and x.dtype.kind == "c":
@@ -1383,8 +1395,18 @@ def _is_complex_operand(x, y):
     return getattr(x, "dtype", getattr(y, "dtype", None)).kind == "c"
 
 
+class _BinaryOp(Protocol):
+    """What :func:`_binary_fn` returns as the public op: ``name(input, other, *, out=None)``."""
+    def __call__(self, input: Tensor | float, other: Tensor | float, *, out: Tensor | None = None) -> Tensor: ...
+
+
+class _BinaryInplaceOp(Protocol):
+    """The in-place twin ``name_(self, other)``."""
+    def __call__(self, input: Tensor, other: Tensor | float, /) -> Tensor: ...
+
+
 def _binary_fn(F, name, prepare, doc, saves_self=True, scalar_other=None, scalar_self=None, inplace=True, aliases=(),
-               complex_error=None):
+               complex_error=None) -> tuple[_BinaryOp, _BinaryInplaceOp]:
     """The public ``name(input, other, *, out=None)`` and in-place
     ``name_(self, other)`` of binary op ``F``; ``prepare(name, input, other)``
     checks the arguments as PyTorch does and promotes them.  PyTorch names
@@ -1395,14 +1417,14 @@ def _binary_fn(F, name, prepare, doc, saves_self=True, scalar_other=None, scalar
     F_self = _renamed(F, scalar_self) if scalar_self else F
     complex_error = complex_error or _no_complex_kernel(name)
 
-    def op(input, other, *, out=None):
+    def op(input: Tensor | float, other: Tensor | float, *, out: Tensor | None = None) -> Tensor:
         a, b, x, y = prepare(name, input, other)
         if _is_complex_operand(x, y):
             complex_error(x)
         G = F_other if b.__class__ in _SCALARS else F_self if a.__class__ in _SCALARS else F
         return _out(_apply(G, (a, b), (x, y)), out)
 
-    def op_(self, other):
+    def op_(self: Tensor, other: Tensor | float) -> Tensor:
         _, b, x, y = prepare(name + "_", self, other)
         if _is_complex_operand(x, y):
             complex_error(x)
