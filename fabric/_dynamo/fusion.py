@@ -1,0 +1,439 @@
+"""Elementwise fusion: chains of pointwise ops in a captured graph become one node.
+
+:func:`fuse_pointwise` finds maximal groups of pointwise nodes (arithmetic,
+``exp``/``log``/``tanh``/``sigmoid``/``relu``/``gelu``/``silu`` as functions,
+methods or operators) whose intermediate values are used only inside the group,
+and replaces each group of two or more by one ``call_function`` node whose
+target is a :class:`FusedPointwise`.  The group is written once as Python
+source (``t2 = t0 * t1`` ...) and its backward as the adjoint source (the
+formulas of the ops' own backwards, in reverse); the same source runs in three
+bindings:
+
+* **numba** (the ``cpu`` extra, :func:`fabric.backends.cpu_kernels.enabled`):
+  the forward is one ``numba.vectorize`` ufunc (one pass, no temporaries), each
+  input's gradient another that recomputes the chain per element; kernels are
+  cached per (source, dtype), so every layer with the same chain shares them;
+  the forward writes into a buffer kept on the node and reused across steps
+  whenever nothing else holds it (memory planning, checked by reference count);
+* **NumPy** (no extra): the forward evaluates the chain on arrays and keeps the
+  intermediates for the backward, which is then pure array arithmetic — no
+  per-op ``Function`` records, so fewer Python calls than eager;
+* **Tensors**: when a gradient graph is wanted (``create_graph=True``: double
+  backward), on a non-CPU device, or for inputs the kernels do not cover
+  (integer dtypes, mixed dtypes), the chain runs as fabric ops.
+
+Numbers: the NumPy and Tensor bindings run eager's float operations in eager's
+order, so results and gradients equal eager's bit for bit (gradients of an
+input used twice may differ in the last bit: their sum is taken in another
+order).  The numba binding agrees to float tolerance (compiled ``exp``/``erf``
+and fused multiply-adds differ in the last bits).
+
+Example::
+
+    >>> import operator, fabric
+    >>> from fabric import fx
+    >>> from fabric._dynamo.fusion import fuse_pointwise
+    >>> g = fx.Graph(); x = g.placeholder("x")
+    >>> y = g.call_function(fabric.tanh, (g.call_function(operator.mul, (x, 2.0)),))
+    >>> _ = g.output(y)
+    >>> fuse_pointwise(g)
+    1
+    >>> [n.op for n in g.nodes]
+    ['placeholder', 'call_function', 'output']
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import operator
+import sys
+
+import numpy as np
+
+from .. import ops as _ops
+from .._tensor import Tensor
+from ..autograd.function import Function
+from ..autograd.grad_mode import state as _grad_state
+from ..backends import backend_of
+from ..fx.graph import Graph
+from ..fx.node import Node
+from ..nn import functional as F
+
+__all__ = ["fuse_pointwise", "FusedPointwise", "POINTWISE"]
+
+# name -> (forward template, one gradient template per operand); {0}, {1} are the operands, {y} the
+# result, {g} its gradient.  The gradient formulas are eager's (fabric/ops/arith.py, pointwise.py).
+POINTWISE: dict[str, tuple[str, tuple[str, ...]]] = {
+    "add": ("{0} + {1}", ("{g}", "{g}")),
+    "sub": ("{0} - {1}", ("{g}", "-{g}")),
+    "mul": ("{0} * {1}", ("{g} * {1}", "{g} * {0}")),
+    "div": ("{0} / {1}", ("{g} / {1}", "-{g} * {0} / ({1} * {1})")),
+    "neg": ("-{0}", ("-{g}",)),
+    "exp": ("exp({0})", ("{g} * {y}",)),
+    "log": ("log({0})", ("{g} / {0}",)),
+    "tanh": ("tanh({0})", ("{g} * (1 - {y} * {y})",)),
+    "sigmoid": ("sigmoid({0})", ("{g} * {y} * (1 - {y})",)),
+    "relu": ("relu({0})", ("relu_grad({g}, {y})",)),
+    "gelu": ("gelu({0})", ("gelu_grad({g}, {0})",)),
+    "silu": ("silu({0})", ("silu_grad({g}, {0})",)),
+}
+
+_OPERATORS = {operator.add: "add", operator.sub: "sub", operator.mul: "mul", operator.truediv: "div",
+              operator.neg: "neg"}
+_FUNCTIONS = {_ops.add: "add", _ops.sub: "sub", _ops.mul: "mul", _ops.div: "div", _ops.neg: "neg",
+              _ops.exp: "exp", _ops.log: "log", _ops.tanh: "tanh", _ops.sigmoid: "sigmoid", _ops.relu: "relu",
+              F.relu: "relu", F.gelu: "gelu", F.silu: "silu", F.sigmoid: "sigmoid", F.tanh: "tanh"}
+_METHODS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "neg": "neg", "exp": "exp", "log": "log",
+            "tanh": "tanh", "sigmoid": "sigmoid", "relu": "relu", "__add__": "add", "__sub__": "sub",
+            "__mul__": "mul", "__truediv__": "div", "__neg__": "neg"}
+_DEFAULT_KWARGS = {"inplace": False, "approximate": "none"}
+
+
+def _op_name(node: Node) -> str | None:
+    """The POINTWISE name of ``node``, or None when it is not a fusable pointwise op."""
+    if node.op == "call_function":
+        name = _OPERATORS.get(node.target) if callable(node.target) else None
+        if name is None:
+            try:
+                name = _FUNCTIONS.get(node.target)
+            except TypeError:          # an unhashable target
+                return None
+    elif node.op == "call_method":
+        name = _METHODS.get(node.target)
+    else:
+        return None
+    if name is None:
+        return None
+    if any(_DEFAULT_KWARGS.get(k, object()) != v for k, v in node.kwargs.items()):
+        return None                    # alpha=, out=, inplace=True, approximate='tanh' ...
+    args = node.args
+    if name in ("relu", "gelu", "silu") and len(args) == 2 and args[1] in (False, "none"):
+        args = args[:1]
+    if len(args) != len(POINTWISE[name][1]) or not any(isinstance(a, Node) for a in args):
+        return None
+    if not all(isinstance(a, Node) or type(a) in (int, float) for a in args):
+        return None
+    return name
+
+
+class _Chain:
+    """A group's sources: ``forward`` (values), ``backward_saved`` (adjoints from saved values),
+    ``backward_full`` (recompute, then adjoints) and per-input scalar kernels for numba."""
+
+    def __init__(self, steps, n_inputs, constants):
+        self.steps = steps              # [(name, operands)]; an operand is ("x", i), ("t", j) or ("k", i)
+        self.n_inputs = n_inputs
+        self.constants = constants
+        ref = self._ref
+        xs = [f"x{i}" for i in range(n_inputs)]
+        ts = [f"t{j}" for j in range(len(steps))]
+        fwd = [f"t{j} = " + POINTWISE[name][0].format(*(ref(o) for o in ops)) for j, (name, ops) in enumerate(steps)]
+        self.forward_lines = fwd
+        self.out = ts[-1]
+        adj: list[str] = [f"g{len(steps) - 1} = g"]
+        have = {f"t{len(steps) - 1}"}
+        for j in range(len(steps) - 1, -1, -1):
+            name, ops = steps[j]
+            for k, o in enumerate(ops):
+                if o[0] == "k":
+                    continue
+                target = "gx" if o[0] == "x" else "g"
+                var = f"{target}{o[1]}"
+                term = POINTWISE[name][1][k].format(*(ref(p) for p in ops), y=f"t{j}", g=f"g{j}")
+                key = f"{o[0]}{o[1]}"
+                adj.append(f"{var} = {var} + {term}" if key in have else f"{var} = {term}")
+                have.add(key)
+        self.adjoint_lines = adj
+        self.used = [f"x{i}" in have for i in range(n_inputs)]
+        self.xs, self.ts = xs, ts
+        self.key = ("\n".join(fwd + adj), n_inputs)
+
+    @staticmethod
+    def _ref(o) -> str:
+        return f"{o[0]}{o[1]}" if o[0] != "k" else f"k{o[1]}"
+
+    def source(self, kind: str, wanted: int | None = None) -> str:
+        xs, ts = ", ".join(self.xs), ", ".join(self.ts)
+        grads = ", ".join(f"gx{i}" if self.used[i] else "None" for i in range(self.n_inputs))
+        if kind == "forward":
+            body = self.forward_lines + [f"return {self.out}"]
+            params = xs
+        elif kind == "forward_saving":
+            body = self.forward_lines + [f"return ({ts},)"]
+            params = xs
+        elif kind == "backward_saved":
+            body = self.adjoint_lines + [f"return ({grads},)"]
+            params = f"{xs}, {ts}, g"
+        elif kind == "backward_full":
+            body = self.forward_lines + self.adjoint_lines + [f"return ({grads},)"]
+            params = f"{xs}, g"
+        else:                           # one input's gradient, per element (numba)
+            body = self.forward_lines + self.adjoint_lines + [f"return gx{wanted}"]
+            params = f"{xs}, g"
+            kind = "grad"
+        return f"def {kind}({params}):\n" + "".join(f"    {line}\n" for line in body)
+
+
+# --- bindings ----------------------------------------------------------------------------------------
+
+def _array_helpers(xp) -> dict:
+    from ..ops.pointwise import _sigmoid
+
+    def gelu(x):
+        return backend_of(x).gelu(x, "none")
+
+    def gelu_grad(g, x):
+        return backend_of(x).gelu_backward(x, g, "none")
+
+    def silu(x):
+        return backend_of(x).silu(x)
+
+    def silu_grad(g, x):
+        return backend_of(x).silu_backward(x, g)
+
+    return {"exp": xp.exp, "log": xp.log, "tanh": xp.tanh, "sigmoid": lambda x: _sigmoid(xp, x),
+            "relu": lambda x: xp.maximum(x, 0), "relu_grad": lambda g, y: g * (y > 0),
+            "gelu": gelu, "gelu_grad": gelu_grad, "silu": silu, "silu_grad": silu_grad}
+
+
+def _tensor_helpers() -> dict:
+    from types import SimpleNamespace
+
+    from ..nn.functional._activation import Gelu, Silu
+
+    ctx = SimpleNamespace(params=("none",))
+    return {"exp": _ops.exp, "log": _ops.log, "tanh": _ops.tanh, "sigmoid": _ops.sigmoid, "relu": _ops.relu,
+            "relu_grad": lambda g, y: g * (y > 0), "gelu": F.gelu, "silu": F.silu,
+            "gelu_grad": lambda g, x: Gelu._grad(ctx, x, None, g), "silu_grad": lambda g, x: Silu._grad(ctx, x, None, g)}
+
+
+_numba_scalar: dict = {}
+
+
+def _numba_helpers() -> dict:
+    if _numba_scalar:
+        return _numba_scalar
+    import numba
+
+    njit = numba.njit(inline="always", cache=False)
+
+    @njit
+    def sigmoid(x):
+        return 1 / (1 + math.exp(-x))
+
+    @njit
+    def relu(x):
+        return x if x > 0 else x - x
+
+    @njit
+    def relu_grad(g, y):
+        return g if y > 0 else g - g
+
+    @njit
+    def gelu(x):
+        return x * 0.5 * (1 + math.erf(x * 0.7071067811865476))
+
+    @njit
+    def gelu_grad(g, x):
+        cdf = (math.erf(x * 0.7071067811865476) + 1) * 0.5
+        return g * (cdf + x * math.exp(x * x * -0.5) * 0.3989422804014327)
+
+    @njit
+    def silu(x):
+        return x / (1 + math.exp(-x))
+
+    @njit
+    def silu_grad(g, x):
+        s = 1 / (1 + math.exp(-x))
+        return g * (s * (x * (1 - s) + 1))
+
+    _numba_scalar.update(exp=math.exp, log=math.log, tanh=math.tanh, sigmoid=sigmoid, relu=relu,
+                         relu_grad=relu_grad, gelu=gelu, gelu_grad=gelu_grad, silu=silu, silu_grad=silu_grad)
+    return _numba_scalar
+
+
+_compiled: dict = {}    # (chain key, binding, kind, dtype, constants) -> function (shared by equal chains)
+_counter = itertools.count()
+
+
+def _build(chain: _Chain, kind: str, helpers: dict, constants, wanted=None):
+    ns = dict(helpers)
+    ns.update({f"k{i}": c for i, c in enumerate(constants)})
+    src = chain.source(kind, wanted)
+    exec(compile(src, f"<fabric.compile fused {next(_counter)}>", "exec"), ns)
+    return ns["grad" if wanted is not None else kind]
+
+
+def _kernel(chain: _Chain, binding: str, kind: str, dtype=None, wanted=None):
+    key = (chain.key, binding, kind, dtype, tuple(chain.constants), wanted)
+    fn = _compiled.get(key)
+    if fn is None:
+        if binding == "numba":
+            import numba
+            sig = dtype.name
+            consts = [dtype.type(c) for c in chain.constants]
+            scalar = numba.njit(_build(chain, kind, _numba_helpers(), consts, wanted))
+            n = chain.n_inputs + (kind != "forward")
+            fn = numba.vectorize([f"{sig}({', '.join([sig] * n)})"], nopython=True)(scalar)
+        elif binding == "numpy":
+            fn = _build(chain, kind, _array_helpers(np), chain.constants)
+        else:
+            fn = _build(chain, kind, _tensor_helpers(), chain.constants)
+        _compiled[key] = fn
+    return fn
+
+
+def _use_numba() -> bool:
+    from ..backends import cpu_kernels
+    return cpu_kernels.enabled()
+
+
+class FusedKernel(Function):
+    """The fused group as one autograd node; ``args[0]`` is the :class:`FusedPointwise`."""
+
+    _array_forward = True
+
+    @staticmethod
+    def forward(ctx, fused, *xs):
+        ctx.fused = fused
+        ctx.save_for_backward(*xs)
+        if fused.numba:
+            return fused.run_numba(xs)
+        values = _kernel(fused.chain, "numpy", "forward_saving")(*xs)
+        ctx.values = values
+        return values[-1]
+
+    @staticmethod
+    def backward(ctx, gy):
+        fused = ctx.fused
+        xs = ctx.saved_tensors
+        chain = fused.chain
+        need = ctx.needs_input_grad[1:]
+        if _grad_state.enabled:          # create_graph: gradients as fabric ops (differentiable again)
+            grads = _kernel(chain, "tensor", "backward_full")(*xs, gy)
+            return (None,) + tuple(gx if n else None for gx, n in zip(grads, need))
+        arrays = [x._data for x in xs]
+        if fused.numba:
+            dtype = arrays[0].dtype
+            out = [None] * len(xs)
+            for i, n in enumerate(need):
+                if n and chain.used[i]:
+                    out[i] = Tensor._make(_kernel(chain, "numba", "grad", dtype, wanted=i)(*arrays, gy._data))
+            return (None, *out)
+        grads = _kernel(chain, "numpy", "backward_saved")(*arrays, *ctx.values, gy._data)
+        ctx.values = None
+        return (None,) + tuple(Tensor._make(np.asarray(gx)) if n and gx is not None else None
+                               for gx, n in zip(grads, need))
+
+
+class FusedPointwise:
+    """The callable a fused node runs: ``fused(*inputs)`` equals the chain of ops it replaced."""
+
+    def __init__(self, chain: _Chain, names: list[str]):
+        self.chain = chain
+        self.names = names              # the replaced ops, for repr and docs
+        self.numba = False
+        self._buffer = None             # the numba forward's output, reused while nobody else holds it
+
+    def __repr__(self) -> str:
+        return f"FusedPointwise({' -> '.join(self.names)})"
+
+    @property
+    def __name__(self) -> str:          # fx prints call_function targets by name
+        return "fused_" + "_".join(self.names)
+
+    def _fast(self, xs) -> bool:
+        """All inputs are dense CPU float Tensors of one dtype (what the kernels cover)."""
+        dtype = None
+        for x in xs:
+            d = getattr(x, "_data", None)
+            if d is None or d.__class__ is not np.ndarray or x._sparse or d.dtype.kind != "f" \
+                    or d.dtype.itemsize < 4 or (dtype is not None and d.dtype != dtype):
+                return False
+            dtype = d.dtype
+        return dtype is not None
+
+    def run_numba(self, arrays):
+        shape = np.broadcast_shapes(*(a.shape for a in arrays))
+        dtype = arrays[0].dtype
+        buf = self._buffer
+        # 2 references: self._buffer and getrefcount's argument.  More: a Tensor, a view or a saved
+        # value still uses it, so this step gets a fresh one.
+        if buf is None or buf.shape != shape or buf.dtype != dtype or sys.getrefcount(buf) > 2:
+            buf = self._buffer = np.empty(shape, dtype)
+        return _kernel(self.chain, "numba", "forward", dtype)(*arrays, out=buf)
+
+    def __call__(self, *xs):
+        if not self._fast(xs):
+            return _kernel(self.chain, "tensor", "forward")(*xs)
+        self.numba = _use_numba()
+        if _grad_state.enabled and any(x._requires_grad for x in xs):
+            return FusedKernel.apply(self, *xs)
+        arrays = [x._data for x in xs]
+        if self.numba:
+            return Tensor._make(self.run_numba(arrays))
+        return Tensor._make(np.asarray(_kernel(self.chain, "numpy", "forward")(*arrays)))
+
+
+def _group_of(root: Node, names: dict, taken: set) -> list[Node]:
+    """``root`` and the pointwise nodes feeding it whose only users are in the group."""
+    group = {root}
+    frontier = [root]
+    while frontier:
+        node = frontier.pop()
+        for inp in node.all_input_nodes:
+            if inp in group or inp in taken or inp not in names:
+                continue
+            if all(u in group for u in inp.users):
+                group.add(inp)
+                frontier.append(inp)
+    return list(group)
+
+
+def fuse_pointwise(graph: Graph) -> int:
+    """Replace each group of two or more fusable pointwise nodes by one fused node; returns how many groups."""
+    names = {n: name for n in graph.nodes if (name := _op_name(n)) is not None}
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    taken: set = set()
+    groups = []
+    for node in reversed(list(graph.nodes)):
+        if node not in names or node in taken:
+            continue
+        group = _group_of(node, names, taken)
+        group.sort(key=order.__getitem__)
+        taken.update(group)
+        if len(group) >= 2:
+            groups.append(group)
+    for group in groups:
+        _replace(graph, group, names)
+    return len(groups)
+
+
+def _replace(graph: Graph, group: list[Node], names: dict) -> None:
+    inputs: list[Node] = []
+    constants: list = []
+    index = {n: j for j, n in enumerate(group)}
+    steps = []
+    for node in group:
+        args = node.args
+        if names[node] in ("relu", "gelu", "silu"):
+            args = args[:1]
+        operands = []
+        for a in args:
+            if isinstance(a, Node) and a in index:
+                operands.append(("t", index[a]))
+            elif isinstance(a, Node):
+                if a not in inputs:
+                    inputs.append(a)
+                operands.append(("x", inputs.index(a)))
+            else:
+                constants.append(a)
+                operands.append(("k", len(constants) - 1))
+        steps.append((names[node], tuple(operands)))
+    fused = FusedPointwise(_Chain(steps, len(inputs), constants), [names[n] for n in group])
+    root = group[-1]
+    with graph.inserting_before(root):
+        new = graph.call_function(fused, tuple(inputs))
+    root.replace_all_uses_with(new)
+    for node in reversed(group):
+        graph.erase_node(node)
