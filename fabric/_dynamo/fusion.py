@@ -204,7 +204,8 @@ def _tensor_helpers() -> dict:
     ctx = SimpleNamespace(params=("none",))
     return {"exp": _ops.exp, "log": _ops.log, "tanh": _ops.tanh, "sigmoid": _ops.sigmoid, "relu": _ops.relu,
             "relu_grad": lambda g, y: g * (y > 0), "gelu": F.gelu, "silu": F.silu,
-            "gelu_grad": lambda g, x: Gelu._grad(ctx, x, None, g), "silu_grad": lambda g, x: Silu._grad(ctx, x, None, g)}
+            "gelu_grad": lambda g, x: Gelu._grad(ctx, x, None, g),
+            "silu_grad": lambda g, x: Silu._grad(ctx, x, None, g)}
 
 
 _numba_scalar: dict = {}
@@ -357,9 +358,9 @@ class FusedPointwise:
         shape = np.broadcast_shapes(*(a.shape for a in arrays))
         dtype = arrays[0].dtype
         buf = self._buffer
-        # 2 references: self._buffer and getrefcount's argument.  More: a Tensor, a view or a saved
-        # value still uses it, so this step gets a fresh one.
-        if buf is None or buf.shape != shape or buf.dtype != dtype or sys.getrefcount(buf) > 2:
+        # 3 references: self._buffer, the local ``buf`` and getrefcount's argument.  More: a Tensor, a
+        # view or a saved value still uses it, so this step gets a fresh one.
+        if buf is None or buf.shape != shape or buf.dtype != dtype or sys.getrefcount(buf) > 3:
             buf = self._buffer = np.empty(shape, dtype)
         return _kernel(self.chain, "numba", "forward", dtype)(*arrays, out=buf)
 

@@ -1,0 +1,284 @@
+"""fabric.compile's pointwise fusion: the graph pass, fused results and gradients against eager (both bindings:
+NumPy arrays, numba kernels), double backward, fallbacks, and the reuse of the numba output buffer."""
+import copy
+import gc
+import operator
+import weakref
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fabric
+import fabric.nn.functional as F
+from fabric import fx, nn
+from fabric._dynamo import OptimizedModule, config, fusion
+from fabric._dynamo.fusion import FusedPointwise, fuse_pointwise
+
+
+@pytest.fixture(params=["numpy", "numba"])
+def binding(request, monkeypatch):
+    if request.param == "numba":
+        pytest.importorskip("numba")
+    monkeypatch.setattr(fusion, "_use_numba", lambda: request.param == "numba")
+    return request.param
+
+
+def _fused_nodes(compiled):
+    cf = compiled._compiled if isinstance(compiled, OptimizedModule) else compiled._fabric_compiled
+    (entry,) = cf.cache.values()
+    return [v for k, v in entry.fn.__globals__.items() if isinstance(v, FusedPointwise)]
+
+
+def _close(binding, got, want, rtol=2e-6, atol=1e-6):
+    got, want = np.asarray(got), np.asarray(want)
+    if binding == "numpy":
+        np.testing.assert_allclose(got, want, rtol=1e-12 if got.dtype == np.float64 else 1e-6, atol=0)
+    else:
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
+# --- the pass ------------------------------------------------------------------------------------------
+
+def test_pass_fuses_a_chain_and_keeps_shared_values():
+    g = fx.Graph()
+    x, b = g.placeholder("x"), g.placeholder("b")
+    h = g.call_function(operator.add, (x, b))          # used twice: inside the group and by the output
+    y = g.call_function(fabric.tanh, (g.call_function(operator.mul, (h, 2.0)),))
+    s = g.call_function(fabric.sum, (h,))
+    g.output((g.call_function(operator.sub, (y, 1)), s))
+    assert fuse_pointwise(g) == 1
+    fused = [n for n in g.nodes if isinstance(n.target, FusedPointwise)]
+    assert len(fused) == 1 and fused[0].target.names == ["mul", "tanh", "sub"]
+    assert [n.target for n in g.nodes if n.op == "call_function"][0] is operator.add
+
+
+def test_pass_leaves_non_default_kwargs_and_lone_ops():
+    g = fx.Graph()
+    x = g.placeholder("x")
+    a = g.call_function(fabric.add, (x, x), {"alpha": 2})
+    b = g.call_function(F.gelu, (a,), {"approximate": "tanh"})
+    g.output(g.call_function(fabric.exp, (b,)))
+    assert fuse_pointwise(g) == 0
+
+
+def test_config_switch_turns_fusion_off(monkeypatch):
+    monkeypatch.setattr(config, "fuse_pointwise", False)
+    f = fabric.compile(lambda x: (x * 2).exp().tanh())
+    x = fabric.randn(3)
+    assert fabric.equal(f(x), (x * 2).exp().tanh())
+    assert _fused_nodes(f) == []
+
+
+# --- numbers against eager -----------------------------------------------------------------------------
+
+class GeluMLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1, self.l2 = nn.Linear(6, 8), nn.Linear(8, 3)
+
+    def forward(self, x):
+        h = F.gelu(self.l1(x)) * 0.5 + fabric.sigmoid(x.sum(1, keepdim=True))
+        return self.l2(F.silu(h) - h.relu() / 3)
+
+
+def _grads(model, out):
+    out.sum().backward() if out.dim() else out.backward()
+    gs = [p.grad.numpy().copy() for p in model.parameters()]
+    model.zero_grad()
+    return gs
+
+
+@pytest.mark.parametrize("dtype", [fabric.float32, fabric.float64])
+def test_mlp_with_gelu_forward_and_gradients_equal_eager(binding, dtype):
+    fabric.manual_seed(0)
+    model = GeluMLP().to(dtype)
+    compiled = fabric.compile(model)
+    for _ in range(3):
+        x = fabric.randn(5, 6, dtype=dtype, requires_grad=True)
+        want = model(x)
+        gw = _grads(model, (want * want).mean())
+        gx_want = x.grad.numpy().copy()
+        x.grad = None
+        got = compiled(x)
+        _close(binding, got.detach().numpy(), want.detach().numpy())
+        gg = _grads(model, (got * got).mean())
+        for a, b in zip(gg, gw):
+            _close(binding, a, b)
+        _close(binding, x.grad.numpy(), gx_want)
+    assert len(_fused_nodes(compiled)) == 1
+
+
+class Block(nn.Module):
+    """A pre-norm transformer block (attention + GELU MLP, residuals), calling its functions directly."""
+
+    def __init__(self, d=16, heads=2):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
+        self.fc, self.proj = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        h = self.ln1(x)
+        x = x + self.attn(h, h, h, need_weights=False)[0]
+        return x + self.proj(F.gelu(self.fc(self.ln2(x))) * 1.5 + 0.1)
+
+
+def test_transformer_block_equals_eager(binding):
+    fabric.manual_seed(1)
+    block = Block()
+    compiled = fabric.compile(block)
+    for _ in range(2):
+        x = fabric.randn(2, 5, 16, requires_grad=True)
+        want = block(x)
+        gw = _grads(block, want.pow(2).sum())
+        got = compiled(x)
+        _close(binding, got.detach().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6)
+        for a, b in zip(_grads(block, got.pow(2).sum()), gw):
+            _close(binding, a, b, rtol=1e-4, atol=1e-5)
+    assert len(_fused_nodes(compiled)) >= 1
+
+
+class LeNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2 = nn.Conv2d(1, 3, 5, padding=2), nn.Conv2d(3, 4, 5)
+        self.f1, self.f2 = nn.Linear(4 * 5 * 5, 16), nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.c1(x)), 2)
+        x = F.max_pool2d(F.relu(self.c2(x)), 2)
+        return self.f2(fabric.tanh(F.relu(self.f1(x.flatten(1))) * 2 - 1))
+
+
+def test_lenet_training_equals_eager(binding):
+    fabric.manual_seed(2)
+    model = LeNet()
+    twin = copy.deepcopy(model)
+    compiled = fabric.compile(model)
+    opt, opt_twin = fabric.optim.SGD(model.parameters(), lr=0.1), fabric.optim.SGD(twin.parameters(), lr=0.1)
+    for _ in range(3):
+        x, y = fabric.randn(4, 1, 28, 28), fabric.randint(0, 10, (4,))
+        for m, o in ((compiled, opt), (twin, opt_twin)):
+            o.zero_grad()
+            F.cross_entropy(m(x), y).backward()
+            o.step()
+    for p, q in zip(model.parameters(), twin.parameters()):
+        _close(binding, p.detach().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert len(_fused_nodes(compiled)) == 1
+
+
+_UNARY = ["exp", "tanh", "sigmoid", "relu", "gelu", "silu", "neg", "log"]
+_BINARY = ["add", "sub", "mul", "div"]
+
+
+def _apply(op, a, b, const):
+    if op == "exp":
+        return (a * 0.25).exp()
+    if op == "log":
+        return fabric.log(a * a + 1)
+    if op == "neg":
+        return -a
+    if op in ("relu", "tanh", "sigmoid"):
+        return getattr(a, op)()
+    if op in ("gelu", "silu"):
+        return getattr(F, op)(a)
+    rhs = b if b is not None else const
+    if op == "div":
+        return a / (rhs * rhs + 1) if b is not None else a / const
+    return {"add": operator.add, "sub": operator.sub, "mul": operator.mul}[op](a, rhs)
+
+
+@settings(max_examples=25, deadline=None)
+@given(ops=st.lists(st.tuples(st.sampled_from(_UNARY + _BINARY), st.integers(0, 3), st.sampled_from([0.5, 2, -1.5])),
+                    min_size=2, max_size=6),
+       broadcast=st.booleans(), numba=st.booleans())
+def test_hypothesis_chains_equal_eager(ops, broadcast, numba):
+    if numba:
+        pytest.importorskip("numba")
+    original = fusion._use_numba
+    fusion._use_numba = lambda: numba
+    try:
+        def chain(x, w):
+            values = [x]
+            for op, pick, const in ops:
+                a = values[-1]
+                b = None if pick == 0 else (w if pick == 1 else values[pick % len(values)])
+                values.append(_apply(op, a, b, const))
+            return values[-1]
+
+        rng = np.random.default_rng(len(ops))
+        x = fabric.tensor(rng.standard_normal((3, 4)), requires_grad=True)
+        w = fabric.tensor(rng.standard_normal((4,) if broadcast else (3, 4)), requires_grad=True)
+        want = chain(x, w)
+        gx, gw = fabric.autograd.grad(want.sum(), (x, w), allow_unused=True, materialize_grads=True)
+        f = fabric.compile(chain)
+        got = f(x, w)
+        hx, hw = fabric.autograd.grad(got.sum(), (x, w), allow_unused=True, materialize_grads=True)
+        for a, b in ((got, want), (hx, gx), (hw, gw)):
+            np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-9, atol=1e-12)
+    finally:
+        fusion._use_numba = original
+
+
+def test_double_backward_through_fused_node(binding):
+    f = fabric.compile(lambda x, w: F.gelu(x * w).tanh() * x)
+    x = fabric.randn(3, 2, dtype=fabric.float64, requires_grad=True)
+    w = fabric.randn(2, dtype=fabric.float64, requires_grad=True)
+    assert fabric.autograd.gradcheck(f, (x, w))
+    assert fabric.autograd.gradgradcheck(f, (x, w))
+    assert len(_fused_nodes(f)) == 1
+
+
+def test_integer_inputs_run_the_ops_themselves(binding):
+    f = fabric.compile(lambda x: (x * 3 + 1) - x)
+    x = fabric.arange(6).reshape(2, 3)
+    got = f(x)
+    assert got.dtype == fabric.int64 and fabric.equal(got, x * 3 + 1 - x)
+
+
+def test_empty_zero_dim_and_non_contiguous(binding):
+    f = fabric.compile(lambda x, y: fabric.sigmoid(x * y) + y)
+    for x, y in [(fabric.randn(0, 3), fabric.randn(3)), (fabric.randn(()), fabric.randn(())),
+                 (fabric.randn(4, 3).t(), fabric.randn(3, 4)[:, ::2][:, :1])]:
+        want = fabric.sigmoid(x * y) + y
+        got = f(x, y)
+        assert got.shape == want.shape
+        _close(binding, got.numpy(), want.numpy())
+
+
+# --- memory planning -----------------------------------------------------------------------------------
+
+def test_numba_output_buffer_reused_only_when_free(monkeypatch):
+    pytest.importorskip("numba")
+    monkeypatch.setattr(fusion, "_use_numba", lambda: True)
+    f = fabric.compile(lambda x: (x * 2).exp().sum(0))
+    # the fused node's output is consumed by sum(): dropped inside the step, so later steps reuse it
+    x = fabric.randn(4, 3)
+    f(x)                                         # the capture (eager)
+    want = f(x)                                  # the first fused step allocates
+    (node,) = _fused_nodes(f)
+    first = weakref.ref(node._buffer)           # a weak reference: holding the array would block its reuse
+    for _ in range(2):
+        assert fabric.allclose(f(x), want)
+        assert node._buffer is first()
+    # a result the user keeps is never overwritten
+    g = fabric.compile(lambda x: (x * 2).exp())
+    g(x)
+    kept = g(x)
+    before = kept.numpy().copy()
+    again = g(x * 0)
+    np.testing.assert_array_equal(kept.numpy(), before)
+    assert not np.shares_memory(kept.numpy(), again.numpy())
+    # nor one the autograd graph saved (here by the matmul that consumes it)
+    w = fabric.randn(3, 3, requires_grad=True)
+    h = fabric.compile(lambda x, w: ((x * 2).exp() @ w).sum())
+    x1 = fabric.randn(4, 3)
+    h(x1, w)
+    loss1 = h(x1, w)
+    h(fabric.randn(4, 3), w)                     # a second step while loss1's graph is alive
+    loss1.backward()
+    np.testing.assert_allclose(w.grad.numpy(), np.exp(x1.numpy() * 2).sum(0)[:, None].repeat(3, 1), rtol=1e-6)
+    del loss1
+    gc.collect()
