@@ -1,6 +1,6 @@
 """fabric.compile vs eager (and torch.compile vs torch eager) on training steps, CPU.
 
-Models come from benchmarks/train.py (lenet, gpt, mlp; identical code for both
+Models come from benchmarks/models.py (lenet, gpt, mlp; identical code for both
 libraries).  Variants, each in its own subprocess:
 
   fabric         eager fabric
@@ -32,7 +32,7 @@ VARIANTS = ("fabric", "fabric.compile", "torch", "torch.compile")
 
 
 def run_one(variant, name, steps, warmup, profile):
-    from train import build
+    from models import build
     libname = variant.split(".")[0]
     lib = __import__(libname)
     if libname == "torch":

@@ -333,7 +333,7 @@ class FusedPointwise:
     def __init__(self, chain: _Chain, names: list[str]):
         self.chain = chain
         self.names = names              # the replaced ops, for repr and docs
-        self.numba = False
+        self.numba = None               # decided at the first call (the cpu extra on or off)
         self._buffer = None             # the numba forward's output, reused while nobody else holds it
 
     def __repr__(self) -> str:
@@ -367,7 +367,8 @@ class FusedPointwise:
     def __call__(self, *xs):
         if not self._fast(xs):
             return _kernel(self.chain, "tensor", "forward")(*xs)
-        self.numba = _use_numba()
+        if self.numba is None:
+            self.numba = _use_numba()
         if _grad_state.enabled and any(x._requires_grad for x in xs):
             return FusedKernel.apply(self, *xs)
         arrays = [x._data for x in xs]
