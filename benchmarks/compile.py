@@ -8,11 +8,14 @@ libraries).  Variants, each in its own subprocess:
   torch          eager PyTorch (when installed)
   torch.compile  torch.compile(model) (inductor; reported as an error if it cannot build here)
 
-Two measures: steps/s (wall clock: run it on an idle machine), and with
+Three measures: steps/s (wall clock: run it on an idle machine); with
 ``--profile`` the Python function calls per step counted by cProfile — a
-load-independent measure of interpreter overhead (fabric variants only).
+load-independent measure of interpreter overhead (fabric variants only); with
+``--instructions`` the instructions per step counted by valgrind's callgrind
+(``(Ir(W+S) - Ir(W)) / S`` with one BLAS thread, as benchmarks/instructions.py;
+fabric variants only, slow).
 
-Run: python benchmarks/compile.py [--steps N] [--models lenet,gpt] [--profile]
+Run: python benchmarks/compile.py [--steps N] [--models lenet,gpt] [--profile | --instructions]
 """
 from __future__ import annotations
 
@@ -21,8 +24,10 @@ import cProfile
 import json
 import os
 import pstats
+import re
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -60,6 +65,10 @@ def run_one(variant, name, steps, warmup, profile):
     for _ in range(warmup):
         step()
     out = {"first_loss": first, "first_step_s": compile_s}
+    if profile == "untimed":
+        for _ in range(steps):
+            step()
+        return
     if profile:
         pr = cProfile.Profile()
         pr.enable()
@@ -73,6 +82,22 @@ def run_one(variant, name, steps, warmup, profile):
             step()
         out["steps_per_s"] = steps / (time.perf_counter() - t0)
     print(json.dumps(out))
+
+
+def callgrind_per_step(variant, name, warmup, steps):
+    """Instructions per steady-state step of ``variant`` under callgrind (one BLAS thread)."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    counts = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in (0, steps):
+            out = os.path.join(tmp, f"cg.{n}")
+            cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__,
+                   "--child", variant, name, "--steps", str(n), "--warmup", str(warmup), "--untimed"]
+            subprocess.run(cmd, env=env, check=True, capture_output=True)
+            with open(out) as f:
+                totals = [re.match(r"(?:summary|totals):\s+(\d+)", line) for line in f]
+            counts.append(max(int(m.group(1)) for m in totals if m))
+    return (counts[1] - counts[0]) / steps
 
 
 def _inputs(lib, name):
@@ -90,10 +115,19 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--models", default="lenet,gpt")
     p.add_argument("--profile", action="store_true", help="count Python calls per step instead of timing")
+    p.add_argument("--instructions", action="store_true", help="count instructions per step (callgrind)")
     p.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    p.add_argument("--untimed", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
-        run_one(args.child[0], args.child[1], args.steps, args.warmup, args.profile)
+        run_one(args.child[0], args.child[1], args.steps, args.warmup, "untimed" if args.untimed else args.profile)
+        return
+    if args.instructions:
+        print(f"{'model':8s}{'fabric':>18s}{'fabric.compile':>18s}   eager/compile (instructions)")
+        for name in args.models.split(","):
+            ir = {v: callgrind_per_step(v, name, args.warmup, args.steps) for v in VARIANTS[:2]}
+            print(f"{name:8s}{ir['fabric']:18.3e}{ir['fabric.compile']:18.3e}"
+                  f"   {ir['fabric'] / ir['fabric.compile']:20.2f}x")
         return
     try:
         import torch  # noqa: F401

@@ -78,6 +78,13 @@ POINTWISE: dict[str, tuple[str, tuple[str, ...]]] = {
     "silu": ("silu({0})", ("silu_grad({g}, {0})",)),
 }
 
+# the same ops writing into a planned buffer ``{o}`` (NumPy binding); eager's float operations, so bit-equal
+_OUT_FORMS = {"add": "add({0}, {1}, out={o})", "sub": "subtract({0}, {1}, out={o})",
+              "mul": "multiply({0}, {1}, out={o})", "div": "true_divide({0}, {1}, out={o})",
+              "neg": "negative({0}, out={o})", "exp": "exp({0}, out={o})", "log": "log({0}, out={o})",
+              "tanh": "tanh({0}, out={o})", "sigmoid": "sigmoid_out({0}, {o})", "relu": "maximum({0}, 0, out={o})",
+              "gelu": "gelu({0})", "silu": "silu({0})"}
+
 _OPERATORS = {operator.add: "add", operator.sub: "sub", operator.mul: "mul", operator.truediv: "div",
               operator.neg: "neg"}
 _FUNCTIONS = {_ops.add: "add", _ops.sub: "sub", _ops.mul: "mul", _ops.div: "div", _ops.neg: "neg",
@@ -161,6 +168,11 @@ class _Chain:
         elif kind == "forward_saving":
             body = self.forward_lines + [f"return ({ts},)"]
             params = xs
+        elif kind == "forward_out":     # into planned buffers b0, b1 ... (one per step)
+            ref = self._ref
+            body = [f"t{j} = " + _OUT_FORMS[name].format(*(ref(o) for o in ops), o=f"b{j}")
+                    for j, (name, ops) in enumerate(self.steps)] + [f"return ({ts},)"]
+            params = xs + ", " + ", ".join(f"b{j}" for j in range(len(self.steps)))
         elif kind == "backward_saved":
             body = self.adjoint_lines + [f"return ({grads},)"]
             params = f"{xs}, {ts}, g"
@@ -191,7 +203,15 @@ def _array_helpers(xp) -> dict:
     def silu_grad(g, x):
         return backend_of(x).silu_backward(x, g)
 
-    return {"exp": xp.exp, "log": xp.log, "tanh": xp.tanh, "sigmoid": lambda x: _sigmoid(xp, x),
+    def sigmoid_out(x, out):            # _sigmoid's four passes, into ``out``
+        xp.negative(x, out=out)
+        xp.exp(out, out=out)
+        out += 1
+        return xp.reciprocal(out, out=out)
+
+    return {"add": xp.add, "subtract": xp.subtract, "multiply": xp.multiply, "true_divide": xp.true_divide,
+            "negative": xp.negative, "maximum": xp.maximum, "sigmoid_out": sigmoid_out,
+            "exp": xp.exp, "log": xp.log, "tanh": xp.tanh, "sigmoid": lambda x: _sigmoid(xp, x),
             "relu": lambda x: xp.maximum(x, 0), "relu_grad": lambda g, y: g * (y > 0),
             "gelu": gelu, "gelu_grad": gelu_grad, "silu": silu, "silu_grad": silu_grad}
 
@@ -300,7 +320,7 @@ class FusedKernel(Function):
         ctx.save_for_backward(*xs)
         if fused.numba:
             return fused.run_numba(xs)
-        values = _kernel(fused.chain, "numpy", "forward_saving")(*xs)
+        values = fused.run_numpy(xs)
         ctx.values = values
         return values[-1]
 
@@ -335,6 +355,7 @@ class FusedPointwise:
         self.names = names              # the replaced ops, for repr and docs
         self.numba = None               # decided at the first call (the cpu extra on or off)
         self._buffer = None             # the numba forward's output, reused while nobody else holds it
+        self._plan = None               # NumPy: (input shapes and dtypes, one buffer per step)
 
     def __repr__(self) -> str:
         return f"FusedPointwise({' -> '.join(self.names)})"
@@ -364,6 +385,27 @@ class FusedPointwise:
             buf = self._buffer = np.empty(shape, dtype)
         return _kernel(self.chain, "numba", "forward", dtype)(*arrays, out=buf)
 
+    def run_numpy(self, arrays):
+        """Every step's value, each written into a buffer planned at the first call for these input
+        shapes and reused on later calls unless something (a Tensor, a saved value) still holds it."""
+        key = tuple((a.shape, a.dtype) for a in arrays)
+        plan = self._plan
+        if plan is None or plan[0] != key:
+            values = _kernel(self.chain, "numpy", "forward_saving")(*arrays)
+            values = tuple(v if v.__class__ is np.ndarray else np.asarray(v) for v in values)
+            self._plan = (key, list(values))
+            return values
+        buffers = plan[1]
+        for j in range(len(buffers)):
+            # 2 references: the list and getrefcount's argument; more: someone still uses it
+            if sys.getrefcount(buffers[j]) > 2:
+                buffers[j] = np.empty_like(buffers[j])
+        values = _kernel(self.chain, "numpy", "forward_out")(*arrays, *buffers)
+        for j, v in enumerate(values):
+            if v is not buffers[j]:     # gelu/silu return a fresh array
+                buffers[j] = v if v.__class__ is np.ndarray else np.asarray(v)
+        return tuple(buffers)
+
     def __call__(self, *xs):
         if not self._fast(xs):
             return _kernel(self.chain, "tensor", "forward")(*xs)
@@ -374,7 +416,7 @@ class FusedPointwise:
         arrays = [x._data for x in xs]
         if self.numba:
             return Tensor._make(self.run_numba(arrays))
-        return Tensor._make(np.asarray(_kernel(self.chain, "numpy", "forward")(*arrays)))
+        return Tensor._make(self.run_numpy(arrays)[-1])
 
 
 def _group_of(root: Node, names: dict, taken: set) -> list[Node]:
