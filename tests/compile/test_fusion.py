@@ -315,3 +315,29 @@ def test_results_the_user_keeps_are_never_overwritten(binding):
     kept = [g(x + i) for i in range(3)]
     for i, k in enumerate(kept):
         np.testing.assert_allclose(k.numpy(), np.exp((x + i).numpy() * 2), rtol=1e-6)
+
+
+@pytest.mark.parametrize("activation", ["gelu", "untraced"])
+def test_functions_stored_on_modules(activation):
+    # TransformerEncoderLayer keeps F.gelu as an attribute: capture records it like any call.  A function
+    # the tracer cannot see that reads a traced tensor's internals breaks the graph, and that call runs
+    # eagerly (its traced result used to be returned, with a corrupt autograd graph)
+    from fabric.nn.functional._activation import Gelu, _unary
+    fabric.manual_seed(3)
+    layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, activation="gelu", batch_first=True)
+    if activation == "untraced":
+        layer.activation = lambda t: _unary(Gelu, t, "none")
+    compiled = fabric.compile(layer)
+    for _ in range(2):
+        x = fabric.randn(2, 5, 16, requires_grad=True)
+        want = layer(x)
+        gw = _grads(layer, want.pow(2).sum())
+        got = compiled(x)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6, atol=1e-6)
+        for a, b in zip(_grads(layer, got.pow(2).sum()), gw):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    (entry,) = compiled._compiled.cache.values()
+    if activation == "gelu":
+        assert entry.fn is not None
+    else:
+        assert entry.fn is None and "internal attribute '_data'" in entry.reason[0]
