@@ -1,7 +1,8 @@
 """fabric.compile vs eager (and torch.compile vs torch eager) on training steps, CPU.
 
 Models come from benchmarks/models.py (lenet, gpt, mlp; identical code for both
-libraries).  Variants, each in its own subprocess:
+libraries), plus ``cell``: a hand-written LSTM cell unrolled over 16 steps (b64,
+h128), whose gate arithmetic is the kind of pointwise chain fabric.compile fuses.  Variants, each in its own subprocess:
 
   fabric         eager fabric
   fabric.compile fabric.compile(model) (captured fx graph, passes, lean executor)
@@ -43,7 +44,7 @@ def run_one(variant, name, steps, warmup, profile):
     if libname == "torch":
         lib.set_num_threads(int(os.environ.get("BENCH_THREADS", "2")))
     lib.manual_seed(0)
-    model, opt, _ = build(lib, name)
+    model, opt = _cell(lib) if name == "cell" else build(lib, name)[:2]
     x, y = _inputs(lib, name)
     step_model = lib.compile(model) if variant.endswith(".compile") else model
 
@@ -100,8 +101,32 @@ def callgrind_per_step(variant, name, warmup, steps):
     return (counts[1] - counts[0]) / steps
 
 
+def _cell(lib, d_in=32, hidden=128, steps=16):
+    """``(model, optimizer)``: an LSTM cell written with tensor ops, unrolled, then a linear head."""
+    nn = lib.nn
+
+    class Cell(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inp, self.rec, self.head = nn.Linear(d_in, 4 * hidden), nn.Linear(hidden, 4 * hidden), \
+                nn.Linear(hidden, 10)
+
+        def forward(self, x):
+            h = c = lib.zeros(x.shape[0], hidden)
+            for t in range(steps):
+                i, f, g, o = (self.inp(x[:, t]) + self.rec(h)).chunk(4, 1)
+                c = lib.sigmoid(f) * c + lib.sigmoid(i) * lib.tanh(g)
+                h = lib.sigmoid(o) * lib.tanh(c)
+            return self.head(h)
+
+    model = Cell()
+    return model, lib.optim.SGD(model.parameters(), lr=0.01)
+
+
 def _inputs(lib, name):
     lib.manual_seed(1)
+    if name == "cell":
+        return lib.randn(64, 16, 32), lib.randint(0, 10, (64,))
     if name == "gpt":
         return lib.randint(0, 65, (32, 64)), lib.randint(0, 65, (32, 64))
     if name == "lenet":
