@@ -339,7 +339,8 @@ class FusedKernel(Function):
             out = [None] * len(xs)
             for i, n in enumerate(need):
                 if n and chain.used[i]:
-                    out[i] = Tensor._make(_kernel(chain, "numba", "grad", dtype, wanted=i)(*arrays, gy._data))
+                    gx = _kernel(chain, "numba", "grad", dtype, wanted=i)(*arrays, gy._data)
+                    out[i] = Tensor._make(gx if gx.__class__ is np.ndarray else np.asarray(gx))
             return (None, *out)
         grads = _kernel(chain, "numpy", "backward_saved")(*arrays, *ctx.values, gy._data)
         ctx.values = None

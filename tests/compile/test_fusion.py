@@ -231,6 +231,21 @@ def test_double_backward_through_fused_node(binding):
     assert len(_fused_nodes(f)) == 1
 
 
+def test_zero_dim_gradients_and_function_forms(binding):
+    f = fabric.compile(lambda x, w: fabric.mul(fabric.add(x, w).exp(), 2).tanh())
+    x, w = fabric.randn((), requires_grad=True), fabric.randn((), requires_grad=True)
+    f(x, w)
+    got = f(x, w)
+    gx, gw = fabric.autograd.grad(got, (x, w))
+    want = fabric.mul(fabric.add(x, w).exp(), 2).tanh()
+    hx, hw = fabric.autograd.grad(want, (x, w))
+    assert got.shape == () and gx.shape == () and gw.shape == ()
+    _close(binding, got.detach().numpy(), want.detach().numpy())
+    _close(binding, gx.numpy(), hx.numpy())
+    _close(binding, gw.numpy(), hw.numpy())
+    assert len(_fused_nodes(f)) == 1
+
+
 def test_integer_inputs_run_the_ops_themselves(binding):
     f = fabric.compile(lambda x: (x * 3 + 1) - x)
     x = fabric.arange(6).reshape(2, 3)
@@ -341,3 +356,26 @@ def test_functions_stored_on_modules(activation):
         assert entry.fn is not None
     else:
         assert entry.fn is None and "internal attribute '_data'" in entry.reason[0]
+
+
+@pytest.mark.torch
+def test_fused_chain_matches_pytorch(binding):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    xs, ws = rng.standard_normal((4, 5)), rng.standard_normal(5)
+
+    def chain(lib, fn, x, w):
+        return (fn.silu(fn.gelu(x * w) - lib.sigmoid(x) / 2) + x.exp() * 0.1).tanh()
+
+    f = fabric.compile(lambda x, w: chain(fabric, F, x, w))
+    x, w = fabric.tensor(xs, requires_grad=True), fabric.tensor(ws, requires_grad=True)
+    f(x, w)
+    got = f(x, w)
+    gx, gw = fabric.autograd.grad(got.sum(), (x, w))
+    tx, tw = torch.tensor(xs, requires_grad=True), torch.tensor(ws, requires_grad=True)
+    want = chain(torch, torch.nn.functional, tx, tw)
+    hx, hw = torch.autograd.grad(want.sum(), (tx, tw))
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(gx.numpy(), hx.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(gw.numpy(), hw.numpy(), rtol=1e-10, atol=1e-12)
+    assert len(_fused_nodes(f)) == 1
