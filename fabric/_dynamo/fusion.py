@@ -76,6 +76,9 @@ POINTWISE: dict[str, tuple[str, tuple[str, ...]]] = {
     "relu": ("relu({0})", ("relu_grad({g}, {y})",)),
     "gelu": ("gelu({0})", ("gelu_grad({g}, {0})",)),
     "silu": ("silu({0})", ("silu_grad({g}, {0})",)),
+    # CPU dropout is ``x * noise`` with ``noise = bernoulli(1-p) / (1-p)`` drawn as eager draws it; {1} is the
+    # noise (an extra kernel input, drawn by the fused node when it runs), {2} the probability
+    "dropout": ("{0} * {1}", ("{g} * {1}",)),
 }
 
 # the same ops writing into a planned buffer ``{o}`` (NumPy binding); eager's float operations, so bit-equal
@@ -83,7 +86,7 @@ _OUT_FORMS = {"add": "add({0}, {1}, out={o})", "sub": "subtract({0}, {1}, out={o
               "mul": "multiply({0}, {1}, out={o})", "div": "true_divide({0}, {1}, out={o})",
               "neg": "negative({0}, out={o})", "exp": "exp({0}, out={o})", "log": "log({0}, out={o})",
               "tanh": "tanh({0}, out={o})", "sigmoid": "sigmoid_out({0}, {o})", "relu": "maximum({0}, 0, out={o})",
-              "gelu": "gelu({0})", "silu": "silu({0})"}
+              "gelu": "gelu({0})", "silu": "silu({0})", "dropout": "multiply({0}, {1}, out={o})"}
 
 _OPERATORS = {operator.add: "add", operator.sub: "sub", operator.mul: "mul", operator.truediv: "div",
               operator.neg: "neg"}
@@ -110,7 +113,7 @@ def _op_name(node: Node) -> str | None:
     else:
         return None
     if name is None:
-        return None
+        return "dropout" if node.op == "call_function" and node.target is F.dropout and _dropout_p(node) else None
     if any(_DEFAULT_KWARGS.get(k, object()) != v for k, v in node.kwargs.items()):
         return None                    # alpha=, out=, inplace=True, approximate='tanh' ...
     args = node.args
@@ -123,13 +126,24 @@ def _op_name(node: Node) -> str | None:
     return name
 
 
+def _dropout_p(node: Node):
+    """``p`` of a training-mode, out-of-place ``F.dropout`` node with 0 < p < 1 (else None)."""
+    bound = dict(zip(("input", "p", "training", "inplace"), node.args))
+    bound.update(node.kwargs)
+    p, training, inplace = bound.get("p", 0.5), bound.get("training", True), bound.get("inplace", False)
+    if not isinstance(bound.get("input"), Node) or training is not True or inplace is not False:
+        return None
+    return p if type(p) in (int, float) and 0 < p < 1 else None
+
+
 class _Chain:
     """A group's sources: ``forward`` (values), ``backward_saved`` (adjoints from saved values),
     ``backward_full`` (recompute, then adjoints) and per-input scalar kernels for numba."""
 
-    def __init__(self, steps, n_inputs, constants):
+    def __init__(self, steps, n_inputs, constants, n_graph_inputs=None):
         self.steps = steps              # [(name, operands)]; an operand is ("x", i), ("t", j) or ("k", i)
-        self.n_inputs = n_inputs
+        self.n_inputs = n_inputs        # graph inputs, then one dropout noise per dropout step
+        self.n_graph = n_inputs if n_graph_inputs is None else n_graph_inputs
         self.constants = constants
         ref = self._ref
         xs = [f"x{i}" for i in range(n_inputs)]
@@ -142,7 +156,7 @@ class _Chain:
         for j in range(len(steps) - 1, -1, -1):
             name, ops = steps[j]
             for k, o in enumerate(ops):
-                if o[0] == "k":
+                if o[0] == "k" or (o[0] == "x" and o[1] >= self.n_graph):   # constants, dropout noise
                     continue
                 target = "gx" if o[0] == "x" else "g"
                 var = f"{target}{o[1]}"
@@ -165,6 +179,11 @@ class _Chain:
         if kind == "forward":
             body = self.forward_lines + [f"return {self.out}"]
             params = xs
+        elif kind == "forward_eager":   # the ops themselves (dropout draws its own mask)
+            ref = self._ref
+            body = [f"t{j} = dropout({ref(ops[0])}, {ref(ops[2])})" if name == "dropout" else self.forward_lines[j]
+                    for j, (name, ops) in enumerate(self.steps)] + [f"return {self.out}"]
+            params = ", ".join(self.xs[:self.n_graph])
         elif kind == "forward_saving":
             body = self.forward_lines + [f"return ({ts},)"]
             params = xs
@@ -222,7 +241,8 @@ def _tensor_helpers() -> dict:
     from ..nn.functional._activation import Gelu, Silu
 
     ctx = SimpleNamespace(params=("none",))
-    return {"exp": _ops.exp, "log": _ops.log, "tanh": _ops.tanh, "sigmoid": _ops.sigmoid, "relu": _ops.relu,
+    return {"dropout": F.dropout,
+            "exp": _ops.exp, "log": _ops.log, "tanh": _ops.tanh, "sigmoid": _ops.sigmoid, "relu": _ops.relu,
             "relu_grad": lambda g, y: g * (y > 0), "gelu": F.gelu, "silu": F.silu,
             "gelu_grad": lambda g, x: Gelu._grad(ctx, x, None, g),
             "silu_grad": lambda g, x: Silu._grad(ctx, x, None, g)}
@@ -407,14 +427,38 @@ class FusedPointwise:
                 buffers[j] = v if v.__class__ is np.ndarray else np.asarray(v)
         return tuple(buffers)
 
+    def _noise(self, arrays) -> list:
+        """One dropout noise per dropout step, drawn as eager's CPU dropout draws it (same generator, same
+        order, the input's memory order), in the step's shape."""
+        from ..nn.functional._dropout import _bernoulli, _memory_order
+        shapes: list = []
+        noise = []
+        for name, ops in self.chain.steps:
+            shape = np.broadcast_shapes(*(arrays[o[1]].shape if o[0] == "x" else shapes[o[1]]
+                                          for o in ops[:1 if name == "dropout" else None] if o[0] != "k"))
+            shapes.append(shape)
+            if name != "dropout":
+                continue
+            p = self.chain.constants[ops[2][1]]
+            src = ops[0]
+            perm = _memory_order(arrays[src[1]]) if src[0] == "x" else None
+            if perm is None:
+                n = _bernoulli(arrays[0], shape, 1.0 - p)
+            else:
+                n = _bernoulli(arrays[0], tuple(shape[d] for d in perm), 1.0 - p).transpose(np.argsort(perm))
+            n /= n.dtype.type(1.0 - p)
+            noise.append(n)
+        return noise
+
     def __call__(self, *xs):
         if not self._fast(xs):
-            return _kernel(self.chain, "tensor", "forward")(*xs)
+            return _kernel(self.chain, "tensor", "forward_eager")(*xs)
         if self.numba is None:
             self.numba = _use_numba()
+        noise = self._noise([x._data for x in xs]) if self.chain.n_inputs > self.chain.n_graph else ()
         if _grad_state.enabled and any(x._requires_grad for x in xs):
-            return FusedKernel.apply(self, *xs)
-        arrays = [x._data for x in xs]
+            return FusedKernel.apply(self, *xs, *noise)
+        arrays = [x._data for x in xs] + list(noise)
         if self.numba:
             return Tensor._make(self.run_numba(arrays))
         return Tensor._make(self.run_numpy(arrays)[-1])
@@ -435,6 +479,19 @@ def _group_of(root: Node, names: dict, taken: set) -> list[Node]:
     return list(group)
 
 
+def _reorders_random(group: list, names: dict, order: dict) -> bool:
+    """A group with a dropout draws its masks when the fused node runs (at the group's last node): that
+    keeps eager's random stream only if no other node between the group's first and last may draw."""
+    if not any(names[n] == "dropout" for n in group):
+        return False
+    from .passes import is_pure
+    members = set(group)
+    first, last = order[group[0]], order[group[-1]]
+    nodes = list(group[0].graph.nodes)
+    return any(n not in members and n.op in ("call_function", "call_method", "call_module") and not is_pure(n)
+               for n in nodes[first:last])
+
+
 def fuse_pointwise(graph: Graph) -> int:
     """Replace each group of two or more fusable pointwise nodes by one fused node; returns how many groups."""
     names = {n: name for n in graph.nodes if (name := _op_name(n)) is not None}
@@ -447,7 +504,7 @@ def fuse_pointwise(graph: Graph) -> int:
         group = _group_of(node, names, taken)
         group.sort(key=order.__getitem__)
         taken.update(group)
-        if len(group) >= 2:
+        if len(group) >= 2 and not _reorders_random(group, names, order):
             groups.append(group)
     for group in groups:
         _replace(graph, group, names)
@@ -459,10 +516,14 @@ def _replace(graph: Graph, group: list[Node], names: dict) -> None:
     constants: list = []
     index = {n: j for j, n in enumerate(group)}
     steps = []
+    dropouts = []                       # (step, p): each gets a noise input after the graph inputs
     for node in group:
         args = node.args
         if names[node] in ("relu", "gelu", "silu"):
             args = args[:1]
+        elif names[node] == "dropout":
+            dropouts.append((len(steps), _dropout_p(node)))
+            args = (node.args[0] if node.args else node.kwargs["input"],)
         operands = []
         for a in args:
             if isinstance(a, Node) and a in index:
@@ -475,7 +536,11 @@ def _replace(graph: Graph, group: list[Node], names: dict) -> None:
                 constants.append(a)
                 operands.append(("k", len(constants) - 1))
         steps.append((names[node], tuple(operands)))
-    fused = FusedPointwise(_Chain(steps, len(inputs), constants), [names[n] for n in group])
+    for k, (j, p) in enumerate(dropouts):
+        constants.append(p)
+        steps[j] = ("dropout", steps[j][1] + (("x", len(inputs) + k), ("k", len(constants) - 1)))
+    chain = _Chain(steps, len(inputs) + len(dropouts), constants, len(inputs))
+    fused = FusedPointwise(chain, [names[n] for n in group])
     root = group[-1]
     with graph.inserting_before(root):
         new = graph.call_function(fused, tuple(inputs))
