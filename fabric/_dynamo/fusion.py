@@ -58,6 +58,7 @@ from ..backends import backend_of
 from ..fx.graph import Graph
 from ..fx.node import Node
 from ..nn import functional as F
+from ..nn.functional._dropout import _bernoulli, _memory_order
 
 __all__ = ["fuse_pointwise", "FusedPointwise", "POINTWISE"]
 
@@ -316,6 +317,7 @@ def _kernel(chain: _Chain, binding: str, kind: str, dtype=None, wanted=None):
             scalar = numba.njit(_build(chain, kind, _numba_helpers(), consts, wanted))
             n = chain.n_inputs + (kind != "forward")
             fn = numba.vectorize([f"{sig}({', '.join([sig] * n)})"], nopython=True)(scalar)
+            fn = getattr(fn, "ufunc", fn)   # the NumPy ufunc itself: no Python-level DUFunc.__call__ per call
         elif binding == "numpy":
             fn = _build(chain, kind, _array_helpers(np), chain.constants)
         else:
@@ -377,6 +379,8 @@ class FusedPointwise:
         self.numba = None               # decided at the first call (the cpu extra on or off)
         self._buffer = None             # the numba forward's output, reused while nobody else holds it
         self._plan = None               # NumPy: (input shapes and dtypes, one buffer per step)
+        self._noise_cache = None        # dropout: (input shapes and strides, what to draw)
+        self._shape = None              # numba: (input shapes, output shape)
 
     def __repr__(self) -> str:
         return f"FusedPointwise({' -> '.join(self.names)})"
@@ -397,7 +401,11 @@ class FusedPointwise:
         return dtype is not None
 
     def run_numba(self, arrays):
-        shape = np.broadcast_shapes(*(a.shape for a in arrays))
+        shapes = tuple([a.shape for a in arrays])
+        known = self._shape
+        if known is None or known[0] != shapes:
+            known = self._shape = (shapes, np.broadcast_shapes(*shapes))
+        shape = known[1]
         dtype = arrays[0].dtype
         buf = self._buffer
         # 3 references: self._buffer, the local ``buf`` and getrefcount's argument.  More: a Tensor, a
@@ -427,26 +435,36 @@ class FusedPointwise:
                 buffers[j] = v if v.__class__ is np.ndarray else np.asarray(v)
         return tuple(buffers)
 
-    def _noise(self, arrays) -> list:
-        """One dropout noise per dropout step, drawn as eager's CPU dropout draws it (same generator, same
-        order, the input's memory order), in the step's shape."""
-        from ..nn.functional._dropout import _bernoulli, _memory_order
+    def _noise_plan(self, arrays) -> list:
+        """``(keep, drawn shape, axes back or None)`` per dropout step, for these inputs' shapes and strides."""
         shapes: list = []
-        noise = []
+        plan = []
         for name, ops in self.chain.steps:
             shape = np.broadcast_shapes(*(arrays[o[1]].shape if o[0] == "x" else shapes[o[1]]
                                           for o in ops[:1 if name == "dropout" else None] if o[0] != "k"))
             shapes.append(shape)
-            if name != "dropout":
-                continue
-            p = self.chain.constants[ops[2][1]]
-            src = ops[0]
-            perm = _memory_order(arrays[src[1]]) if src[0] == "x" else None
-            if perm is None:
-                n = _bernoulli(arrays[0], shape, 1.0 - p)
-            else:
-                n = _bernoulli(arrays[0], tuple(shape[d] for d in perm), 1.0 - p).transpose(np.argsort(perm))
-            n /= n.dtype.type(1.0 - p)
+            if name == "dropout":
+                keep = 1.0 - self.chain.constants[ops[2][1]]
+                perm = _memory_order(arrays[ops[0][1]]) if ops[0][0] == "x" else None
+                if perm is None:
+                    plan.append((keep, shape, None))
+                else:
+                    plan.append((keep, tuple(shape[d] for d in perm), tuple(np.argsort(perm))))
+        return plan
+
+    def _noise(self, arrays) -> list:
+        """One dropout noise per dropout step, drawn as eager's CPU dropout draws it (same generator, same
+        order, the input's memory order), in the step's shape."""
+        key = tuple((a.shape, a.strides) for a in arrays)
+        cached = self._noise_cache
+        if cached is None or cached[0] != key:
+            cached = self._noise_cache = (key, self._noise_plan(arrays))
+        noise = []
+        for keep, shape, back in cached[1]:
+            n = _bernoulli(arrays[0], shape, keep)
+            if back is not None:
+                n = n.transpose(back)
+            n /= n.dtype.type(keep)
             noise.append(n)
         return noise
 
