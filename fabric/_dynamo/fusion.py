@@ -43,6 +43,7 @@ Example::
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 import operator
@@ -565,3 +566,70 @@ def _replace(graph: Graph, group: list[Node], names: dict) -> None:
     root.replace_all_uses_with(new)
     for node in reversed(group):
         graph.erase_node(node)
+
+
+# --- CUDA source (the GPU twin of the numba kernels) ----------------------------------------------------
+
+_CUDA_HELPERS = r"""
+__device__ __forceinline__ float fz_exp(float x) { return expf(x); }
+__device__ __forceinline__ double fz_exp(double x) { return exp(x); }
+__device__ __forceinline__ float fz_log(float x) { return logf(x); }
+__device__ __forceinline__ double fz_log(double x) { return log(x); }
+__device__ __forceinline__ float fz_tanh(float x) { return tanhf(x); }
+__device__ __forceinline__ double fz_tanh(double x) { return tanh(x); }
+__device__ __forceinline__ float fz_erf(float x) { return erff(x); }
+__device__ __forceinline__ double fz_erf(double x) { return erf(x); }
+template <typename T> __device__ __forceinline__ T fz_sigmoid(T x) { return T(1) / (T(1) + fz_exp(-x)); }
+template <typename T> __device__ __forceinline__ T fz_relu(T x) { return x > T(0) ? x : x - x; }
+template <typename T> __device__ __forceinline__ T fz_relu_grad(T g, T y) { return y > T(0) ? g : g - g; }
+template <typename T> __device__ __forceinline__ T fz_gelu(T x) {
+    return x * T(0.5) * (T(1) + fz_erf(x * T(0.7071067811865476)));
+}
+template <typename T> __device__ __forceinline__ T fz_gelu_grad(T g, T x) {
+    T cdf = (fz_erf(x * T(0.7071067811865476)) + T(1)) * T(0.5);
+    return g * (cdf + x * fz_exp(x * x * T(-0.5)) * T(0.3989422804014327));
+}
+template <typename T> __device__ __forceinline__ T fz_silu(T x) { return x / (T(1) + fz_exp(-x)); }
+template <typename T> __device__ __forceinline__ T fz_silu_grad(T g, T x) {
+    T s = T(1) / (T(1) + fz_exp(-x));
+    return g * (s * (x * (T(1) - s) + T(1)));
+}
+"""
+_HELPER_CALL = None
+
+
+def cuda_source(chain: _Chain, dtype, wanted: int | None = None) -> tuple[str, str]:
+    """``(source, kernel name)`` of a grid-stride CUDA kernel computing the chain's output (``wanted=None``)
+    or input ``wanted``'s gradient, element by element over contiguous, equally shaped float32/float64
+    arrays (the per-element program the numba kernels run).  Each source is checked by NVRTC and run on the
+    CPU harness in tests/cuda/test_fused_chains.py; the runtime does not launch it yet (fused nodes on GPU
+    run the ops themselves)."""
+    import re
+    global _HELPER_CALL
+    if _HELPER_CALL is None:
+        _HELPER_CALL = re.compile(r"\b(exp|log|tanh|sigmoid|relu_grad|relu|gelu_grad|gelu|silu_grad|silu)\(")
+    ctype = {"float32": "float", "float64": "double"}[np.dtype(dtype).name]
+    digest = hashlib.sha1(repr(chain.key).encode()).hexdigest()[:10]
+    name = f"fused_{'fwd' if wanted is None else f'bwd{wanted}'}_{digest}_{ctype}"
+    lines = chain.forward_lines + (chain.adjoint_lines if wanted is not None else [])
+    params = [f"const {ctype}* __restrict__ x{i}_" for i in range(chain.n_inputs)]
+    if wanted is not None:
+        params.append(f"const {ctype}* __restrict__ g_")
+    params += [f"{ctype}* __restrict__ out_", "long long n"]
+    body = [f"    const {ctype} k{i} = ({ctype}){float(c)!r};" for i, c in enumerate(chain.constants)]
+    body.append("    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; "
+                "i += (long long)blockDim.x * gridDim.x) {")
+    body += [f"        const {ctype} x{i} = x{i}_[i];" for i in range(chain.n_inputs)]
+    if wanted is not None:
+        body.append(f"        const {ctype} g = g_[i];")
+    declared: set = set()
+    for line in lines:
+        var, expr = line.split(" = ", 1)
+        expr = _HELPER_CALL.sub(lambda m: f"fz_{m.group(1)}(", expr)
+        body.append(f"        {var} = {expr};" if var in declared else f"        {ctype} {var} = {expr};")
+        declared.add(var)
+    body.append(f"        out_[i] = {chain.out if wanted is None else f'gx{wanted}'};")
+    body.append("    }")
+    src = (_CUDA_HELPERS + f'extern "C" __global__ void {name}({", ".join(params)}) {{\n'
+           + "\n".join(body) + "\n}\n")
+    return src, name
