@@ -48,6 +48,7 @@ import itertools
 import math
 import operator
 import sys
+import threading
 
 import numpy as np
 
@@ -382,6 +383,7 @@ class FusedPointwise:
         self._plan = None               # NumPy: (input shapes and dtypes, one buffer per step)
         self._noise_cache = None        # dropout: (input shapes and strides, what to draw)
         self._shape = None              # numba: (input shapes, output shape)
+        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"FusedPointwise({' -> '.join(self.names)})"
@@ -408,12 +410,13 @@ class FusedPointwise:
             known = self._shape = (shapes, np.broadcast_shapes(*shapes))
         shape = known[1]
         dtype = arrays[0].dtype
-        buf = self._buffer
-        # 3 references: self._buffer, the local ``buf`` and getrefcount's argument.  More: a Tensor, a
-        # view or a saved value still uses it, so this step gets a fresh one.
-        if buf is None or buf.shape != shape or buf.dtype != dtype or sys.getrefcount(buf) > 3:
-            buf = self._buffer = np.empty(shape, dtype)
-        return _kernel(self.chain, "numba", "forward", dtype)(*arrays, out=buf)
+        with self._lock:                # two threads must not both find the buffer free
+            buf = self._buffer
+            # 3 references: self._buffer, the local ``buf`` and getrefcount's argument.  More: a Tensor, a
+            # view or a saved value still uses it, so this step gets a fresh one.
+            if buf is None or buf.shape != shape or buf.dtype != dtype or sys.getrefcount(buf) > 3:
+                buf = self._buffer = np.empty(shape, dtype)
+            return _kernel(self.chain, "numba", "forward", dtype)(*arrays, out=buf)
 
     def run_numpy(self, arrays):
         """Every step's value, each written into a buffer planned at the first call for these input
@@ -426,15 +429,16 @@ class FusedPointwise:
             self._plan = (key, list(values))
             return values
         buffers = plan[1]
-        for j in range(len(buffers)):
-            # 2 references: the list and getrefcount's argument; more: someone still uses it
-            if sys.getrefcount(buffers[j]) > 2:
-                buffers[j] = np.empty_like(buffers[j])
-        values = _kernel(self.chain, "numpy", "forward_out")(*arrays, *buffers)
-        for j, v in enumerate(values):
-            if v is not buffers[j]:     # gelu/silu return a fresh array
-                buffers[j] = v if v.__class__ is np.ndarray else np.asarray(v)
-        return tuple(buffers)
+        with self._lock:                # two threads must not both find a buffer free
+            for j in range(len(buffers)):
+                # 2 references: the list and getrefcount's argument; more: someone still uses it
+                if sys.getrefcount(buffers[j]) > 2:
+                    buffers[j] = np.empty_like(buffers[j])
+            values = _kernel(self.chain, "numpy", "forward_out")(*arrays, *buffers)
+            for j, v in enumerate(values):
+                if v is not buffers[j]:     # gelu/silu return a fresh array
+                    buffers[j] = v if v.__class__ is np.ndarray else np.asarray(v)
+            return tuple(buffers)
 
     def _noise_plan(self, arrays) -> list:
         """``(keep, drawn shape, axes back or None)`` per dropout step, for these inputs' shapes and strides."""

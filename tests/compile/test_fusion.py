@@ -432,3 +432,23 @@ def test_double_backward_through_fused_dropout(binding):
     for a, b in zip(*results):
         _close(binding, a, b, rtol=1e-12, atol=1e-15)
     assert [n.names for n in _fused_nodes(f)] == [["mul", "dropout", "mul", "tanh"]]
+
+
+def test_threads_calling_one_compiled_function(binding):
+    import threading
+    f = fabric.compile(lambda x: ((x * 2).exp() - 1).tanh())
+    xs = [fabric.randn(64, 32) for _ in range(4)]
+    f(xs[0])
+    results: dict = {}
+
+    def work(i):
+        results[i] = [f(xs[i]) for _ in range(20)]
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, outs in results.items():
+        want = ((xs[i] * 2).exp() - 1).tanh().numpy()
+        for out in outs:                         # every result kept: none was overwritten by another call
+            _close(binding, out.numpy(), want)
