@@ -168,6 +168,8 @@ class _Chain:
                 adj.append(f"{var} = {var} + {term}" if key in have else f"{var} = {term}")
                 have.add(key)
         self.adjoint_lines = adj
+        last = steps[-1][0]
+        self.out_needed = any("{y}" in term for term in POINTWISE[last][1])
         self.used = [f"x{i}" in have for i in range(n_inputs)]
         self.xs, self.ts = xs, ts
         self.key = ("\n".join(fwd + adj), n_inputs)
@@ -341,11 +343,14 @@ class FusedKernel(Function):
     @staticmethod
     def forward(ctx, fused, *xs):
         ctx.fused = fused
-        ctx.save_for_backward(*xs)
-        if fused.numba:
+        if fused.numba:                 # the backward kernels recompute the chain from the inputs
+            ctx.save_for_backward(*xs)
             return fused.run_numba(xs)
         values = fused.run_numpy(xs)
-        ctx.values = values
+        # when the last op's gradient reads the output, it is saved as eager saves it (changing it in place
+        # before backward raises eager's error); the other values never leave the node
+        ctx.save_for_backward(*xs, values[-1]) if fused.chain.out_needed else ctx.save_for_backward(*xs)
+        ctx.values = values[:-1]
         return values[-1]
 
     @staticmethod
@@ -353,6 +358,9 @@ class FusedKernel(Function):
         fused = ctx.fused
         xs = ctx.saved_tensors
         chain = fused.chain
+        y = None
+        if not fused.numba and chain.out_needed:
+            xs, y = xs[:-1], xs[-1]
         need = ctx.needs_input_grad[1:]
         if _grad_state.enabled:          # create_graph: gradients as fabric ops (differentiable again)
             grads = _kernel(chain, "tensor", "backward_full")(*xs, gy)
@@ -366,7 +374,8 @@ class FusedKernel(Function):
                     gx = _kernel(chain, "numba", "grad", dtype, wanted=i)(*arrays, gy._data)
                     out[i] = Tensor._make(gx if gx.__class__ is np.ndarray else np.asarray(gx))
             return (None, *out)
-        grads = _kernel(chain, "numpy", "backward_saved")(*arrays, *ctx.values, gy._data)
+        grads = _kernel(chain, "numpy", "backward_saved")(*arrays, *ctx.values, y._data if y is not None else None,
+                                                           gy._data)
         ctx.values = None
         return (None,) + tuple(Tensor._make(np.asarray(gx)) if n and gx is not None else None
                                for gx, n in zip(grads, need))
