@@ -8,7 +8,7 @@ Example::
     >>> x.grad
     tensor([2., 4., 6.])
 """
-from __future__ import annotations
+# (no `from __future__ import annotations` here: it would put `annotations` in fabric's namespace)
 
 # The PyTorch release whose API fabric follows, with fabric's own version (the fabric-dl distribution's) as
 # the local label: scripts that compare torch.__version__ with "2.0" under the alias take PyTorch 2's branches.
@@ -24,7 +24,8 @@ _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"fabric\.")
 from . import _dtype
 from ._dtype import (  # noqa: F401
     dtype, float16, half, bfloat16, float32, float, float64, double, int8, int16, short, int32, int, int64, long,
-    uint8, bool, get_default_dtype, set_default_dtype, promote_types, can_cast, finfo, iinfo,
+    uint8, bool, complex64, cfloat, complex128, cdouble, get_default_dtype, set_default_dtype,
+    get_default_complex_dtype, promote_types, can_cast, finfo, iinfo,
 )
 from ._device import device  # noqa: F401
 from ._layout import (  # noqa: F401
@@ -70,6 +71,9 @@ from . import distributions  # noqa: E402,F401
 from . import special, testing  # noqa: E402,F401
 from . import amp, cpu  # noqa: E402,F401
 from . import func  # noqa: E402,F401
+from . import fft  # noqa: E402,F401
+from .fft._stft import stft, istft  # noqa: E402,F401
+from . import signal  # noqa: E402,F401
 from . import jit, compiler  # noqa: E402,F401
 from . import accelerator, version  # noqa: E402,F401
 from . import profiler  # noqa: E402,F401
@@ -82,16 +86,6 @@ from .amp.autocast_mode import (  # noqa: E402,F401
     set_autocast_cpu_dtype, get_autocast_gpu_dtype, set_autocast_gpu_dtype,
 )
 from ._dtype import result_type as _result_type
-
-
-def _install_random_methods():
-    from . import _random_ops
-
-    for name in _random_ops.TENSOR_METHODS:
-        setattr(Tensor, name, getattr(_random_ops, name))
-
-
-_install_random_methods()
 
 
 def result_type(tensor1, tensor2):
@@ -122,8 +116,7 @@ def numel(input) -> _builtins.int:
 # Tensor methods; implemented in fabric.nn.functional._activation (stable, fused kernels).
 from .nn.functional._activation import _softmax as softmax, _log_softmax as log_softmax  # noqa: E402,F401
 
-Tensor.softmax = softmax
-Tensor.log_softmax = log_softmax
+ops.install_tensor_methods()  # the Tensor methods declared above ops (softmax, prelu, uniform_ ...)
 
 
 def __getattr__(name):

@@ -30,7 +30,7 @@ __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "from_dlpack", "zeros
 
 def _require_grad(t):
     """``requires_grad=True`` of a factory function (PyTorch's message differs from requires_grad_'s)."""
-    if t._data.dtype.kind != "f":
+    if t._data.dtype.kind not in "fc":
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
     return t.requires_grad_(True)
 
@@ -55,9 +55,10 @@ def _infer_np_dtype(data):
     except ValueError as e:
         raise ValueError(f"expected sequence of equal-length lists: {e}") from None
     if isinstance(data, (np.ndarray, np.generic, Tensor)):
-        if arr.dtype.kind not in "fiub":
+        if arr.dtype.kind not in "fiubc":
             raise TypeError(f"can't convert np.ndarray of type numpy.{arr.dtype}. The only supported types are: "
-                            "float64, float32, float16, int64, int32, int16, int8, uint8, and bool.")
+                            "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, "
+                            "and bool.")
         return arr, D.from_numpy_dtype(arr.dtype).np
     kind = arr.dtype.kind
     if kind == "f":
@@ -69,7 +70,7 @@ def _infer_np_dtype(data):
     if kind == "b":
         return arr, np.dtype(np.bool_)
     if kind == "c":
-        raise TypeError("complex tensors are not supported by fabric")
+        return arr, D.get_default_complex_dtype().np
     leaf = _first_leaf(data)
     if kind == "U" or kind == "S" or isinstance(leaf, (str, bytes)):
         raise ValueError(f"too many dimensions '{type(leaf).__name__}'")
@@ -114,6 +115,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     arr, inferred = _infer_np_dtype(data)
     np_dtype = D.to_dtype(dtype).to_numpy() if dtype is not None else inferred
     from_python = not isinstance(data, (np.ndarray, np.generic))
+    if from_python and arr.dtype.kind == "c" and np_dtype.kind != "c":
+        raise TypeError("must be real number, not complex")
     if np_dtype.kind in "iu" and arr.size and arr.dtype.kind in "fiu" and from_python:
         _check_fits(arr, np_dtype)
     arr = np.array(arr, dtype=np_dtype, copy=True)
@@ -139,7 +142,7 @@ def _from_cuda_array(data) -> Tensor:
     from ._device import device as _device
 
     arr = backend_for(_device("cuda", 0)).xp.asarray(data)
-    if arr.dtype.kind not in "fiub":
+    if arr.dtype.kind not in "fiubc":
         raise TypeError(f"can't convert a CUDA array of type {arr.dtype}")
     return Tensor._make(arr, False)
 
@@ -273,6 +276,8 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
             dt = np.dtype(np.bool_)
         elif isinstance(fill_value, (builtins.int, np.integer)):
             dt = np.dtype(np.int64)
+        elif isinstance(fill_value, (builtins.complex, np.complexfloating)):
+            dt = D.get_default_complex_dtype().np
         else:
             dt = D.get_default_dtype().np
     else:
@@ -347,6 +352,9 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
         dt = D.get_default_dtype().np if is_float else np.dtype(np.int64)
     else:
         dt = _np_dtype(dtype)
+    if dt.kind == "c":
+        name = "ComplexFloat" if dt == np.complex64 else "ComplexDouble"
+        raise NotImplementedError(f"\"arange_cpu\" not implemented for '{name}'")
     n = builtins.max(0, math.ceil((end - start) / step))
     _check_size((n,), dt)
     try:
@@ -373,6 +381,12 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     start, end = _num(start), _num(end)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
+    if isinstance(start, complex) or isinstance(end, complex) or (dtype is not None and D.to_dtype(dtype).is_complex):
+        dt = D.to_dtype(dtype) if dtype is not None else D.get_default_complex_dtype()
+        start, end = complex(start), complex(end)
+        re, im = (linspace(a, b, steps, dtype=dt.to_real())._data for a, b in ((start.real, end.real),
+                                                                                (start.imag, end.imag)))
+        return _out(out, _finish((re + 1j * im).astype(dt.np), device, requires_grad))
     dt = _np_dtype(dtype)
     # PyTorch's kernel: step and values computed in the output dtype (double
     # for integers); the first half counts up from start, the second half
@@ -410,7 +424,8 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
 
 
 def scalar_tensor(s, *, dtype=None, layout=None, device=None, requires_grad=False):
-    return _finish(np.array(s, dtype=_np_dtype(dtype)), device, requires_grad)
+    dt = _np_dtype(dtype)
+    return _finish(np.array(checked_scalar(scalar_value(s), dt), dtype=dt), device, requires_grad)
 
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
@@ -424,44 +439,6 @@ def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     """Row and column indices (a 2 x N tensor) of the upper triangle."""
     r, c = np.triu_indices(row, offset, col)
     return _finish(np.stack([r, c]).astype(_np_dtype(dtype, D.int64)), device, False)
-
-
-# --- window functions ----------------------------------------------------------------------------------------------
-
-__all__ += ["hann_window", "hamming_window", "bartlett_window", "blackman_window"]
-
-
-def _window(n, periodic, fn, dtype, device, requires_grad):
-    if n == 0:
-        arr = np.zeros(0)
-    elif n == 1:
-        arr = np.ones(1)
-    else:
-        m = n + 1 if periodic else n
-        k = np.arange(m, dtype=np.float64)
-        arr = fn(k, m)[:n]
-    return _finish(arr.astype(_np_dtype(dtype)), device, requires_grad)
-
-
-def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
-    return _window(window_length, periodic, lambda k, m: 0.5 - 0.5 * np.cos(2 * np.pi * k / (m - 1)), dtype,
-                   device, requires_grad)
-
-
-def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None, layout=None, device=None,
-                   requires_grad=False):
-    return _window(window_length, periodic, lambda k, m: alpha - beta * np.cos(2 * np.pi * k / (m - 1)), dtype,
-                   device, requires_grad)
-
-
-def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
-    return _window(window_length, periodic, lambda k, m: 1 - np.abs(2 * k / (m - 1) - 1), dtype, device,
-                   requires_grad)
-
-
-def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
-    return _window(window_length, periodic, lambda k, m: 0.42 - 0.5 * np.cos(2 * np.pi * k / (m - 1))
-                   + 0.08 * np.cos(4 * np.pi * k / (m - 1)), dtype, device, requires_grad)
 
 
 # --- the legacy typed constructors (fabric.FloatTensor ...) --------------------------------------------------------

@@ -18,11 +18,12 @@ import numpy as np
 __all__ = [
     "dtype", "float16", "half", "bfloat16", "float32", "float", "float64", "double",
     "int8", "int16", "int32", "int", "int64", "long", "short", "uint8", "bool",
-    "get_default_dtype", "set_default_dtype", "promote_types", "result_type", "can_cast",
+    "complex64", "cfloat", "complex128", "cdouble",
+    "get_default_dtype", "get_default_complex_dtype", "set_default_dtype", "promote_types", "result_type", "can_cast",
     "finfo", "iinfo",
 ]
 
-_CATEGORY_BOOL, _CATEGORY_INT, _CATEGORY_FLOAT = 0, 1, 2
+_CATEGORY_BOOL, _CATEGORY_INT, _CATEGORY_FLOAT, _CATEGORY_COMPLEX = 0, 1, 2, 3
 
 
 class dtype:
@@ -35,8 +36,8 @@ class dtype:
         self.np = np.dtype(np_dtype) if np_dtype is not None else None
         self.itemsize = self.np.itemsize if self.np is not None else 2
         self.is_floating_point = category == _CATEGORY_FLOAT
-        self.is_signed = category == _CATEGORY_FLOAT or (self.np is not None and self.np.kind == "i")
-        self.is_complex = False
+        self.is_signed = category >= _CATEGORY_FLOAT or (self.np is not None and self.np.kind == "i")
+        self.is_complex = category == _CATEGORY_COMPLEX
         self._category = category
 
     def __repr__(self) -> str:
@@ -44,6 +45,14 @@ class dtype:
 
     def __reduce__(self):
         return (_dtype_by_name, (self.name,))
+
+    def to_real(self) -> dtype:
+        """The dtype of this complex dtype's parts (``self`` when real), as PyTorch's."""
+        return to_real(self)
+
+    def to_complex(self) -> dtype:
+        """The complex dtype with this dtype's precision, as PyTorch's."""
+        return to_complex(self)
 
     def to_numpy(self):
         if self.np is None:
@@ -74,8 +83,10 @@ int32 = int = dtype("int32", np.int32, _CATEGORY_INT)
 int64 = long = dtype("int64", np.int64, _CATEGORY_INT)
 uint8 = dtype("uint8", np.uint8, _CATEGORY_INT)
 bool = dtype("bool", np.bool_, _CATEGORY_BOOL)
+complex64 = cfloat = dtype("complex64", np.complex64, _CATEGORY_COMPLEX)
+complex128 = cdouble = dtype("complex128", np.complex128, _CATEGORY_COMPLEX)
 
-ALL_DTYPES = (float16, bfloat16, float32, float64, int8, int16, int32, int64, uint8, bool)
+ALL_DTYPES = (float16, bfloat16, float32, float64, int8, int16, int32, int64, uint8, bool, complex64, complex128)
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
 _BY_NP = {d.np: d for d in ALL_DTYPES if d.np is not None}
 # NumPy dtypes without a fabric twin map onto the nearest one PyTorch would use.
@@ -99,7 +110,7 @@ def from_numpy_dtype(np_dtype) -> dtype:
         return _NP_FALLBACK[np_dtype]
     raise TypeError(
         f"can't convert np.ndarray of type numpy.{np_dtype}. The only supported types are: "
-        "float64, float32, float16, int64, int32, int16, int8, uint8, and bool."
+        "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, and bool."
     )
 
 
@@ -113,10 +124,12 @@ def to_dtype(value) -> dtype:
         return int64
     if value is builtins_bool:
         return bool
+    if value is builtins_complex:
+        return complex128
     if isinstance(value, str):
         name = value.replace("torch.", "").replace("fabric.", "")
         aliases = {"float": "float32", "double": "float64", "half": "float16", "long": "int64",
-                   "int": "int32", "short": "int16"}
+                   "int": "int32", "short": "int16", "cfloat": "complex64", "cdouble": "complex128"}
         name = aliases.get(name, name)
         if name in _BY_NAME:
             return _BY_NAME[name]
@@ -129,6 +142,7 @@ def to_dtype(value) -> dtype:
 
 
 builtins_float, builtins_int, builtins_bool = _builtins.float, _builtins.int, _builtins.bool
+builtins_complex = _builtins.complex
 
 _default_dtype = float32
 
@@ -152,13 +166,40 @@ def default_float_np():
     return _default_dtype.np
 
 
+def to_complex(d: dtype) -> dtype:
+    """The complex dtype whose parts are ``d`` (PyTorch's ``toComplexType``);
+    complex dtypes map to themselves.  fabric has no complex32: float16 and
+    bfloat16 map to complex64."""
+    if d._category == _CATEGORY_COMPLEX:
+        return d
+    return complex128 if d is float64 else complex64
+
+
+def to_real(d: dtype) -> dtype:
+    """The dtype of the real and imaginary parts of complex ``d`` (``d`` itself when real)."""
+    if d is complex64:
+        return float32
+    if d is complex128:
+        return float64
+    return d
+
+
+def get_default_complex_dtype() -> dtype:
+    """The dtype of tensors made from Python complex numbers: the complex
+    twin of the default float dtype (complex64 unless float64 is the default)."""
+    return to_complex(_default_dtype)
+
+
 def promote_types(a: dtype, b: dtype) -> dtype:
     """PyTorch's ``promote_types``: the smallest dtype both can be cast to
     without losing category (a float beats any int, an int beats bool)."""
     if a is b:
         return a
     if a._category != b._category:
-        return a if a._category > b._category else b
+        hi, lo = (a, b) if a._category > b._category else (b, a)
+        if hi._category == _CATEGORY_COMPLEX and lo is float64:
+            return complex128  # complex keeps the wider float's precision
+        return hi
     if {a, b} == {float16, bfloat16}:
         return float32
     if bfloat16 in (a, b):
@@ -173,6 +214,10 @@ def _combine(higher, lower):
         return lower
     if lower is None:
         return higher
+    if higher.is_complex:
+        return higher
+    if lower.is_complex:
+        return to_complex(higher) if higher.is_floating_point else lower
     if higher.is_floating_point:
         return higher
     if higher is bool or lower.is_floating_point:
@@ -197,8 +242,8 @@ def _scalar_dtype(value):
         return int64
     if isinstance(value, np.floating):
         return _default_dtype
-    if isinstance(value, complex):
-        raise TypeError("complex numbers are not supported by fabric")
+    if cls is builtins_complex or isinstance(value, (complex, np.complexfloating)):
+        return to_complex(_default_dtype)
     raise TypeError(f"unsupported operand type {cls.__name__}")
 
 
@@ -258,11 +303,16 @@ def can_cast(from_: dtype, to: dtype) -> _builtins.bool:
     return from_._category <= to._category
 
 
+def is_complex_np(np_dtype) -> _builtins.bool:
+    """Whether a NumPy dtype is complex (the check ops use on arrays)."""
+    return np_dtype.kind == "c"
+
+
 class finfo:
     """Machine limits of a floating dtype, like ``torch.finfo``."""
 
     def __init__(self, type=None):
-        d = to_dtype(type) if type is not None else _default_dtype
+        d = to_real(to_dtype(type)) if type is not None else _default_dtype  # complex: its parts' limits
         if not d.is_floating_point:
             raise TypeError(f"finfo is only for floating dtypes, got {d}")
         info = np.finfo(d.to_numpy())
@@ -284,7 +334,7 @@ class iinfo:
 
     def __init__(self, type):
         d = to_dtype(type)
-        if d.is_floating_point:
+        if d.is_floating_point or d.is_complex:
             raise TypeError(f"iinfo is only for integer dtypes, got {d}")
         info = np.iinfo(d.np) if d is not bool else None
         self.bits = d.np.itemsize * 8

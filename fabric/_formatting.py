@@ -89,6 +89,21 @@ class _Formatter:
         return s.rjust(self.max_width)
 
 
+class _ComplexFormatter:
+    """PyTorch's complex layout: one formatter for the real parts (padded),
+    one for the imaginary parts (unpadded, signed, followed by ``j``)."""
+
+    def __init__(self, values: np.ndarray):
+        self.real = _Formatter(values.real)
+        self.imag = _Formatter(values.imag)
+        self.max_width = self.real.max_width + self.imag.max_width + 1
+
+    def format(self, v) -> str:
+        v = complex(v)
+        imag = (self.imag.format(v.imag) + "j").lstrip()
+        return self.real.format(v.real) + (imag if imag[0] in "+-" else "+" + imag)
+
+
 def _special(v) -> str:
     v = float(v)
     if math.isnan(v):
@@ -143,7 +158,8 @@ def tensor_repr(t, prefix="tensor(") -> str:
     elif host.size == 0:
         body = "[]"
     else:
-        fmt = _Formatter(_summarized(host) if summarize else host.reshape(-1))
+        values = _summarized(host) if summarize else host.reshape(-1)
+        fmt = _ComplexFormatter(values) if host.dtype.kind == "c" else _Formatter(values)
         body = _format_rec(host, fmt, indent, summarize)
     if t.device.type != "cpu":
         suffixes.append(f"device='{t.device}'")
@@ -151,7 +167,8 @@ def tensor_repr(t, prefix="tensor(") -> str:
 
     dt = t.dtype
     default = D.get_default_dtype()
-    shown = not (dt is default or dt is D.int64 or dt is D.bool) or (host.size == 0 and dt is not default)
+    shown = not (dt is default or dt is D.int64 or dt is D.bool or dt is D.to_complex(default)) or (
+        host.size == 0 and dt is not default)
     if shown and not (host.size == 0 and dt is default):
         suffixes.append(f"dtype={dt!r}")
     if t.grad_fn is not None:

@@ -22,14 +22,13 @@ from ._errors import out_of_memory
 from ._tensor import Tensor
 from .autograd.grad_mode import no_grad
 from .backends import backend_of
+from .ops._registry import declare_op
 from .ops._util import factory_size, shape_args
 from .random import generator_for
 
 __all__ = ["rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal", "bernoulli",
            "multinomial", "poisson"]
 
-TENSOR_METHODS = ["uniform_", "normal_", "bernoulli_", "random_", "exponential_", "geometric_", "log_normal_",
-                  "cauchy_", "bernoulli", "multinomial"]
 
 
 def _gen(generator, device):
@@ -45,6 +44,9 @@ def rand(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, d
     """Uniform samples on [0, 1): ``rand(2, 3)``, ``rand((2, 3))`` or ``rand(size=(2, 3))``."""
     shape = factory_size("rand", sizes, size)
     dt = _np_dtype(dtype)
+    if dt.kind == "c":  # real and imaginary parts uniform on [0, 1), drawn as a (..., 2) real tensor
+        parts = rand(*shape, 2, generator=generator, dtype=D.from_numpy_dtype(dt).to_real(), device=device)
+        return _out(out, _complex_of(parts, requires_grad))
     if dt.kind != "f":
         raise RuntimeError(f'"check_uniform_bounds" not implemented for \'{_tn(dt)}\'')
     return _out(out, _place(_sampled(shape, dt, lambda: _gen(generator, device).uniform(shape, dt, 0.0, 1.0)),
@@ -56,10 +58,21 @@ def randn(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, 
     """Standard normal samples (the size as for :func:`rand`)."""
     shape = factory_size("randn", sizes, size)
     dt = _np_dtype(dtype)
+    if dt.kind == "c":  # PyTorch: real and imaginary parts each normal with variance 1/2, drawn pairwise
+        parts = randn(*shape, 2, generator=generator, dtype=D.from_numpy_dtype(dt).to_real(), device=device)
+        parts._data *= parts._data.dtype.type(0.5 ** 0.5)
+        return _out(out, _complex_of(parts, requires_grad))
     if dt.kind != "f":
         raise RuntimeError(f'"normal_kernel_cpu" not implemented for \'{_tn(dt)}\'')
     return _out(out, _place(_sampled(shape, dt, lambda: _gen(generator, device).normal(shape, dt, 0.0, 1.0)),
                             device, requires_grad))
+
+
+def _complex_of(parts, requires_grad):
+    """The complex tensor whose (real, imag) pairs are the last axis of real ``parts``."""
+    d = parts._data
+    t = Tensor._make(d.view(D.to_complex(D.from_numpy_dtype(d.dtype)).np).reshape(d.shape[:-1]), False)
+    return t.requires_grad_(True) if requires_grad else t
 
 
 def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
@@ -151,22 +164,42 @@ def _check_leaf(t):
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
 
 
+def _parts(t):
+    """A real (..., 2) tensor sharing complex ``t``'s memory (``view_as_real``), outside autograd."""
+    d = t._data
+    return Tensor._make(d[..., None].view(d.real.dtype), False)
+
+
+def _bumped(t):
+    t._bump_version()
+    return t
+
+
+@declare_op(top_level=False)
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
     """Fill with samples uniform on [a, b)."""
     _check_leaf(self)
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
+    if self._data.dtype.kind == "c":  # PyTorch: the real and imaginary parts, each uniform on [a, b)
+        _parts(self).uniform_(a, b, generator=generator)
+        return _bumped(self)
     return _write(self, _gen(generator, self.device).uniform(self._data.shape, self._data.dtype, a, b))
 
 
+@declare_op(top_level=False)
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill with normal samples."""
     _check_leaf(self)
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    if self._data.dtype.kind == "c":  # PyTorch: each part normal(mean, std / sqrt(2)), so E|z - mean|^2 = std^2
+        _parts(self).normal_(mean, std * 0.5 ** 0.5, generator=generator)
+        return _bumped(self)
     return _write(self, _gen(generator, self.device).normal(self._data.shape, self._data.dtype, mean, std))
 
 
+@declare_op(top_level=False)
 def random_(self, from_=None, to=None, *, generator=None):
     """Fill with integers uniform on [from, to) (defaults: the dtype's range)."""
     _check_leaf(self)
@@ -175,6 +208,7 @@ def random_(self, from_=None, to=None, *, generator=None):
     return _write(self, _gen(generator, self.device).random_(self._data.shape, self._data.dtype, from_, to))
 
 
+@declare_op(top_level=False)
 def bernoulli_(self, p=0.5, *, generator=None):
     """Fill with 0/1 samples, 1 with probability ``p`` (number or tensor)."""
     _check_leaf(self)
@@ -184,26 +218,31 @@ def bernoulli_(self, p=0.5, *, generator=None):
     return _write(self, _gen(generator, self.device).bernoulli(pv, self._data.shape, self._data.dtype))
 
 
+@declare_op(top_level=False)
 def exponential_(self, lambd=1.0, *, generator=None):
     _check_leaf(self)
     return _write(self, _gen(generator, self.device).exponential(self._data.shape, self._data.dtype, lambd))
 
 
+@declare_op(top_level=False)
 def geometric_(self, p, *, generator=None):
     _check_leaf(self)
     return _write(self, _gen(generator, self.device).geometric(self._data.shape, self._data.dtype, p))
 
 
+@declare_op(top_level=False)
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     _check_leaf(self)
     return _write(self, _gen(generator, self.device).log_normal(self._data.shape, self._data.dtype, mean, std))
 
 
+@declare_op(top_level=False)
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     _check_leaf(self)
     return _write(self, _gen(generator, self.device).cauchy(self._data.shape, self._data.dtype, median, sigma))
 
 
+@declare_op()
 def bernoulli(input, p=None, *, generator=None, out=None):
     """0/1 samples with probabilities ``input`` (or a scalar ``p``)."""
     x = input._data
@@ -216,6 +255,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):
     return _out(out, bernoulli_(t, input if p is None else p, generator=generator))
 
 
+@declare_op()
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
     """Indices sampled from the rows of ``input`` (non-negative weights)."""
     probs = input._to_host_numpy()

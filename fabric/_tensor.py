@@ -239,7 +239,9 @@ class Tensor:
     is_maia = False
     is_mtia = False
     is_vulkan = False
-    is_complex = lambda self: False
+
+    def is_complex(self) -> bool:
+        return self._data.dtype.kind == "c"
     layout = _layout.strided
 
     @property
@@ -352,7 +354,7 @@ class Tensor:
                     "you can only change requires_grad flags of leaf variables. If you want to use a computed "
                     "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().")
             return
-        if value and self._data.dtype.kind != "f":
+        if value and self._data.dtype.kind not in "fc":
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = bool(value)
 
@@ -548,12 +550,12 @@ class Tensor:
     def __float__(self) -> float:
         if self._data.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
-        return builtins.float(self.item())
+        return builtins.float(_real_item(self, "double"))
 
     def __int__(self) -> int:
         if self._data.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
-        return builtins.int(self.item())
+        return builtins.int(_real_item(self, "int64_t"))
 
     def __index__(self) -> int:
         if self._data.dtype.kind not in "iub" or self._data.size != 1:
@@ -798,7 +800,7 @@ class Tensor:
         return _ops.abs(self)
 
     def __invert__(self):
-        if self._data.dtype.kind == "f":
+        if self._data.dtype.kind in "fc":
             raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
         return _ops.bitwise_not(self)
 
@@ -885,8 +887,20 @@ class Tensor:
                                f"Got {self._data.ndim}-D tensor.")
         return _ops.transpose(self, -2, -1)
 
-    H = property(lambda self: self.T if self._data.ndim <= 2 else None)
-    mH = mT
+    @property
+    def H(self):
+        """The conjugate transpose of a matrix (or the conjugate of a 0-d tensor)."""
+        if self._data.ndim not in (0, 2):
+            raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self._data.ndim}-D tensor.")
+        return self.T.conj() if self._data.ndim else self.conj()
+
+    @property
+    def mH(self):
+        """The conjugate transpose of the last two dims."""
+        if self._data.ndim < 2:
+            raise RuntimeError("tensor.mH is only supported on matrices or batches of matrices. "
+                               f"Got {self._data.ndim}-D tensor.")
+        return _ops.transpose(self, -2, -1).conj()
 
 
 def _rebuild_tensor(array, device, requires_grad):
@@ -898,6 +912,16 @@ def _rebuild_tensor(array, device, requires_grad):
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def _real_item(t, c_name):
+    """``t.item()`` for ``float()`` / ``int()``: a complex value converts only without imaginary part."""
+    v = t.item()
+    if v.__class__ is builtins.complex:
+        if v.imag != 0:
+            raise RuntimeError(f"value cannot be converted to type {c_name} without overflow")
+        return v.real
+    return v
 
 
 def _wrap_dim(dim, ndim):
@@ -923,7 +947,8 @@ def _contiguous_strides(shape):
 
 _LEGACY = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor", "bfloat16": "BFloat16Tensor",
            "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor", "int8": "CharTensor",
-           "uint8": "ByteTensor", "bool": "BoolTensor"}
+           "uint8": "ByteTensor", "bool": "BoolTensor", "complex64": "ComplexFloatTensor",
+           "complex128": "ComplexDoubleTensor"}
 _LEGACY_TYPES = {v: k for k, v in _LEGACY.items()}
 
 
@@ -999,9 +1024,9 @@ from . import ops as _ops  # noqa: E402  (ops import Tensor; bound after the cla
 from .ops import arith as _arith  # noqa: E402
 
 # The hottest operators run the inline fast path of ops.arith.operator.
-Tensor.__add__ = Tensor.__radd__ = _arith.operator(_arith.Add)
-Tensor.__sub__ = _arith.operator(_arith.Sub)
-Tensor.__mul__ = Tensor.__rmul__ = _arith.operator(_arith.Mul)
-Tensor.__truediv__ = _arith.operator(_arith.Div, floats_only=True)
+Tensor.__add__ = Tensor.__radd__ = _arith.add_operator
+Tensor.__sub__ = _arith.sub_operator
+Tensor.__mul__ = Tensor.__rmul__ = _arith.mul_operator
+Tensor.__truediv__ = _arith.div_operator
 Tensor.__matmul__ = _arith.matmul
 Tensor.__getitem__ = _ops.getitem

@@ -47,6 +47,8 @@ _DTYPE_PRECISIONS = {
     D.bfloat16: (0.016, 1e-5),
     D.float32: (1.3e-6, 1e-5),
     D.float64: (1e-7, 1e-7),
+    D.complex64: (1.3e-6, 1e-5),
+    D.complex128: (1e-7, 1e-7),
 }
 
 
@@ -120,12 +122,12 @@ def _tensor_mismatch_msg(actual: Tensor, expected: Tensor, matches, *, rtol, ato
     n = int(m.size)
     mismatches = n - int(m.sum())
     extra = f"Mismatched elements: {mismatches} / {n} ({mismatches / n:.1%})"
-    if a.dtype.kind != "f":
+    if a.dtype.kind not in "fc":
         a, e = a.astype(np.int64), e.astype(np.int64)
     with np.errstate(all="ignore"):
         abs_diff = xp.abs(a - e)
         abs_diff[m] = 0
-        if a.dtype.kind == "f":
+        if a.dtype.kind in "fc":
             rel_diff = abs_diff / xp.abs(e)
         else:  # int64 / int64 gives the default float dtype
             f = D.get_default_dtype().np
@@ -370,7 +372,7 @@ def assert_allclose(actual: Any, expected: Any, rtol: float | None = None, atol:
 
 
 _INTEGRAL = (D.uint8, D.int8, D.int16, D.int32, D.int64)
-_FLOATING = (D.float16, D.bfloat16, D.float32, D.float64)
+_FLOATING = (D.float16, D.bfloat16, D.float32, D.float64, D.complex64, D.complex128)  # complex: both parts
 
 
 def make_tensor(*shape, dtype, device, low=None, high=None, requires_grad: bool = False,

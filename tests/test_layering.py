@@ -100,6 +100,8 @@ def test_allow_list_is_current():
     ("fabric.backends.fused", "fabric.ops.pointwise", True),
     ("fabric.ops.arith", "fabric._special_functions", False),
     ("fabric.nn.functional._loss", "fabric.ops.reduce", False),
+    ("fabric._rng.philox", "fabric.backends.fused", True),       # the Philox stream sits below the backends
+    ("fabric.backends.cupy_backend", "fabric._rng.philox", False),
 ])
 def test_layer_order(module, target, expected):
     assert (_layer(target) > _layer(module)) is expected

@@ -274,11 +274,22 @@ def test_linalg_error_is_runtime_error():
         fabric.linalg.cholesky(fabric.tensor([[1.0, 2.0], [2.0, 1.0]]))
 
 
-def test_eig_not_implemented():
-    A = fabric.randn(3, 3)
-    for f in (fabric.linalg.eig, fabric.linalg.eigvals, fabric.linalg.lu_factor, fabric.linalg.lu):
-        with pytest.raises(NotImplementedError, match="fabric.linalg"):
-            f(A)
+def test_lu_factor_of_a_singular_matrix():
+    A = fabric.tensor([[0.0, 1.0], [0.0, 2.0]])
+    LU, piv, info = fabric.linalg.lu_factor_ex(A)
+    assert info.item() == 1 and piv.tolist() == [1, 2]  # as LAPACK: the first zero pivot
+    with pytest.raises(fabric.linalg.LinAlgError, match=r"^torch.linalg.lu_factor: U\[1,1\] is zero"):
+        fabric.linalg.lu_factor(A)
+    P, L, U = fabric.linalg.lu(A)
+    np.testing.assert_allclose((P @ L @ U).numpy(), A.numpy())
+
+
+def test_eig_of_a_real_matrix_is_complex():
+    A = fabric.tensor([[0.0, -1.0], [1.0, 0.0]])
+    L, V = fabric.linalg.eig(A)
+    assert L.dtype is fabric.complex64 and V.dtype is fabric.complex64
+    np.testing.assert_allclose((A.to(fabric.cfloat) @ V - V * L).abs().numpy(), 0, atol=1e-6)
+    assert fabric.linalg.eigvals(A.double()).dtype is fabric.complex128
 
 
 # --- return types, dtypes, semantics -----------------------------------------------------------

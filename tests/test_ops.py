@@ -17,7 +17,7 @@ def _ids(op):
 def _to_fabric(v, requires_grad=False):
     if isinstance(v, np.ndarray):
         t = fabric.from_numpy(v.copy() if not v.flags.writeable else v)
-        if requires_grad and v.dtype.kind == "f":
+        if requires_grad and v.dtype.kind in "fc":
             t = fabric.from_numpy(v.copy()).requires_grad_(True) if not v.flags.c_contiguous else t.requires_grad_(True)
         return t
     if isinstance(v, list):
@@ -32,7 +32,7 @@ def _to_torch(v, requires_grad=False):
 
     if isinstance(v, np.ndarray):
         t = torch.from_numpy(v.copy())
-        if requires_grad and v.dtype.kind == "f":
+        if requires_grad and v.dtype.kind in "fc":
             t.requires_grad_(True)
         return t
     if isinstance(v, list):
@@ -77,12 +77,20 @@ def _samples(op, dtype, seed=0):
     return op.sample_inputs(dtype, np_rng(seed))
 
 
+def _grad_samples(op, limit=None):
+    """The float64 samples (and complex128 ones for ops with complex dtypes), ``limit`` of each."""
+    out = _samples(op, np.float64)[:limit]
+    if np.complex128 in op.complex_dtypes:
+        out += _samples(op, np.complex128)[:limit]
+    return out
+
+
 @pytest.mark.parametrize("op", ALL_OPS, ids=_ids)
 def test_forward_matches_reference(op):
     if op.ref is None:
         pytest.skip("no NumPy reference (compared with torch instead)")
     fn = _fn(op)
-    for dtype in op.dtypes:
+    for dtype in op.dtypes + op.complex_dtypes:
         for s in _samples(op, dtype):
             _, _, out = _call(op, fn, s, _to_fabric)
             args = [s.input, *s.args]
@@ -90,7 +98,7 @@ def test_forward_matches_reference(op):
             if op.output_index is not None and isinstance(expected, tuple):
                 expected = expected[op.output_index]
             got = _np(out)
-            np.testing.assert_allclose(got, np.asarray(expected), rtol=op.rtol * (100 if dtype == np.float32 else 1),
+            np.testing.assert_allclose(got, np.asarray(expected), rtol=op.rtol * (100 if dtype in (np.float32, np.complex64) else 1),
                                        atol=op.atol, err_msg=f"{op.name} {s}", equal_nan=True)
             assert got.shape == np.shape(expected), f"{op.name} {s}: shape {got.shape} vs {np.shape(expected)}"
 
@@ -128,7 +136,7 @@ def test_inplace_matches_out_of_place(op):
 @pytest.mark.parametrize("op", [o for o in ALL_OPS if o.differentiable], ids=_ids)
 def test_gradcheck(op):
     fn = _fn(op)
-    for s in _samples(op, np.float64):
+    for s in _grad_samples(op):
         if not s.grad:
             continue
         x, args, out = _call(op, fn, s, _to_fabric, requires_grad=True)
@@ -157,7 +165,7 @@ def test_gradcheck(op):
 @pytest.mark.parametrize("op", [o for o in ALL_OPS if o.differentiable and o.gradgrad], ids=_ids)
 def test_gradgradcheck(op):
     fn = _fn(op)
-    for s in _samples(op, np.float64)[:4]:
+    for s in _grad_samples(op, 4):
         if not s.grad:
             continue
         x, args, out = _call(op, fn, s, _to_fabric, requires_grad=True)
@@ -199,18 +207,21 @@ def test_matches_torch(op):
     import torch
 
     fn, tfn = _fn(op), _torch_fn(op)
-    for dtype in op.dtypes:
+    for dtype in op.dtypes + op.complex_dtypes:
         for s in _samples(op, dtype, seed=1):
-            diff = op.differentiable and np.dtype(dtype).kind == "f"
+            diff = op.differentiable and np.dtype(dtype).kind in "fc"
             x, args, out = _call(op, fn, s, _to_fabric, requires_grad=diff)
             tx, targs, tout = _call(op, tfn, s, _to_torch, requires_grad=diff)
-            np.testing.assert_allclose(_np(out), tout.detach().numpy(), rtol=1e-5, atol=1e-5,
+            np.testing.assert_allclose(_np(out), tout.detach().resolve_conj().numpy(), rtol=1e-5, atol=1e-5,
                                        err_msg=f"{op.name} {s}", equal_nan=True)
             if op.check_dtype:
                 assert str(out.dtype).split(".")[-1] == str(tout.dtype).split(".")[-1], f"{op.name} {s}"
             if not diff or not out.requires_grad or not tout.requires_grad:
                 continue
-            g = np.random.default_rng(2).standard_normal(tuple(tout.shape)).astype(dtype)
+            g = np.random.default_rng(2).standard_normal(tuple(tout.shape))
+            if tout.is_complex():
+                g = g + 1j * np.random.default_rng(3).standard_normal(tuple(tout.shape))
+            g = np.asarray(g, dtype=_np(out).dtype)
             out.backward(fabric.from_numpy(g.copy()))
             tout.backward(torch.from_numpy(g.copy()))
             ours = _leaves(x, args)
@@ -220,5 +231,5 @@ def test_matches_torch(op):
                 if b.grad is None:
                     assert a.grad is None or not np.any(_np(a.grad)), f"{op.name} {s}"
                     continue
-                np.testing.assert_allclose(_np(a.grad), b.grad.numpy(), rtol=1e-4, atol=1e-5,
+                np.testing.assert_allclose(_np(a.grad), b.grad.resolve_conj().numpy(), rtol=1e-4, atol=1e-5,
                                            err_msg=f"grad of {op.name} {s}")

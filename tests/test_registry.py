@@ -26,7 +26,8 @@ def test_declared_autocast_policy_and_empty_slots():
     assert _registry.REGISTRY["exp2"].autocast is None
     assert _registry.REGISTRY["log1p"].autocast == "log1p"  # CUDA autocast: float32
     d = _registry.REGISTRY["sin"]
-    assert (d.vmap, d.jvp, d.onnx, d.fusion) == (None, None, None, "elementwise")
+    assert (d.onnx, d.fusion) == (None, "elementwise")
+    assert d.vmap is not None and d.jvp is not None   # the pointwise tables' batching and JVP rules
     with pytest.raises(RuntimeError, match="declared twice"):
         _registry.declare(fabric.sin)
 
@@ -71,9 +72,58 @@ def test_internal_helpers_are_not_public():
 
 
 def test_declared_autocast_is_what_the_entry_applies():
-    # the float functions cast from their declaration; the binary entry does not cast (yet), so says none
-    assert _registry.REGISTRY["atan2"].autocast is None
-    x = fabric.ones(2, dtype=fabric.float16)
+    import inspect
+
     from fabric.ops import _autocast
 
+    assert _registry.REGISTRY["atan2"].autocast == "atan2"  # CUDA: promote
+    x = fabric.ones(2, dtype=fabric.float16)
     assert _autocast.cast("log1p", x) is None  # autocast off: nothing to do
+    with fabric.autocast("cpu", dtype=fabric.float16):  # the first activation installs the prologues
+        pass
+    for key, d in _registry.REGISTRY.items():
+        if d.autocast is not None:
+            body = inspect.unwrap(d.function)
+            assert body.__code__.co_names[:2] == ("__fabric_autocast__", "active"), key
+
+
+def _public(key):
+    obj = fabric
+    for part in key.split("."):
+        obj = getattr(obj, part, None)
+    return obj
+
+
+def test_each_declaration_is_the_public_function_at_its_name():
+    import fabric.nn.functional  # noqa: F401  (declares its ops)
+
+    wrong = [key for key, d in _registry.REGISTRY.items() if d.top_level and _public(key) is not d.function]
+    assert wrong == []
+
+
+def test_tensor_methods_come_from_declarations():
+    declared = _registry.tensor_methods()
+    for name, fn in declared.items():
+        if name in fabric.Tensor.__dict__ and fabric.Tensor.__dict__[name] is not fn:
+            continue  # the Tensor class defines its own (never overridden)
+        assert getattr(fabric.Tensor, name) is fn, name
+    # every op function installed as a Tensor method comes from a declaration (there is no hand-kept list)
+    for name, value in vars(fabric.Tensor).items():
+        if callable(value) and getattr(value, "__module__", "").startswith(("fabric.ops.", "fabric._random_ops")) \
+                and name[:2] != "__":
+            assert name in declared, name
+    # Tensor-only methods (PyTorch has no torch.cumsum_): methods, not in fabric's namespace
+    only = _registry.method_only_names()
+    assert {"cumsum_", "divide_", "new", "is_shared"} <= only
+    for name in only:
+        assert hasattr(fabric.Tensor, name) and not hasattr(fabric, name) and name not in fabric.ops.__all__, name
+
+
+def test_derived_all_holds_every_declared_name():
+    from fabric.ops import arith, attributes, indexing, inplace, join, reduce, shape, sorting
+
+    for module in (arith, attributes, reduce, inplace, sorting, join, pointwise, shape, indexing):
+        names = _registry.public_names(module.__name__)
+        assert names and set(names) <= set(module.__all__), module.__name__
+        assert len(module.__all__) == len(set(module.__all__)), module.__name__
+        assert set(names) - _registry.method_only_names() <= set(fabric.ops.__all__)

@@ -80,11 +80,28 @@ What is not reproduced
 """
 from __future__ import annotations
 
-from .libm import kernel_flavor, set_kernel_flavor
-from .mt19937 import MT19937Generator
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .libm import kernel_flavor, set_kernel_flavor
+    from .mt19937 import MT19937Generator
+    from .philox import PhiloxGenerator
 
 __all__ = [
     "MT19937Generator",
+    "PhiloxGenerator",
     "kernel_flavor",
     "set_kernel_flavor",
 ]
+
+# Loaded on first use: `import fabric` imports only philox.py (the dropout reference uses its Philox
+# function), not the CPU generator's libm emulation (ctypes) until a CPU random op runs.
+_HOME = {"MT19937Generator": "mt19937", "PhiloxGenerator": "philox", "kernel_flavor": "libm",
+         "set_kernel_flavor": "libm"}
+
+
+def __getattr__(name):
+    if name in _HOME:
+        return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

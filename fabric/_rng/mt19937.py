@@ -3,7 +3,6 @@ and samplers reproduced bit for bit (the package docstring says how)."""
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 
@@ -13,14 +12,11 @@ from .base import (
     _DIGITS,
     _F32,
     _F64,
-    _FLOAT_RANGE,
     _FLOATS,
     _REDUCED,
     _U64_MASK,
+    BaseGenerator,
     _cast,
-    _dtype,
-    _float_dtype,
-    _random_range,
     _shape_of,
     _to_float_scalar,
 )
@@ -58,7 +54,22 @@ assert _STATE_DTYPE.itemsize == 5056
 # The generator
 # --------------------------------------------------------------------------
 
-class MT19937Generator:
+# A compiled bernoulli-mask generator, registered by the numba CPU backend
+# (``fabric.backends.cpu_kernels``; this module sits below the backends, so it is handed the
+# kernel rather than importing it): ``fn(key, pos, p * 2**53, out) -> new pos`` with the
+# semantics of ``(self._uniform53(n) < p)`` on the state ``(key, pos)``.  None: NumPy's draws.
+_compiled_bernoulli53 = None
+_COMPILED_MIN = 4096   # below this many draws the state round trip costs more than it saves
+
+
+def register_compiled_bernoulli53(fn) -> None:
+    """Use ``fn`` (see ``_compiled_bernoulli53``) for large float-``p`` bernoulli draws; None
+    turns it off."""
+    global _compiled_bernoulli53
+    _compiled_bernoulli53 = fn
+
+
+class MT19937Generator(BaseGenerator):
     """A ``torch.Generator`` (CPU) compatible random stream.
 
     Every sampling method returns a new NumPy array of the requested shape and
@@ -73,9 +84,24 @@ class MT19937Generator:
     >>> s = g.get_state(); a = g.uniform(5, np.float64)
     >>> g.set_state(s); bool((g.uniform(5, np.float64) == a).all())
     True
+
+    The samplers' argument checks are :class:`~fabric._rng.base.BaseGenerator`'s;
+    this class draws (``_draw_*``):
+
+    >>> MT19937Generator(0).randint(0, 100, (5,), np.int64)
+    array([44, 39, 33, 60, 63])
+    >>> MT19937Generator(0).random_((3,), np.int32)
+    array([209652396, 398764591, 924231285], dtype=int32)
+    >>> MT19937Generator(0).bernoulli(0.5, (6,), np.float32)
+    array([0., 0., 1., 0., 0., 0.], dtype=float32)
     """
 
     __slots__ = ("_bg", "_float_normal_cache", "_fresh", "_normal_cache", "_seed")
+    _SEED_ERROR = ValueError
+
+    @staticmethod
+    def _scalar(v) -> bool:
+        return not isinstance(v, np.ndarray)
 
     def __init__(self, seed: int = _DEFAULT_SEED):
         self._bg = np.random.MT19937()
@@ -85,25 +111,12 @@ class MT19937Generator:
     def manual_seed(self, seed: int) -> None:
         """Reseed like ``torch.Generator.manual_seed`` (negative seeds wrap
         modulo 2**64; only the low 32 bits reach the engine)."""
-        seed = int(seed)
-        if not -(1 << 63) <= seed <= _U64_MASK:
-            raise ValueError("Overflow when unpacking long long")
-        seed &= _U64_MASK
+        seed = self._checked_seed(seed)
         self._seed = seed
         self._bg._legacy_seeding(seed & 0xFFFFFFFF)
         self._fresh = True
         self._normal_cache = None
         self._float_normal_cache = None
-
-    def initial_seed(self) -> int:
-        """The seed last given to :meth:`manual_seed` (or :meth:`seed`)."""
-        return self._seed
-
-    def seed(self) -> int:
-        """Reseed from the OS entropy source and return the new seed."""
-        s = int.from_bytes(os.urandom(8), "little")
-        self.manual_seed(s)
-        return s
 
     def get_state(self) -> np.ndarray:
         """The state as the 5056 uint8 bytes of ``torch.get_rng_state()``.
@@ -175,6 +188,8 @@ class MT19937Generator:
         r = self._raw(2 * n)
         return (r[0::2] << np.uint64(32)) | r[1::2]
 
+    _u64 = random_u64
+
     def _uniform24(self, n: int) -> np.ndarray:
         """float32 uniforms in [0, 1) from 24 bits of one draw each."""
         r = self._raw(n)
@@ -194,29 +209,12 @@ class MT19937Generator:
         return x
 
     # -- uniform ------------------------------------------------------------
-    def uniform(self, shape, dtype=np.float32, low: float = 0.0,
-                high: float = 1.0) -> np.ndarray:
+    def _draw_uniform(self, n: int, dt: np.dtype, low: float, high: float, unit: bool) -> np.ndarray:
         """``torch.empty(shape, dtype).uniform_(low, high)`` (and ``rand``).
 
         >>> MT19937Generator(0).uniform((2,), np.float64, -1.0, 1.0)
         array([0.940106  , 0.41563973])
         """
-        shape = _shape_of(shape)
-        dt = _float_dtype(dtype, "uniform_")
-        n = math.prod(shape)
-        low, high = float(low), float(high)
-        unit = low == 0.0 and high == 1.0
-        if not unit:
-            lowest, top = _FLOAT_RANGE[dt]
-            if not (lowest <= low <= top and lowest <= high <= top):
-                raise RuntimeError(f"uniform_ bounds out of range for {dt}")
-            if low > high:
-                raise RuntimeError("uniform_ expects to return a [from, to) range, "
-                                   f"but found from={low} > to={high}")
-            if high - low > top:
-                raise RuntimeError("uniform_ expects to-from <= max of the dtype")
-        if n == 0:
-            return np.empty(shape, dt)
         if dt == _F64:
             v = self._uniform53(n)
             if not unit:
@@ -231,40 +229,29 @@ class MT19937Generator:
         if not unit or dt in _REDUCED:
             # A value that rounded up to `high` is replaced by `low`.
             np.putmask(v, v == _to_float_scalar(high, dt), _to_float_scalar(low, dt))
-        return v.reshape(shape)
+        return v
 
     # -- normal -------------------------------------------------------------
-    def normal(self, shape=None, dtype=np.float32, mean=0.0, std=1.0,
-               contiguous: bool = True) -> np.ndarray:
+    def _draw_normal(self, n: int, dt: np.dtype, mean: float, std: float, contiguous: bool) -> np.ndarray:
         """``torch.empty(shape, dtype).normal_(mean, std)`` (and ``randn``).
 
-        ``mean``/``std`` may be arrays, as in ``torch.normal(mean, std)``:
-        standard normals of the broadcast shape are drawn and then scaled
-        and shifted by separate operations, as PyTorch does.
-        ``contiguous=False`` picks the per-element kernel PyTorch uses for
-        non-contiguous tensors.
+        ``mean``/``std`` arrays (``torch.normal(mean, std)``) take
+        :meth:`_normal_tensor`: standard normals of the broadcast shape are
+        drawn and then scaled and shifted by separate operations, as PyTorch
+        does.  ``contiguous=False`` picks the per-element kernel PyTorch uses
+        for non-contiguous tensors.
 
         >>> MT19937Generator(0).normal((3,), np.float32)
         array([ 1.5409961, -0.2934289, -2.1787894], dtype=float32)
         """
-        dt = _float_dtype(dtype, "normal_")
-        if isinstance(mean, np.ndarray) or isinstance(std, np.ndarray):
-            return self._normal_tensor(shape, dt, mean, std, contiguous)
-        shape = _shape_of(shape)
-        mean, std = float(mean), float(std)
-        if not std >= 0.0:
-            raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-        n = math.prod(shape)
-        if n == 0:
-            return np.empty(shape, dt)
         if n >= 16 and contiguous:
-            return self._normal_fill(n, dt, mean, std).reshape(shape)
+            return self._normal_fill(n, dt, mean, std)
         v = self._normal_doubles(n)
         if mean == 0.0 and std == 1.0:
             v += 0.0                       # fma(x, 1, 0) turns -0 into +0
         else:
             v = _madd64(v, std, mean)
-        return _cast(v, dt).reshape(shape)
+        return _cast(v, dt)
 
     def _normal_tensor(self, shape, dt, mean, std, contiguous):
         mean_a = np.asarray(mean)
@@ -352,33 +339,6 @@ class MT19937Generator:
         return out.astype(dt, copy=False)
 
     # -- integers -------------------------------------------------------------
-    def randint(self, low: int, high: int, shape, dtype=np.int64) -> np.ndarray:
-        """``torch.randint(low, high, shape, dtype=dtype)``.
-
-        >>> MT19937Generator(0).randint(0, 100, (5,), np.int64)
-        array([44, 39, 33, 60, 63])
-        """
-        return self.random_(shape, dtype, low, high)
-
-    def random_(self, shape, dtype=np.int64, low=None, high=None) -> np.ndarray:
-        """``Tensor.random_()`` / ``random_(to)`` / ``random_(from, to)``.
-
-        With neither bound: ``[0, 2**mantissa]`` for floats, ``[0, max]`` for
-        integers.  ``high=None`` with ``low`` given means ``[low, max]``.
-
-        >>> MT19937Generator(0).random_((3,), np.int32)
-        array([209652396, 398764591, 924231285], dtype=int32)
-        """
-        shape = _shape_of(shape)
-        dt = _dtype(dtype)
-        n = math.prod(shape)
-        if low is None and high is None:
-            return self._random_default(n, dt).reshape(shape)
-        bounds = _random_range(low, high, dt)
-        if bounds is not None:
-            return self._random_from_to(n, bounds[0], bounds[1], dt).reshape(shape)
-        return _cast(self.random_u64(n).view(np.int64), dt).reshape(shape)
-
     def _random_from_to(self, n: int, rng: int, base: int, dt: np.dtype) -> np.ndarray:
         if rng >= 1 << 28:
             v = self.random_u64(n) % np.uint64(rng)
@@ -401,23 +361,15 @@ class MT19937Generator:
             return (self._raw(n) % np.uint64(int(np.iinfo(dt).max) + 1)).astype(dt)
         raise NotImplementedError(f"random_ does not support dtype {dt}")
 
-    def randperm(self, n: int, dtype=np.int64) -> np.ndarray:
+    def _draw_permutation(self, n: int) -> np.ndarray:
         """``torch.randperm(n, dtype=dtype)``.
 
         >>> MT19937Generator(0).randperm(6)
         array([2, 5, 3, 0, 1, 4])
         """
-        n = int(n)
-        if n < 0:
-            raise RuntimeError(f"n must be non-negative, got {n}")
-        dt = _dtype(dtype)
-        if dt in _FLOATS and n > (1 << _DIGITS[dt]) + 1:
-            raise RuntimeError(f"n cannot be greater than 2**{_DIGITS[dt]}+1 for {dt}")
         if n < 0xFFFFFFFF // 20:
-            perm = _fisher_yates(self._raw(max(n - 1, 0)), n)
-        else:
-            perm = self._inside_out_shuffle(n)
-        return _cast(perm, dt)
+            return _fisher_yates(self._raw(max(n - 1, 0)), n)
+        return self._inside_out_shuffle(n)
 
     def _inside_out_shuffle(self, n: int) -> np.ndarray:
         """randperm for huge n: the inside-out shuffle with random64."""
@@ -433,107 +385,69 @@ class MT19937Generator:
         return r
 
     # -- other distributions -------------------------------------------------
-    def bernoulli(self, p, shape, dtype=np.float32) -> np.ndarray:
-        """``torch.empty(shape, dtype).bernoulli_(p)``.
-
-        A Python float ``p`` is compared with 53-bit doubles; an array ``p``
-        (broadcast to ``shape``) with floats of 24 bits unless it is float64.
+    def _bernoulli_scalar(self, n: int, p: float, dt: np.dtype) -> np.ndarray:
+        """``torch.empty(shape, dtype).bernoulli_(p)`` for a float ``p``: 53-bit doubles
+        compared with ``p`` (by the registered compiled kernel for large float32/64 draws).
 
         >>> MT19937Generator(0).bernoulli(0.5, (6,), np.float32)
         array([0., 0., 1., 0., 0., 0.], dtype=float32)
         """
-        shape = _shape_of(shape)
-        dt = _dtype(dtype)
-        n = math.prod(shape)
-        if not isinstance(p, np.ndarray):
-            p = float(p)
-            if not 0.0 <= p <= 1.0:
-                raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
-            if n == 0:
-                return np.empty(shape, dt)
-            return (self._uniform53(n) < p).astype(dt).reshape(shape)
-        if p.dtype not in _FLOATS:
-            raise NotImplementedError(f"bernoulli_ expects a floating point p, got {p.dtype}")
-        pb = np.broadcast_to(p, shape)
-        if n == 0:
-            return np.empty(shape, dt)
-        if not ((pb >= 0) & (pb <= 1)).all():
-            raise RuntimeError("bernoulli_ expects all elements of p to be in [0, 1]")
-        if p.dtype == _F64:
-            u = self._uniform53(n)
-        else:
-            u = self._uniform24(n)
-        return (u.reshape(shape) < pb.astype(u.dtype)).astype(dt)
+        kernel = _compiled_bernoulli53
+        if kernel is not None and n >= _COMPILED_MIN and dt in (_F32, _F64):
+            return self._bernoulli53_compiled(kernel, p, n, dt)
+        return (self._uniform53(n) < p).astype(dt)
 
-    def exponential(self, shape, dtype=np.float32, lambd: float = 1.0) -> np.ndarray:
+    def _bernoulli53_compiled(self, kernel, p: float, n: int, dt) -> np.ndarray:
+        """``(self._uniform53(n) < p).astype(dt)`` by the registered compiled kernel: the same
+        draws, the state handed over and back."""
+        st = self._bg.state["state"]
+        key = st["key"]                     # a fresh copy: the kernel advances it in place
+        out = np.empty(n, dt)
+        pos = kernel(key, int(st["pos"]), p * 2.0 ** 53, out)
+        self._bg.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": int(pos)}}
+        self._fresh = False
+        return out
+
+    def _draw_exponential(self, n: int, lambd: float) -> np.ndarray:
         """``torch.empty(shape, dtype).exponential_(lambd)``.
 
         >>> MT19937Generator(0).exponential((2,), np.float64)
         array([3.50832619, 1.23038476])
         """
-        shape = _shape_of(shape)
-        dt = _float_dtype(dtype, "exponential_")
-        lambd = float(lambd)
-        if not lambd > 0.0:
-            raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
-        n = math.prod(shape)
         u = self._uniform53(n)
-        v = (-1.0 / lambd) * _libm("log1p", -u)
-        return _cast(v, dt).reshape(shape)
+        return (-1.0 / lambd) * _libm("log1p", -u)
 
-    def geometric(self, shape, dtype=np.float32, p: float = 0.5) -> np.ndarray:
+    def _draw_geometric(self, n: int, p: float) -> np.ndarray:
         """``torch.empty(shape, dtype).geometric_(p)``.
 
         >>> MT19937Generator(0).geometric((4,), np.int64, 0.5)
         array([1, 1, 2, 1])
         """
-        shape = _shape_of(shape)
-        dt = _dtype(dtype)
-        p = float(p)
-        if not 0.0 < p < 1.0:
-            raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
-        n = math.prod(shape)
         u = self._uniform53(n)
         with np.errstate(all="ignore"):
-            v = np.ceil(_libm("log", u) / math.log1p(-p))
-        return _cast(v, dt).reshape(shape)
+            return np.ceil(_libm("log", u) / math.log1p(-p))
 
-    def log_normal(self, shape, dtype=np.float32, mean: float = 1.0,
-                   std: float = 2.0) -> np.ndarray:
+    def _draw_log_normal(self, n: int, mean: float, std: float) -> np.ndarray:
         """``torch.empty(shape, dtype).log_normal_(mean, std)``.
 
         >>> MT19937Generator(0).log_normal((2,), np.float64, 0.0, 1.0)
         array([4.66923902, 0.74570224])
         """
-        shape = _shape_of(shape)
-        dt = _float_dtype(dtype, "log_normal_")
-        mean, std = float(mean), float(std)
-        if not std > 0.0:
-            raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
-        n = math.prod(shape)
         v = _madd64(self._normal_doubles(n), std, mean)
         with np.errstate(over="ignore"):
-            return _cast(_libm("exp", np.asarray(v, np.float64)), dt).reshape(shape)
+            return _libm("exp", np.asarray(v, np.float64))
 
-    def cauchy(self, shape, dtype=np.float32, median: float = 0.0,
-               sigma: float = 1.0) -> np.ndarray:
+    def _draw_cauchy(self, n: int, median: float, sigma: float) -> np.ndarray:
         """``torch.empty(shape, dtype).cauchy_(median, sigma)``.
 
         >>> MT19937Generator(0).cauchy((2,), np.float64)
         array([10.59772933,  0.76476726])
         """
-        shape = _shape_of(shape)
-        dt = _float_dtype(dtype, "cauchy_")
-        median, sigma = float(median), float(sigma)
-        if not sigma > 0.0:
-            raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
-        n = math.prod(shape)
         u = self._uniform53(n)
         t = _libm("tan", math.pi * (u - 0.5))
-        return _cast(_madd64(sigma, t, median), dt).reshape(shape)
+        return _madd64(sigma, t, median)
 
-    def multinomial(self, probs: np.ndarray, num_samples: int,
-                    replacement: bool = False) -> np.ndarray:
+    def _draw_multinomial(self, p: np.ndarray, num_samples: int, replacement: bool, out_shape) -> np.ndarray:
         """``torch.multinomial(probs, num_samples, replacement)`` (int64).
 
         Without replacement (or for one sample) PyTorch takes the top
@@ -543,24 +457,6 @@ class MT19937Generator:
         >>> MT19937Generator(0).multinomial(np.array([0.1, 0.2, 0.7]), 4, True)
         array([2, 2, 2, 2])
         """
-        p = np.asarray(probs)
-        if p.ndim not in (1, 2):
-            raise RuntimeError("prob_dist must be 1 or 2 dim")
-        if p.dtype not in _FLOATS:
-            raise NotImplementedError(f"multinomial only supports floating-point dtypes for input, "
-                                      f"got: {p.dtype}")
-        num_samples = int(num_samples)
-        if num_samples <= 0:
-            raise RuntimeError("cannot sample n_sample <= 0 samples")
-        n_cat = p.shape[-1]
-        if not replacement and num_samples > n_cat:
-            raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples "
-                               "without replacement")
-        if n_cat > 1 << 24:
-            raise RuntimeError("number of categories cannot exceed 2^24")
-        out_shape = p.shape[:-1] + (num_samples,)
-        if math.prod(out_shape) == 0:
-            return np.empty(out_shape, np.int64)
         if not replacement or num_samples == 1:
             if not (np.isfinite(p).all() and (p >= 0).all()):
                 raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
@@ -605,24 +501,19 @@ class MT19937Generator:
             active = right > left
         return left.reshape(p.shape[:-1] + (num_samples,))
 
-    def poisson(self, rates: np.ndarray) -> np.ndarray:
+    def _draw_poisson(self, rates: np.ndarray) -> np.ndarray:
         """``torch.poisson(rates)``: same shape and dtype as ``rates``.
 
         >>> MT19937Generator(0).poisson(np.array([1.0, 4.0, 20.0]))
         array([ 2.,  5., 17.])
         """
-        lam = np.asarray(rates)
-        dt = _float_dtype(lam.dtype, "poisson")
-        flat = lam.astype(np.float64).ravel()
-        if (flat < 0).any():
-            raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
-        out = np.empty(flat.size, np.float64)
+        out = np.empty(rates.size, np.float64)
         draws = _DrawBuffer(self)
         lgamma = _lgamma_c()
-        for i, lmb in enumerate(flat.tolist()):
+        for i, lmb in enumerate(rates.tolist()):
             out[i] = _sample_poisson(lmb, draws.next, lgamma)
         draws.finish()
-        return _cast(out, dt).reshape(lam.shape)
+        return out
 
 
 def _inplace(out: np.ndarray, op, other: np.ndarray) -> np.ndarray:

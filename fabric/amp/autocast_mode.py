@@ -121,14 +121,13 @@ def is_autocast_cache_enabled() -> bool:
 
 
 def set_autocast_cache_enabled(enabled: bool) -> None:
-    """Recorded for ``is_autocast_cache_enabled``; fabric keeps no weight-cast cache (see docs/amp.md)."""
+    """Turn the weight-cast cache on or off (thread-local; see docs/amp.md)."""
     _policy.state.cache_enabled = bool(enabled)
 
 
 def clear_autocast_cache() -> None:
-    """PyTorch drops its cached weight casts here; fabric casts on every use and keeps no cache, so there is
-    nothing to drop."""
-    return
+    """Drop the cached lower-precision casts of parameters (done when the outermost autocast region ends)."""
+    _policy.clear_cache()
 
 
 def autocast_increment_nesting() -> int:

@@ -50,7 +50,7 @@ def _seed_grads(outputs, grad_outputs, create_graph):
             if g._data.shape != t._data.shape:
                 raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] "
                                    f"has a shape of {t.shape}.")
-            if g._data.dtype.kind != t._data.dtype.kind and t._data.dtype.kind == "f":
+            if (g._data.dtype.kind == "c") != (t._data.dtype.kind == "c"):
                 raise RuntimeError(f"For complex Tensors, both grad_output and output are required to have the same "
                                    f"dtype. Mismatch in dtype: grad_output[{i}] has a dtype of {g.dtype} and "
                                    f"output[{i}] has a dtype of {t.dtype}.")

@@ -246,7 +246,10 @@ def _call_node(node, grads):
     if meta is not None and node.materialize_grads:
         ref = next(g for g in grads if g is not None)
         grads = [g if g is not None or m is None else _zeros(ref, m) for g, m in zip(grads, meta)]
-    out = node._fn.backward(node, *grads)
+    if node._conj_wrap and _has_complex(grads):
+        out = _conj_backward(node, grads)
+    else:
+        out = node._fn.backward(node, *grads)
     if out.__class__ is not tuple:
         out = (out,) if not isinstance(out, list) else tuple(out)
     edges = node._edges
@@ -273,7 +276,10 @@ def _call_node(node, grads):
         if gd.shape != shape:
             g = _sum_to(g, shape, node, i)
         if gd.dtype != dt:
-            g = g.to(_dtype_of(dt))
+            if gd.dtype.kind == "c" and dt.kind != "c":
+                g = g.real  # a real input's gradient is the real part (PyTorch's handle_r_to_c)
+            if g._data.dtype != dt:
+                g = g.to(_dtype_of(dt))
         fixed[i] = g
     if node._hooks:
         for hook in list(node._hooks.values()):
@@ -283,6 +289,19 @@ def _call_node(node, grads):
     if _state.anomaly and _state.anomaly_check_nan:
         _check_anomaly(node, fixed)
     return fixed
+
+
+def _has_complex(grads):
+    return any(g is not None and g._data.dtype.kind == "c" for g in grads)
+
+
+def _conj_backward(node, grads):
+    """PyTorch's gradient for a holomorphic op ``y = f(z)`` is ``gy * conj(f'(z))``:
+    the op's real formula ``gy * f'(z)`` run on ``conj(gy)``, then conjugated."""
+    out = node._fn.backward(node, *[None if g is None else g.conj() for g in grads])
+    if out.__class__ is not tuple:
+        out = (out,) if not isinstance(out, list) else tuple(out)
+    return tuple(g.conj() if isinstance(g, Tensor) else g for g in out)
 
 
 def _not_a_tensor(node, i, g):
@@ -361,7 +380,7 @@ def _check_anomaly(node, grads):
     from ..backends import backend_of
 
     for i, g in enumerate(grads):
-        if g is None or g._data.dtype.kind != "f":
+        if g is None or g._data.dtype.kind not in "fc":
             continue
         xp = backend_of(g._data).xp
         if not bool(xp.isfinite(g._data).all()):

@@ -106,6 +106,7 @@ class Node:
     __slots__ = ("_edges", "_saved", "_to_save", "needs_input_grad", "_input_meta", "_seq", "_view_base_fn",
                  "__dict__", "__weakref__")
     _fn = None  # the Function class this node belongs to
+    _conj_wrap = False  # see FunctionMeta
     _output_meta = None
     _pre_hooks = None
     _hooks = None
@@ -190,6 +191,10 @@ class Node:
             f"operation: [{_type_name(arr.dtype)} {list(arr.shape)}]{what} is at version {current}; "
             f"expected version {version} instead. Hint: {hint}")
 
+    def save_for_forward(self, *tensors) -> None:
+        """Keep tensors for a custom Function's ``jvp`` (it reads them as ``ctx.saved_tensors``)."""
+        self.__dict__["_saved_for_forward"] = tensors
+
     def mark_dirty(self, *tensors) -> None:
         """Declare inputs that forward modified in place (user Functions)."""
         self._dirty = tensors
@@ -255,7 +260,8 @@ def _op_name(node) -> str:
 def _type_name(np_dtype) -> str:
     return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "float16": "torch.HalfTensor",
             "int64": "torch.LongTensor", "int32": "torch.IntTensor", "int16": "torch.ShortTensor",
-            "int8": "torch.CharTensor", "uint8": "torch.ByteTensor", "bool": "torch.BoolTensor"}.get(
+            "int8": "torch.CharTensor", "uint8": "torch.ByteTensor", "bool": "torch.BoolTensor",
+            "complex64": "torch.ComplexFloatTensor", "complex128": "torch.ComplexDoubleTensor"}.get(
         str(np_dtype), str(np_dtype))
 
 
@@ -296,12 +302,17 @@ class AccumulateGrad(Node):
 
 
 def _edge(t):
+    """The graph edge ``(node, output number)`` a Tensor that requires grad contributes to an op's node: its
+    ``grad_fn`` (re-expressed when it is a stale view), or its leaf's ``AccumulateGrad`` node.  The fast
+    paths ``_record1`` and ``_record_elementwise`` inline this (a call costs as much as the lookup there,
+    counted by ``benchmarks/overhead.py --calls``); keep them in step."""
     fn = t.grad_fn
-    if fn is not None:
-        if t._base is not None:
-            fn = _view_grad_fn(t, fn)
-        return (fn, t._output_nr)
-    return _leaf_edge(t)
+    if fn is None:
+        m = t._meta
+        return m.edge if m is not None and m.edge is not None else _leaf_edge(t)
+    if t._base is not None:
+        fn = _view_grad_fn(t, fn)
+    return (fn, t._output_nr)
 
 
 def _view_grad_fn(view, fn):
@@ -348,7 +359,11 @@ class FunctionMeta(type):
         suffix = "Backward0" if attrs.get("_array_forward", getattr(cls, "_array_forward", False)) else "Backward"
         node_name = attrs.get("_node_name") or (name + suffix)
         slots = tuple(getattr(cls, "_ctx_slots", ()))  # ctx attributes a hot op always sets: no per-node dict
-        cls._Node = type(node_name, (Node,), {"__slots__": slots, "_fn": cls, "__module__": cls.__module__})
+        # Built-in ops written for real numbers get PyTorch's complex gradient from the engine, which
+        # conjugates around their backward (autograd/engine.py); user Functions handle complex themselves.
+        conj_wrap = bool(getattr(cls, "_array_forward", False) and not getattr(cls, "_complex_native", False))
+        cls._Node = type(node_name, (Node,), {"__slots__": slots, "_fn": cls, "__module__": cls.__module__,
+                                               "_conj_wrap": conj_wrap})
 
 
 class Function(metaclass=FunctionMeta):
@@ -360,6 +375,7 @@ class Function(metaclass=FunctionMeta):
     _checks_overlap = True   # in-place: refuse to write repeated or partly overlapping memory
     _differentiable_outputs = True  # False: outputs never require grad (argmax, comparisons)
     _exact_grads = False     # backward returns each input's gradient in its shape and dtype (no fix-up)
+    _complex_native = False  # built-in whose backward is written for complex gradients (engine.py: conj wrap)
     _Node = Node
 
     def __init__(self, *args, **kwargs):
@@ -374,6 +390,12 @@ class Function(metaclass=FunctionMeta):
         raise NotImplementedError("Function subclasses must define backward(ctx, *grads) to be differentiated")
 
     vjp = backward
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        """Forward-mode derivative (``fabric.autograd.forward_ad``): output tangents from input tangents."""
+        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it with "
+                                  "forward mode AD.")
 
     @classmethod
     def apply(cls, *args, **kwargs) -> Any:
@@ -473,14 +495,7 @@ def _apply_recording(cls, args, arrays) -> Any:
     meta = []
     for a in args:
         if isinstance(a, Tensor) and a._requires_grad:
-            fn = a.grad_fn
-            if fn is None:
-                m = a._meta
-                edges.append(m.edge if m is not None and m.edge is not None else _leaf_edge(a))
-            else:
-                if a._base is not None:
-                    fn = _view_grad_fn(a, fn)
-                edges.append((fn, a._output_nr))
+            edges.append(_edge(a))
             d = a._data
             meta.append((d.shape, d.dtype))
         else:
@@ -514,7 +529,7 @@ def _apply_recording(cls, args, arrays) -> Any:
         if out.__class__ is not _ndarray:
             out = _normalize(out)
         out_arrays = (out,)
-        if out.dtype.kind != "f":
+        if out.dtype.kind not in "fc":
             result = Tensor._make(out, False)
         elif cls._is_view:
             result = _make_view(args[0], out, True, node)
@@ -566,7 +581,7 @@ def _record1(cls, a, arrays, exact=False) -> Any:
     node._seq = next(_seq)
     if _any_thread.anomaly and _state.anomaly:
         node._trace = traceback.format_stack()[:-2]
-    fn = a.grad_fn
+    fn = a.grad_fn  # _edge(a) inlined: a call would cost as much as the lookup
     if fn is None:
         m = a._meta
         ea = m.edge if m is not None and m.edge is not None else _leaf_edge(a)
@@ -592,7 +607,7 @@ def _record1(cls, a, arrays, exact=False) -> Any:
             return _finish_tuple(cls, node, (a,) + tuple(arrays[1:]), arrays, out)
         out = _normalize(out)
     if cls._is_view:
-        if out.dtype.kind != "f":
+        if out.dtype.kind not in "fc":
             return _make_view(a, out, False, None)
         result = _new_object(Tensor)  # _make_view inlined
         result._data = out
@@ -612,7 +627,7 @@ def _record1(cls, a, arrays, exact=False) -> Any:
     else:
         result = _new_object(Tensor)  # Tensor._make inlined
         result._data = out
-        if out.dtype.kind == "f":
+        if out.dtype.kind in "fc":
             result._requires_grad = True
             result.grad_fn = node
         else:
@@ -662,7 +677,7 @@ def _finish_tuple(cls, node, args, arrays, out):
     out_arrays = tuple(_normalize(o) for o in out)
     nd = node._non_differentiable
     outs = tuple(
-        Tensor._make(o, True, node, i) if (o.dtype.kind == "f" and (nd is None or i not in nd))
+        Tensor._make(o, True, node, i) if (o.dtype.kind in "fc" and (nd is None or i not in nd))
         else Tensor._make(o, False)
         for i, o in enumerate(out_arrays))
     node._output_meta = [(o.shape, o.dtype) for o in out_arrays]
@@ -692,7 +707,7 @@ def _record_elementwise(cls, a, b, x, y, exact=False) -> Any:
     node._seq = next(_seq)
     if _any_thread.anomaly and _state.anomaly:
         node._trace = traceback.format_stack()[:-1]
-    if a._requires_grad:  # the edge lookup is inlined (here and for b): a call would cost as much
+    if a._requires_grad:  # _edge(a) inlined (here and for b): a call would cost as much
         fn = a.grad_fn
         if fn is None:
             m = a._meta
@@ -1040,7 +1055,7 @@ def _apply_user(cls, args, kwargs) -> Any:
             t._vc = o._shared_vc()
         else:
             t = o
-        if any(o is n for n in nd) or o._data.dtype.kind != "f":
+        if any(o is n for n in nd) or o._data.dtype.kind not in "fc":
             t._requires_grad = False
             t.grad_fn = None
         else:

@@ -4,6 +4,11 @@ The analytical Jacobian comes from backward (one vector-Jacobian product per
 output element); the numerical one from central differences. A failure names
 the worst element.
 
+Complex inputs and outputs are checked as PyTorch's convention defines their
+gradients (``dL/dx + i dL/dy`` for ``z = x + iy``): the function is seen as a
+real function of the (real, imaginary) pairs (``view_as_real``), whose real
+Jacobian is exactly what that convention's backward computes.
+
 Example::
 
     >>> import fabric
@@ -42,7 +47,24 @@ def _outputs(func, inputs):
     from .._tensor import Tensor
 
     out = _as_tuple(func(*inputs))
-    return [o for o in out if isinstance(o, Tensor) and o._data.dtype.kind == "f"]
+    return [o for o in out if isinstance(o, Tensor) and o._data.dtype.kind in "fc"]
+
+
+def _realified(func, inputs, idx):
+    """``func`` as a function of real tensors: each complex input that requires grad
+    is replaced by its (..., 2) real pairs, each complex output by ``view_as_real``."""
+    from .._tensor import Tensor
+    from ..ops.complex_ops import view_as_complex, view_as_real
+
+    cplx = {k for k in idx if inputs[k]._data.dtype.kind == "c"}
+    real_inputs = tuple(view_as_real(t.detach()).clone().requires_grad_(True) if k in cplx else t
+                        for k, t in enumerate(inputs))
+
+    def real_func(*args):
+        out = _as_tuple(func(*(view_as_complex(a) if k in cplx else a for k, a in enumerate(args))))
+        return tuple(view_as_real(o) if isinstance(o, Tensor) and o._data.dtype.kind == "c" else o for o in out)
+
+    return real_func, real_inputs
 
 
 def _numerical_jacobian(func, inputs, idx, outputs, eps):
@@ -96,16 +118,19 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     inputs = _as_tuple(inputs)
     idx = _diff_inputs(inputs)
     for k in idx:
-        if inputs[k]._data.dtype != np.float64:
+        if inputs[k]._data.dtype != np.float64 and inputs[k]._data.dtype != np.complex128:
             import warnings
 
-            warnings.warn(f"Input #{k} requires gradient and is not a double precision floating point. "
-                          "This check will likely fail if all the inputs are not of double precision floating "
-                          "point.", stacklevel=2)
+            warnings.warn(f"Input #{k} requires gradient and is not a double precision floating point or "
+                          "complex. This check will likely fail if all the inputs are not of double precision "
+                          "floating point or complex. ", stacklevel=2)
     if not idx:
         raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of the them "
                          "have requires_grad=True.")
     outputs = _outputs(func, inputs)
+    if any(inputs[k]._data.dtype.kind == "c" for k in idx) or any(o._data.dtype.kind == "c" for o in outputs):
+        func, inputs = _realified(func, inputs, idx)
+        outputs = _outputs(func, inputs)
     analytical = _analytical_jacobian(inputs, idx, outputs)
     numerical = _numerical_jacobian(func, inputs, idx, outputs, eps)
     for n, k in enumerate(idx):
@@ -125,6 +150,13 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     return True
 
 
+def _random_like(rng, a):
+    g = rng.standard_normal(a.shape)
+    if a.dtype.kind == "c":
+        g = g + 1j * rng.standard_normal(a.shape)
+    return np.asarray(g, dtype=a.dtype)
+
+
 def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3, gen_non_contig_grad_outputs=False,
                   raise_exception=True, nondet_tol=0.0, check_undefined_grad=True, check_grad_dtypes=False,
                   check_batched_grad=False, check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False,
@@ -139,8 +171,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     outputs = _outputs(func, inputs)
     if grad_outputs is None:
         rng = np.random.default_rng(0)
-        grad_outputs = tuple(Tensor._make(rng.standard_normal(o._data.shape).astype(o._data.dtype), True)
-                             for o in outputs)
+        grad_outputs = tuple(Tensor._make(_random_like(rng, o._data), True) for o in outputs)
     else:
         grad_outputs = _as_tuple(grad_outputs)
     n_in = len(inputs)

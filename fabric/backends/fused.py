@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 from .. import _special_functions as _sf
+from .._rng.philox import _philox_words, philox4x32  # the counter-based stream: one home
 
 __all__ = [
     "ACTIVATIONS",
@@ -530,7 +531,7 @@ def gelu(xp, x, approximate: str = "none"):
     if approximate not in ("none", "tanh"):
         raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
     if approximate == "none" and _fast32(xp, xa):
-        y = np.empty_like(xa)
+        y = np.empty(xa.shape, xa.dtype)   # C order: _chunked writes through reshape(-1)
         _chunked(_gelu32, 4, y, np.ascontiguousarray(xa))
         return _down(y, x.dtype)
     with np.errstate(over="ignore", invalid="ignore"):   # inf inputs: PyTorch's inf / NaN, no warning
@@ -581,7 +582,7 @@ def gelu_backward(xp, x, gy, approximate: str = "none"):
         raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
     xa, ga = _up(x), _up(gy)
     if _fast32(xp, xa) and ga.dtype == xa.dtype and ga.shape == xa.shape:
-        d = np.empty_like(xa)
+        d = np.empty(xa.shape, xa.dtype)
         kernel = _gelu_backward32 if approximate == "none" else _gelu_tanh_backward32
         _chunked(kernel, 4 if approximate == "none" else 3, d, np.ascontiguousarray(xa),
                  np.ascontiguousarray(ga))
@@ -635,7 +636,7 @@ def silu(xp, x):
     """
     xa = _up(x)
     if _fast32(xp, xa):
-        y = np.empty_like(xa)
+        y = np.empty(xa.shape, xa.dtype)
         _chunked(_silu32, 1, y, np.ascontiguousarray(xa))
         return _down(y, x.dtype)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -652,7 +653,7 @@ def silu_backward(xp, x, gy):
     """
     xa, ga = _up(x), _up(gy)
     if _fast32(xp, xa) and ga.dtype == xa.dtype and ga.shape == xa.shape:
-        d = np.empty_like(xa)
+        d = np.empty(xa.shape, xa.dtype)
         _chunked(_silu_backward32, 2, d, np.ascontiguousarray(xa), np.ascontiguousarray(ga))
         return _down(d, gy.dtype)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -721,57 +722,12 @@ def bias_act_backward(xp, x, bias, gy, act: str):
 # --------------------------------------------------------------------------
 # dropout with a counter-based RNG
 # --------------------------------------------------------------------------
-_PHILOX_M0, _PHILOX_M1 = 0xD2511F53, 0xCD9E8D57
-_PHILOX_W0, _PHILOX_W1 = 0x9E3779B9, 0xBB67AE85
 _U32 = 0xFFFFFFFF
-
-
-def philox4x32(xp, c0, c1, c2, c3, k0: int, k1: int, rounds: int = 10):
-    """Philox4x32 (Salmon et al., 2011) on arrays of 32-bit counter words
-    (held as uint64), with a scalar key.  Returns the four output words.
-
-    >>> z = np.zeros(1, np.uint64)
-    >>> [hex(int(w[0])) for w in philox4x32(np, z, z, z, z, 0, 0)]
-    ['0x6627e8d5', '0xe169c58d', '0xbc57ac4c', '0x9b00dbd8']
-    """
-    k0, k1 = int(k0) & _U32, int(k1) & _U32
-    m0, m1, mask, s32 = np.uint64(_PHILOX_M0), np.uint64(_PHILOX_M1), np.uint64(_U32), np.uint64(32)
-    c0, c1, c2, c3 = (xp.array(c, dtype=np.uint64) for c in (c0, c1, c2, c3))
-    p0, p1 = xp.empty_like(c0), xp.empty_like(c0)
-    for r in range(rounds):
-        if r:
-            k0, k1 = (k0 + _PHILOX_W0) & _U32, (k1 + _PHILOX_W1) & _U32
-        xp.multiply(c0, m0, out=p0)          # 32 x 32 -> 64-bit products
-        xp.multiply(c2, m1, out=p1)
-        xp.right_shift(p1, s32, out=c0)      # c0 = hi1 ^ c1 ^ k0 (old c1)
-        c0 ^= c1
-        c0 ^= np.uint64(k0)
-        xp.bitwise_and(p1, mask, out=c1)     # c1 = lo1
-        xp.right_shift(p0, s32, out=c2)      # c2 = hi0 ^ c3 ^ k1 (old c3)
-        c2 ^= c3
-        c2 ^= np.uint64(k1)
-        xp.bitwise_and(p0, mask, out=c3)     # c3 = lo0
-    return c0, c1, c2, c3
 
 
 def dropout_threshold(p: float) -> int:
     """The uint32 threshold: an element is kept iff its random word < threshold."""
     return min(round((1.0 - p) * 2.0 ** 32), _U32)
-
-
-def _philox_words(xp, n: int, seed: int, offset: int, chunk: int = 1 << 15):
-    """The first ``n`` uint32 words of the dropout stream (see :func:`dropout`).
-    Generated in cache-sized chunks: Philox is ~100 array passes per chunk."""
-    groups = (n + 3) // 4
-    out = xp.empty((groups, 4), np.uint32)
-    off_lo, off_hi = int(offset) & _U32, (int(offset) >> 32) & _U32
-    for start in range(0, groups, chunk):
-        g = xp.arange(start, min(start + chunk, groups), dtype=np.uint64)
-        words = philox4x32(xp, g & np.uint64(_U32), g >> np.uint64(32), xp.full(g.shape, off_lo, np.uint64),
-                           xp.full(g.shape, off_hi, np.uint64), int(seed) & _U32, (int(seed) >> 32) & _U32)
-        for j in range(4):
-            out[start: start + g.size, j] = words[j]
-    return out.reshape(-1)[:n]
 
 
 def dropout(xp, x, p: float, seed: int, offset: int):

@@ -494,7 +494,7 @@ class Event:
 
 # --------------------------------------------------------------------------
 # random number generators (one Philox stream per device, see
-# fabric.backends.cupy_backend.PhiloxGenerator; not PyTorch's CUDA numbers)
+# fabric._rng.philox.PhiloxGenerator; not PyTorch's CUDA numbers)
 # --------------------------------------------------------------------------
 _generators: dict = {}
 _seeds: dict = {}            # device -> seed given before its generator existed

@@ -19,6 +19,7 @@ Example (run with ``mpiexec -n 2 python script.py``)::
 """
 from __future__ import annotations
 
+import collections
 import os
 import time
 
@@ -110,6 +111,10 @@ class Pending:
                 raise DistBackendError(f"MPI operation failed: {e}") from None
         self._finish()
 
+    def reaped(self) -> bool:
+        """Whether the requests have completed (tests them; the write-backs still wait for ``wait()``)."""
+        return not self.requests or mpi().Request.Testall(self.requests)
+
     def _finish(self):
         self.requests = []
         after, self.after = self.after, []
@@ -131,9 +136,43 @@ class MpiComm:
         self.rank = comm.Get_rank()
         self.size = comm.Get_size()
         self.timeout = timeout     # seconds a wait may take before raising (the group's timeout)
+        # operations in flight: their requests and buffers stay referenced until MPI is done with them,
+        # even when the caller drops the Work (a freed buffer would be reused while MPI still writes it)
+        self.inflight: collections.deque = collections.deque()
+        self._probe_comm = None
+        self.progress_interval = 5e-5
+
+    # --- progress -------------------------------------------------------------------------------------
+    def progress_while(self, busy) -> None:
+        """Drive MPI's progress from a helper thread while ``busy()`` is true.
+
+        MPICH advances a non-blocking collective only inside MPI calls; while backward computes a large
+        gradient (NumPy releases the GIL) nothing calls MPI, and the bucket all-reduces DDP started stay
+        where they were.  The thread calls ``Iprobe`` on a private communicator (it never touches the
+        requests themselves, which MPI forbids sharing between threads) every ``interval`` seconds and
+        stops as soon as ``busy()`` is false.  mpi4py initialises MPI with ``MPI_THREAD_MULTIPLE``."""
+        MPI = mpi()
+        if MPI.Query_thread() != MPI.THREAD_MULTIPLE:
+            return
+        if self._probe_comm is None:
+            self._probe_comm = MPI.COMM_SELF.Dup()
+        probe = self._probe_comm
+
+        def run():
+            while busy():
+                probe.Iprobe()
+                time.sleep(self.progress_interval)
+        import threading
+
+        threading.Thread(target=run, name="fabric-mpi-progress", daemon=True).start()
 
     def _pending(self, requests, after=()):
-        return Pending(requests, after, self.timeout)
+        q = self.inflight
+        while q and q[0].reaped():
+            q.popleft()
+        pending = Pending(requests, after, self.timeout)
+        q.append(pending)
+        return pending
 
     # --- reductions -----------------------------------------------------------------------------------
     def all_reduce(self, buf: np.ndarray, op: str) -> Pending:
@@ -215,7 +254,7 @@ class MpiComm:
         return status.Get_source()
 
     # --- groups -------------------------------------------------------------------------------------
-    def split(self, member: bool, key: int) -> MpiComm | None:
+    def split(self, member: bool, key: int, size: int | None = None) -> MpiComm | None:
         """A communicator of the members (called by every rank of this one)."""
         MPI = mpi()
         sub = self.comm.Split(0 if member else MPI.UNDEFINED, key)
@@ -223,6 +262,9 @@ class MpiComm:
 
     def free(self) -> None:
         MPI = mpi()
+        if self._probe_comm is not None:
+            self._probe_comm.Free()
+            self._probe_comm = None
         if self.comm not in (MPI.COMM_WORLD, MPI.COMM_SELF) and self.comm != MPI.COMM_NULL:
             self.comm.Free()
 

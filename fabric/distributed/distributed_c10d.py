@@ -32,7 +32,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from .._tensor import Tensor
-from . import _gloo, _mpi
+from . import _gloo, _mpi, _nccl
 from .store import DistBackendError, FileStore, HashStore, PrefixStore, Store, TCPStore
 
 __all__ = [
@@ -250,7 +250,7 @@ class ProcessGroup:
         return len(self._ranks)
 
     def name(self) -> str:
-        return "mpi" if self._world.engine == "mpi" else "gloo"
+        return self._world.engine
 
     @property
     def group_desc(self) -> str:
@@ -286,10 +286,10 @@ group = _GroupNamespace()
 class _World:
     """The process-wide state: rank, size, the socket mesh and its queued p2p transfers."""
 
-    def __init__(self, store, rank, size, timeout, host, mpi=None):
+    def __init__(self, store, rank, size, timeout, host, mpi=None, engine=None):
         self.store, self.rank, self.size = store, rank, size
-        self.engine = "gloo" if mpi is None else "mpi"
-        self.mpi = mpi
+        self.engine = engine or ("gloo" if mpi is None else "mpi")
+        self.mpi = mpi             # the world's engine communicator (MPI's or NCCL's); None on TCP
         self.mesh = _gloo.Mesh(store, rank, size, timeout, host) if mpi is None else None
         self.pending_sends: list = []
         self.pending_recvs: list = []
@@ -357,12 +357,28 @@ def _check_tensor_list(ts, name):
                         f"             but got {type(ts)} with elements of type {[type(t) for t in ts]}.")
 
 
+def _on_device() -> bool:
+    """Whether the collectives run on device memory (the NCCL engine)."""
+    return _world is not None and _world.engine == "nccl"
+
+
 def _host(t: Tensor) -> np.ndarray:
-    """A C-contiguous NumPy array with ``t``'s values (``t``'s own memory when possible)."""
+    """A C-contiguous array with ``t``'s values (``t``'s own memory when possible): NumPy, or
+    CuPy on the NCCL engine, which works on device memory."""
     a = t._data
     if not isinstance(a, np.ndarray):
+        if _on_device():
+            return a if a.flags.c_contiguous else _xp(a).ascontiguousarray(a)
         a = a.get()                  # CuPy: a host copy
+    elif _on_device():
+        raise RuntimeError("No backend type associated with device type cpu")
     return np.ascontiguousarray(a)
+
+
+def _xp(a):
+    from ..backends import backend_of
+
+    return backend_of(a).xp
 
 
 def _store_back(t: Tensor, host: np.ndarray) -> None:
@@ -381,8 +397,15 @@ def _store_back(t: Tensor, host: np.ndarray) -> None:
 def _recv_target(t: Tensor):
     """(array to receive into, write-back) for a tensor that a transfer overwrites."""
     a = t._data
-    if isinstance(a, np.ndarray) and a.flags.c_contiguous:
+    if isinstance(a, np.ndarray) and a.flags.c_contiguous and not _on_device():
         return a, t._bump_version
+    if _on_device():
+        if isinstance(a, np.ndarray):
+            raise RuntimeError("No backend type associated with device type cpu")
+        if a.flags.c_contiguous:
+            return a, t._bump_version
+        stage = _xp(a).empty(a.shape, dtype=a.dtype)
+        return stage, lambda: _store_back(t, stage)
     host = np.empty(a.shape, dtype=a.dtype)
     return host, lambda: _store_back(t, host)
 
@@ -440,7 +463,7 @@ def is_gloo_available() -> bool:
 
 
 def is_nccl_available() -> bool:
-    return False
+    return _nccl.available()
 
 
 def is_mpi_available() -> bool:
@@ -452,7 +475,8 @@ def is_ucc_available() -> bool:
 
 
 def is_backend_available(backend: str) -> bool:
-    return str(backend).lower() == "gloo" or str(backend).lower() == "mpi" and _mpi.available()
+    name = str(backend).lower()
+    return name == "gloo" or name == "mpi" and _mpi.available() or name == "nccl" and _nccl.available()
 
 
 def is_torchelastic_launched() -> bool:
@@ -549,14 +573,12 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     if name == Backend.NCCL:
         from .. import cuda
 
-        if cuda.is_available():
-            raise NotImplementedError("backend 'nccl' is not implemented in fabric (it needs NCCL bindings, "
-                                      "e.g. cupy.cuda.nccl, wired into fabric.distributed); use backend='gloo', "
-                                      "which also reduces CuPy tensors through host memory")
-        raise RuntimeError("Distributed package doesn't have NCCL built in: fabric runs on CPU here; use "
-                           "backend='gloo'")
-    if name not in (Backend.GLOO, Backend.UNDEFINED, Backend.MPI):
-        raise RuntimeError(f"fabric.distributed supports the 'gloo' and 'mpi' backends, got '{name}'")
+        if not cuda.is_available():
+            raise RuntimeError("Distributed package doesn't have NCCL built in: no CUDA device (CuPy) here; use "
+                               "backend='gloo'")
+        _nccl.nccl()    # a clear error when CuPy's NCCL bindings are missing
+    if name not in (Backend.GLOO, Backend.UNDEFINED, Backend.MPI, Backend.NCCL):
+        raise RuntimeError(f"fabric.distributed supports the 'gloo', 'mpi' and 'nccl' backends, got '{name}'")
     if timeout is None:
         timeout = default_pg_timeout
     if not isinstance(timeout, timedelta):
@@ -566,7 +588,7 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
             raise RuntimeError("Distributed package doesn't have MPI built in: pip install 'fabric-dl[mpi]' "
                                "(mpi4py and the mpich wheel) and launch with mpiexec")
         return _init_mpi(name, rank, world_size, timeout, group_name)
-    if store is None and _mpi.launched_by_mpi() and _mpi.available() and \
+    if store is None and name != Backend.NCCL and _mpi.launched_by_mpi() and _mpi.available() and \
             os.environ.get("FABRIC_DISTRIBUTED_ENGINE", "mpi").lower() != "gloo":
         _init_mpi(name, rank, world_size, timeout, group_name)
         if _world.rank == 0:
@@ -581,6 +603,9 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     seconds = timeout.total_seconds()
     base = PrefixStore("default_pg", store)
     generation = (base.add("gloo/joined", 1) - 1) // world_size   # a store reused for a later init
+    if name == Backend.NCCL:
+        return _init_nccl(PrefixStore(f"gen{generation}/nccl", base), store, rank, world_size, seconds, group_name,
+                          device_id)
     world = _World(PrefixStore(f"gen{generation}", base), rank, world_size, seconds, _local_host(store))
     _world, _backend = world, Backend.GLOO
     pg = ProcessGroup(world, list(range(world_size)), seconds, group_name or "0")
@@ -621,6 +646,28 @@ def _init_mpi(name, rank, world_size, timeout, group_name) -> None:
     GroupMember.WORLD = pg
 
 
+def _init_nccl(store, root_store, rank, world_size, seconds, group_name, device_id) -> None:
+    """The default group on NCCL: one communicator on this process's current device (or ``device_id``),
+    its unique id passed through the store."""
+    global _world, _backend
+    device = _nccl._cupy().cuda.runtime.getDevice() if device_id is None else _device_index(device_id)
+    comm = _nccl.connect(store, rank, world_size, device, seconds)
+    world = _World(None, rank, world_size, seconds, None, mpi=comm, engine="nccl")
+    world._root_store = root_store
+    _world, _backend = world, Backend.NCCL
+    pg = ProcessGroup(world, list(range(world_size)), seconds, group_name or "0", engine=comm)
+    _groups.clear()
+    _groups[pg.group_name] = pg
+    GroupMember.WORLD = pg
+
+
+def _device_index(device_id) -> int:
+    index = getattr(device_id, "index", device_id)
+    if not isinstance(index, int):
+        raise ValueError(f"device_id must be a CUDA device with an index, got {device_id!r}")
+    return index
+
+
 def destroy_process_group(group: ProcessGroup | None = None) -> None:
     """Destroy ``group``; with no argument, every group and the connections."""
     global _world
@@ -633,6 +680,9 @@ def destroy_process_group(group: ProcessGroup | None = None) -> None:
                 if g._engine is not None and g._engine is not _world.mpi:
                     g._engine.free()
             _world.mpi.free()
+            root = getattr(_world, "_root_store", None)
+            if isinstance(root, (TCPStore, FileStore)):
+                root.close()
             _world = None
             _groups.clear()
             GroupMember.WORLD = None
@@ -674,8 +724,8 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     """A group of ``ranks`` (all ranks by default); every rank of the world
     must call it, with the same ranks.  Non-members get ``GroupMember.NON_GROUP_MEMBER``."""
     world_pg = _default_group()
-    if backend is not None and Backend(backend) not in (Backend.GLOO, Backend.UNDEFINED, Backend.MPI):
-        raise RuntimeError(f"fabric.distributed supports the 'gloo' and 'mpi' backends, got '{backend}'")
+    if backend is not None and Backend(backend) not in (Backend.GLOO, Backend.UNDEFINED, Backend.MPI, Backend.NCCL):
+        raise RuntimeError(f"fabric.distributed supports the 'gloo', 'mpi' and 'nccl' backends, got '{backend}'")
     ranks = list(range(world_pg.size())) if ranks is None or len(ranks) == 0 else list(ranks)
     if sort_ranks:
         ranks = sorted(ranks)
@@ -688,7 +738,8 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     name = str(len(_groups))
     while name in _groups:
         name += "'"
-    sub = _world.mpi.split(_world.rank in ranks, ranks.index(_world.rank) if _world.rank in ranks else 0) \
+    sub = _world.mpi.split(_world.rank in ranks, ranks.index(_world.rank) if _world.rank in ranks else 0,
+                           len(ranks)) \
         if _world.mpi is not None else None   # every rank takes part in MPI's split, members get a communicator
     pg = ProcessGroup(_world, ranks, seconds, name, engine=sub)
     _groups[name] = pg
@@ -968,9 +1019,16 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
     if len(input_list) != g.size():
         raise ValueError(f"input_list must have {g.size()} tensors, got {len(input_list)}")
     _check_same(input_list, output, "reduce_scatter")
-    out = np.empty(tuple(output.shape), dtype=_host(output).dtype)
-    pending = _reduce_scatter_arrays(g, [_host(t) for t in input_list], out, _op_name(op))
-    return _complete(g, pending, async_op, [output], [lambda: _store_back(output, out)])
+    out, done = _recv_target(output)
+    ins = [_host(t) for t in input_list]
+    if g._engine is not None:
+        flat = _xp(ins[0]).concatenate([a.reshape(-1) for a in ins]) if _on_device() else \
+            np.concatenate([a.reshape(-1) for a in ins])
+        pending = g._engine.reduce_scatter_block(flat, out, _op_name(op))
+        return _complete(g, pending, async_op, [output], [done])
+    _reduce_scatter_arrays(g, ins, out, _op_name(op))
+    done()
+    return _work(async_op, [output])
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: bool = False):
@@ -985,12 +1043,13 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: 
     if input.dtype != output.dtype:
         raise ValueError("output tensor must have the same type as input tensor")
     flat = _host(input).reshape(g.size(), -1)
-    out = np.empty(output.numel(), dtype=flat.dtype)
     if g._engine is not None:
-        pending = g._engine.reduce_scatter_block(flat, out, _op_name(op))
-    else:
-        pending = _reduce_scatter_arrays(g, [flat[i] for i in range(g.size())], out, _op_name(op))
-    return _complete(g, pending, async_op, [output], [lambda: _store_back(output, out)])
+        target, done = _recv_target(output)
+        return _complete(g, g._engine.reduce_scatter_block(flat, target, _op_name(op)), async_op, [output], [done])
+    out = np.empty(output.numel(), dtype=flat.dtype)
+    _reduce_scatter_arrays(g, [flat[i] for i in range(g.size())], out, _op_name(op))
+    _store_back(output, out)
+    return _work(async_op, [output])
 
 
 def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None, group=None,

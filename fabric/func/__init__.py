@@ -18,9 +18,12 @@ Example::
 from __future__ import annotations
 
 from ._functional_call import functional_call
+from ._rules import install as _install_rules
 from ._stack import stack_module_state
 from ._transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, linearize, vjp
 from ._vmap import vmap, vmap_fallback_ops
+
+_install_rules()
 
 __all__ = ["grad", "grad_and_value", "vmap", "hessian", "jacfwd", "jacrev", "jvp", "linearize", "vjp",
            "functional_call", "stack_module_state", "replace_all_batch_norm_modules_", "functionalize",

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 
+from ._batched import is_batched, physical
 from ._pytree import tree_flatten, tree_unflatten
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize"]
@@ -53,17 +54,23 @@ class _Level:
         self._outside: dict = {}
 
     def add(self, x, api):
+        from ._batched import active_levels, add_level
+
         T = _tensor_cls()
         if not isinstance(x, T):
             raise ValueError(f"{api}: Expected inputs to be Tensors, got {type(x)}")
         _check_float(x, api)
+        for lvl in active_levels():
+            # inside vmap, the derivative with respect to an input is per example even where the input is
+            # shared by the examples: it is differentiated as the batch of its copies
+            x = add_level(x, lvl)
         a = _alias(x)
-        self.fresh.add(id(a))
+        self.fresh.add(id(physical(a)))
         self._keep = getattr(self, "_keep", []) + [a]
         return a
 
     def add_leaf(self, a):
-        self.fresh.add(id(a))
+        self.fresh.add(id(physical(a)))
         self._keep = getattr(self, "_keep", []) + [a]
         return a
 
@@ -102,9 +109,10 @@ class _Level:
         T = _tensor_cls()
         if not isinstance(t, T) or not t.requires_grad:
             return t
-        if t.grad_fn is None:
-            return t.detach() if id(t) in self.fresh else t
-        return t if self._reaches_outside(t.grad_fn) else t.detach()
+        p = physical(t)
+        if p.grad_fn is None:
+            return t.detach() if id(p) in self.fresh else t
+        return t if self._reaches_outside(p.grad_fn) else t.detach()
 
     def lower_tree(self, tree):
         leaves, spec = tree_flatten(tree)
@@ -119,10 +127,28 @@ def _autograd_grad(outputs, inputs, grad_outputs=None, retain_graph=True):
              if o.requires_grad]
     if not pairs or not inputs:
         return [zeros_like(x) for x in inputs]
+    if any(is_batched(t) for t in (*outputs, *inputs, *(grad_outputs or ()))):
+        return _batched_grad(pairs, inputs, retain_graph)
     res = autograd.grad([o for o, _ in pairs], inputs,
                         None if grad_outputs is None else [g for _, g in pairs],
                         retain_graph=retain_graph, create_graph=True, allow_unused=True)
     return [zeros_like(x) if r is None else r for r, x in zip(res, inputs)]
+
+
+def _batched_grad(pairs, inputs, retain_graph):
+    """``_autograd_grad`` inside vmap: the engine runs on the physical tensors (each example's part of the
+    graph is independent of the others'), gradients come back with their input's batching."""
+    from .. import autograd, ones_like, zeros_like
+    from ._batched import match_levels, rewrap
+
+    outs, gos = [], []
+    for o, g in pairs:
+        g = ones_like(o) if g is None else match_levels(g, o)
+        outs.append(physical(o))
+        gos.append(physical(g))
+    res = autograd.grad(outs, [physical(x) for x in inputs], gos, retain_graph=retain_graph, create_graph=True,
+                        allow_unused=True)
+    return [zeros_like(x) if r is None else rewrap(r, x) for r, x in zip(res, inputs)]
 
 
 def _normalize_argnums(argnums, nargs, api):

@@ -1,13 +1,15 @@
 """``vmap``: map a function over a batch dimension of its inputs.
 
-How it runs today: the per-example fallback.  No op has a batching rule in
-its registry slot yet (``fabric.ops._registry.OpDecl.vmap`` is ``None`` for
-every op), so vmap calls ``func`` once per batch index on the sliced inputs
-and stacks the results along ``out_dims``.  This gives PyTorch's results,
-gradients (slicing and stacking are differentiable, so ``grad(vmap(f))`` and
-``vmap(grad(f))`` both work), nesting and ``randomness`` semantics exactly;
-it costs one Python call of ``func`` per example instead of one batched
-call.  ``fabric.func.vmap_fallback_ops()`` lists the ops that take it.
+``func`` runs once on :class:`~fabric.func._batched.BatchedTensor` inputs
+(one example's shape, the whole batch underneath); each op dispatches to
+its batching rule (``OpDecl.vmap`` in the op registry, or the table in
+``_rules.py``), an op without one runs per example inside that call (the
+per-op fallback), and when ``func`` reaches something that cannot see a
+batch (``.item()``, data-dependent Python, a function bound before the
+vmap started) the batched call is abandoned and ``func`` runs once per
+example, its results stacked (the whole-function fallback, which also serves
+``randomness="different"``).  ``fabric.func.vmap_fallback_ops()`` lists the
+registered ops without a rule.
 """
 from __future__ import annotations
 
@@ -19,10 +21,23 @@ __all__ = ["vmap", "vmap_fallback_ops"]
 
 
 def vmap_fallback_ops() -> list[str]:
-    """The registered ops without a batching rule (vmap runs them per example)."""
-    from ..ops._registry import REGISTRY
+    """The ops without a batching rule: the registered ones and the public functions of ``fabric.ops``,
+    ``nn.functional``, ``linalg``, ``special`` and ``fft`` (vmap runs them once per example, inside the batched
+    call).
 
-    return sorted(k for k, d in REGISTRY.items() if d.vmap is None)
+    Example::
+
+        >>> import fabric
+        >>> ops = fabric.func.vmap_fallback_ops()
+        >>> "linalg.det" in ops, "exp" in ops, "nn.functional.conv2d" in ops
+        (True, False, False)
+    """
+    from ..ops._registry import REGISTRY
+    from ._batched import public_ops, rule_for
+
+    names = {k for k, d in REGISTRY.items() if d.vmap is None}
+    names.update(k for k in public_ops() if rule_for(k) is None)
+    return sorted(names)
 
 
 def _rng_state():
@@ -100,21 +115,105 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=N
         if batch == 0:
             raise NotImplementedError("fabric.func.vmap over a batch of size 0 is not supported (the per-example "
                                       "fallback has no example to run)")
-        start = _rng_state() if randomness != "different" else None
-        results = []
-        for i in range(batch):
-            if randomness == "same":
-                _set_rng_state(start)
-            sliced = [x if d is None else x.select(d, i) for x, d in zip(leaves, norm_dims)]
-            out = func(*tree_unflatten(sliced, spec), **kwargs)
-            if randomness == "error" and not _rng_state().equal(start):
-                raise RuntimeError("vmap: called random operation while in randomness error mode. Please either "
-                                   "use the 'same' or 'different' randomness flags on vmap or perform the "
-                                   "randomness operation out of vmap")
-            results.append(out)
-        return _stack_outputs(results, out_dims, name)
+        if randomness == "different":   # independent draws for random factories need one call per example
+            return _per_example(func, leaves, norm_dims, spec, kwargs, batch, randomness, out_dims, name)
+        if chunk_size is None or chunk_size >= batch:
+            return _run_batched(func, leaves, norm_dims, spec, kwargs, batch, randomness, out_dims, name)
+        from .. import cat
+
+        parts = []
+        for lo in range(0, batch, chunk_size):
+            n = min(chunk_size, batch - lo)
+            chunk = [x if d is None else x.narrow(d, lo, n) for x, d in zip(leaves, norm_dims)]
+            parts.append(_run_batched(func, chunk, norm_dims, spec, kwargs, n, randomness, out_dims, name))
+        flat0, ospec = tree_flatten(parts[0])
+        odims = broadcast_prefix(out_dims, parts[0], "out_dims")
+        merged = []
+        for k, d in enumerate(odims):
+            vals = [tree_flatten(p)[0][k] for p in parts]
+            merged.append(vals[0] if d is None else cat(vals, dim=d))
+        return tree_unflatten(merged, ospec)
 
     return wrapper
+
+
+def _run_batched(func, leaves, dims, spec, kwargs, batch, randomness, out_dims, name):
+    """One call of ``func`` on BatchedTensors; per example if it reaches something unbatchable."""
+    from . import _batched as B
+
+    start = _rng_state()
+    level = B.new_level(batch, randomness)
+    B.patch(func)
+    try:
+        inputs = [x if d is None else B.make(x.movedim(d, 0) if d else x, level) for x, d in zip(leaves, dims)]
+        out = func(*tree_unflatten(inputs, spec), **kwargs)
+        result = _unbatch_outputs(out, level, out_dims, name)
+    except B.Unbatchable:
+        result = None
+    finally:
+        B.pop_level(level)
+        B.unpatch()
+    if result is None:
+        B.calls["per_example"] += 1
+        _set_rng_state(start)
+        return _per_example(func, leaves, dims, spec, kwargs, batch, randomness, out_dims, name)
+    if randomness == "error" and not _rng_state().equal(start):
+        raise RuntimeError(_RANDOM_ERROR)
+    return result
+
+
+_RANDOM_ERROR = ("vmap: called random operation while in randomness error mode. Please either use the 'same' or "
+                 "'different' randomness flags on vmap or perform the randomness operation out of vmap")
+
+
+def _unbatch_outputs(out, level, out_dims, name):
+    """``func``'s outputs with this level's batch moved to ``out_dims`` (unbatched outputs are expanded)."""
+    from .._tensor import Tensor
+    from ._batched import BatchedTensor
+
+    flat, spec = tree_flatten(out)
+    try:
+        odims = broadcast_prefix(out_dims, out, "out_dims")
+    except ValueError:
+        raise ValueError(f"vmap({name}, ..., out_dims={out_dims})(<inputs>): out_dims is not compatible with the "
+                         "structure of `outputs`.") from None
+    res = []
+    for v, d in zip(flat, odims):
+        if not isinstance(v, Tensor):
+            raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got type {type(v)}. Did you "
+                             "mean to set out_dims= to None for output?")
+        mine = v.__class__ is BatchedTensor and v._level is level
+        if d is None:
+            if mine:
+                raise ValueError(f"vmap({name}, ..., out_dims={out_dims})(<inputs>): can not return a "
+                                 "BatchedTensor when out_dim is None")
+            res.append(v)
+            continue
+        nd = v.dim() + 1
+        if not -nd <= d < nd:
+            raise ValueError(f"vmap({name}, ..., out_dims={out_dims})(<inputs>): Dimension out of range (expected "
+                             f"to be in range of [{-nd}, {nd - 1}], but got {d})")
+        d %= nd
+        if mine:
+            res.append(v._value.movedim(0, d) if d else v._value)
+        else:
+            res.append(v.unsqueeze(d).expand(tuple(v.shape[:d]) + (level.size,) + tuple(v.shape[d:])))
+    return tree_unflatten(res, spec)
+
+
+def _per_example(func, leaves, dims, spec, kwargs, batch, randomness, out_dims, name):
+    """The whole-function fallback: ``func`` once per example, results stacked."""
+    start = _rng_state() if randomness != "different" else None
+    results = []
+    for i in range(batch):
+        if randomness == "same":
+            _set_rng_state(start)
+        sliced = [x if d is None else x.select(d, i) for x, d in zip(leaves, dims)]
+        out = func(*tree_unflatten(sliced, spec), **kwargs)
+        if randomness == "error" and not _rng_state().equal(start):
+            raise RuntimeError(_RANDOM_ERROR)
+        results.append(out)
+    return _stack_outputs(results, out_dims, name)
 
 
 def _set_rng_state(state):

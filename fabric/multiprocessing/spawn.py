@@ -8,6 +8,11 @@ dies from a signal or ``sys.exit(n)`` gives :class:`ProcessExitedException`.
 Tensors in ``args`` travel as handles to shared memory (see
 :mod:`fabric.multiprocessing.reductions`).
 
+With ``FABRIC_DISTRIBUTED_ENGINE=mpi`` in the environment (and the ``mpi``
+extra installed) the processes are MPI ranks started by ``mpiexec``, so that
+``init_process_group`` in ``fn`` runs on the MPI engine; ``fn`` and ``args``
+are pickled by value then (tensors are copies, not shared memory).
+
 Example::
 
     >>> import fabric.multiprocessing as mp
@@ -151,9 +156,90 @@ class SpawnContext(ProcessContext):
     """The context :func:`spawn` returns with ``join=False``."""
 
 
+class _MpiContext(ProcessContext):
+    """The ranks of one ``mpiexec`` job, as a :class:`ProcessContext`: ``join()`` waits for the job and
+    raises like the multiprocessing path (the failing rank's traceback, or its exit code)."""
+
+    def __init__(self, proc, error_files, payload):
+        self.proc, self.error_files, self.processes, self._payload = proc, error_files, [proc], payload
+        self.sentinels = {}
+
+    def pids(self) -> list:
+        return [self.proc.pid]
+
+    def join(self, timeout: float | None = None, grace_period: float | None = None) -> bool:
+        import subprocess
+
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        failed = [i for i, path in enumerate(self.error_files) if os.path.exists(path)]
+        trace = None
+        if failed:
+            with open(self.error_files[failed[0]], encoding="utf-8") as fh:
+                trace = fh.read()
+        self._cleanup()
+        if code == 0 and not failed:
+            return True
+        index = failed[0] if failed else 0
+        if trace:
+            raise ProcessRaisedException(f"\n\n-- Process {index:d} terminated with the following error:\n" + trace,
+                                         index, self.proc.pid)
+        raise ProcessExitedException(f"process {index:d} terminated with exit code {code:d}", index, self.proc.pid,
+                                     code)
+
+    def _cleanup(self):
+        super()._cleanup()
+        try:
+            os.unlink(self._payload)
+        except FileNotFoundError:
+            pass
+
+
+def _mpiexec_for_spawn():
+    """``mpiexec`` when the environment asks for MPI ranks (``FABRIC_DISTRIBUTED_ENGINE=mpi``)."""
+    if os.environ.get("FABRIC_DISTRIBUTED_ENGINE", "").lower() != "mpi":
+        return None
+    from ..distributed.run import _mpiexec
+
+    mpiexec = _mpiexec()
+    if mpiexec is None:
+        raise RuntimeError("FABRIC_DISTRIBUTED_ENGINE=mpi: spawn needs the mpi extra (pip install 'fabric-dl[mpi]': "
+                           "mpi4py and mpiexec) to start MPI ranks")
+    return mpiexec
+
+
+def _start_mpi(mpiexec, fn, args, nprocs):
+    import pickle
+    import subprocess
+
+    main = sys.modules.get("__main__")
+    main_path = getattr(main, "__file__", None) if getattr(main, "__spec__", None) is None else None
+    fd, payload = tempfile.mkstemp(prefix="fabric-mp-payload-")
+    with os.fdopen(fd, "wb") as fh:
+        pickle.dump({"sys_path": list(sys.path), "main_path": main_path}, fh)
+        pickle.dump((fn, tuple(args)), fh)
+    prefix = payload + "-error-"
+    env = dict(os.environ)
+    env.pop("FABRIC_DISTRIBUTED_ENGINE", None)   # the ranks are MPI's: init_process_group finds it
+    proc = subprocess.Popen([mpiexec, "-n", str(nprocs), sys.executable, "-m", "fabric.multiprocessing._mpi_child",
+                             payload, prefix], env=env)
+    return _MpiContext(proc, [f"{prefix}{i}" for i in range(nprocs)], payload)
+
+
 def start_processes(fn, args=(), nprocs: int = 1, join: bool = True, daemon: bool = False,
                     start_method: str = "spawn"):
-    """Start ``nprocs`` processes running ``fn(i, *args)`` with ``start_method``."""
+    """Start ``nprocs`` processes running ``fn(i, *args)`` with ``start_method`` (MPI ranks under
+    ``mpiexec`` when ``FABRIC_DISTRIBUTED_ENGINE=mpi``)."""
+    mpiexec = _mpiexec_for_spawn()
+    if mpiexec is not None:
+        context = _start_mpi(mpiexec, fn, args, nprocs)
+        if join:
+            while not context.join():
+                pass
+            return None
+        return context
     ctx = multiprocessing.get_context(start_method)
     processes, error_files = [], []
     for i in range(nprocs):

@@ -1,34 +1,45 @@
-"""Autocast state and cast policy: the one place ops ask "what dtype do I run in?".
+"""Autocast state, cast policy and the entry the dispatch path gives every listed op.
 
 The state (enabled flag and lower-precision dtype per device type, cache flag,
-nesting depth) is thread-local, as in PyTorch.  Ops read the module-level
-counter :data:`active` first: it is the number of (thread, device type) pairs
-with autocast on, so with autocast off everywhere an op pays one attribute
-read.  Two ways for an op to take part:
+nesting depth) is thread-local, as in PyTorch.  The module-level counter
+:data:`active` is the number of (thread, device type) pairs with autocast on,
+so with autocast off everywhere an op pays one attribute read.
 
-* hot leaf ops call :func:`cast` inline at the top of their public function::
+Ops do not mention autocast.  An op whose name is on one of the policy lists
+below is declared in the op registry (``ops/_registry.py``), which hands it to
+:func:`entry`.  The first time autocast is enabled in the process, each such
+op's code is recompiled from its own source with a *prologue* first, the
+check ops used to write inline::
 
-      if _amp.active and (c := _amp.cast("mm", input, mat2)):
-          input, mat2 = c
+    if __fabric_autocast__.active and out is None:   # ``out is None`` when it has ``out=``
+        _autocast_args = __fabric_autocast__.cast("mm", input, mat2)   # every parameter but ``out``
+        if _autocast_args is not None:
+            input, mat2 = _autocast_args
+            return __fabric_autocast__.run_excluded(7, input, mat2, out=out)
 
-  ``cast`` returns ``None`` when nothing applies (autocast off for the
-  tensors' device type, op not on that device's lists, inside an op that
-  already autocast), else the arguments cast per the op's policy.
-* composite ops (whose body calls other listed ops) call themselves again
-  with the cast arguments and autocast excluded, as PyTorch's dispatcher
-  excludes the Autocast key below a wrapped op (an fp32 loss must not see its
-  inner matmul lowered to float16)::
-
-      if _amp.active and (c := _amp.cast("cdist", x1, x2, p, compute_mode)):
-          with _amp.excluded():
-              return cdist(*c)
+``cast`` returns ``None`` when nothing applies (autocast off for the tensors'
+device type, op not on that device's lists, inside an op that already
+autocast), else the arguments cast per the op's policy; ``run_excluded`` runs
+the op again on them with autocast excluded, as PyTorch's dispatcher excludes
+the Autocast key below a wrapped op (an fp32 loss must not see its inner
+matmul lowered to float16).  Why this shape: no wrapper frame is added to any
+op (``benchmarks/overhead.py --calls`` is unchanged), a process that never
+enables autocast pays nothing at all (not even at import), and after that the
+cost is the one attribute read the inline checks paid.  The function object
+stays the same, so every binding of it (``fabric.mm``, ``Tensor.mm``, ``from
+.linalg import mm``) casts, and its file, line numbers and signature stay its
+own.  ``__fabric_autocast__`` is this module, set in the op module's globals.
+Where an op's source cannot be read (a frozen build), :func:`entry` returns a
+wrapper with the same behaviour instead.
 
 Policies follow PyTorch's op lists (aten/src/ATen/autocast_mode.{h,cpp}):
 ``lower`` casts floating inputs to the autocast dtype, ``fp32`` casts them to
 float32, ``promote`` casts them to the widest floating type among them,
 ``keep`` casts nothing but runs the body without autocast (fabric ops that are
 composite here but a single kernel in PyTorch), ``banned`` raises.  float64
-tensors and tensors on another device type are never cast.
+tensors and tensors on another device type are never cast.  The CUDA ops that
+PyTorch runs in float32 only when no ``dtype=`` is given (:data:`OPT_DTYPE`)
+skip the prologue when one is.
 
 Example::
 
@@ -42,19 +53,32 @@ Example::
     [fabric.float16, fabric.float16]
 """
 from __future__ import annotations
+import __future__
 
+import ast
+import functools
+import inspect
+import linecache
+import os
+import sys
 import threading
+import types
+import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
+from ..autograd.grad_mode import state as _grad_state
 
 __all__ = [
     "DEVICE_TYPES",
     "active",
     "cast",
+    "clear_cache",
+    "entry",
     "excluded",
     "get_dtype",
     "is_enabled",
@@ -79,9 +103,17 @@ class _State(threading.local):
         self.cache_enabled = True
         self.nesting = 0
         self.excluded = 0  # > 0 inside an op that already autocast
+        self.cache = {}  # id(leaf) -> (leaf, its lower-precision cast): the weight-cast cache
+
+
 
 
 state = _State()
+
+
+def clear_cache() -> None:
+    """Drop the cached weight casts (the outermost autocast region ends, or ``clear_autocast_cache``)."""
+    state.cache.clear()
 
 
 def is_enabled(device_type: str) -> bool:
@@ -94,6 +126,8 @@ def set_enabled(device_type: str, enabled: bool) -> None:
     was = st.get(device_type, False)
     st[device_type] = enabled
     if was != enabled:
+        if enabled and not _installed:
+            _install()
         with _active_lock:
             active += 1 if enabled else -1
 
@@ -178,15 +212,13 @@ _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 
 
-def _first_tensor(args):
+def _tensors(args):
+    """The Tensors among ``args``, looking into lists and tuples (``einsum``'s operands, ``*tensors``)."""
     for a in args:
         if isinstance(a, Tensor):
-            return a
-        if isinstance(a, (list, tuple)):
-            for t in a:
-                if isinstance(t, Tensor):
-                    return t
-    return None
+            yield a
+        elif isinstance(a, (list, tuple)):
+            yield from _tensors(a)
 
 
 def _eligible(a, cls):
@@ -200,7 +232,7 @@ def _target(op, args):
     st = state
     if st.excluded:
         return None
-    t = _first_tensor(args)
+    t = next(_tensors(args), None)
     if t is None:
         return None
     cls = t._data.__class__
@@ -220,19 +252,29 @@ def _target(op, args):
     if low is not D.float16:
         raise RuntimeError(BF16_ERROR)
     if policy == PROMOTE:  # widest eligible floating type, float64 ignored (PyTorch's ``prioritize``)
-        for a in args:
-            for t in (a if isinstance(a, (list, tuple)) else (a,)):
-                if isinstance(t, Tensor) and _eligible(t, cls) and t._data.dtype == _F32:
-                    return D.float32, cls, policy
+        for t in _tensors(args):
+            if _eligible(t, cls) and t._data.dtype == _F32:
+                return D.float32, cls, policy
     return low, cls, policy
 
 
 def _cast_one(a, dtype, cls):
     if isinstance(a, Tensor):
-        if _eligible(a, cls) and a._data.dtype != dtype.np:
-            return a.to(dtype)
-        return a
-    if isinstance(a, (list, tuple)) and any(isinstance(t, Tensor) for t in a):
+        if not _eligible(a, cls) or a._data.dtype == dtype.np:
+            return a
+        # PyTorch's weight-cast cache: a float32 leaf that requires grad (a parameter) is cast to the
+        # lower-precision dtype once per outermost autocast region, so its uses share one ToCopy node
+        # (only while grad mode is on: a cast made under no_grad has no node to share).
+        if dtype is D.float16 and a._requires_grad and a.grad_fn is None and a._base is None \
+                and a._data.dtype == _F32 and state.cache_enabled and _grad_state.enabled:
+            hit = state.cache.get(id(a))
+            if hit is not None and hit[0] is a:
+                return hit[1]
+            r = a.to(dtype)
+            state.cache[id(a)] = (a, r)
+            return r
+        return a.to(dtype)
+    if isinstance(a, (list, tuple)) and next(_tensors(a), None) is not None:
         return type(a)(_cast_one(t, dtype, cls) for t in a)
     return a
 
@@ -249,3 +291,168 @@ def cast(op, *args) -> Any:
     if dtype is None:
         return args
     return tuple(_cast_one(a, dtype, cls) for a in args)
+
+
+# CUDA's AT_FORALL_FP32_SET_OPT_DTYPE: float32 only when the call gives no ``dtype=``.
+OPT_DTYPE = frozenset("prod softmax log_softmax cumprod cumsum linalg_vector_norm linalg_matrix_norm sum".split())
+
+_GLOBAL = "__fabric_autocast__"  # this module, as the prologue finds it in the op's module globals
+_ARGS = "_autocast_args"
+_entries: list[tuple[Callable[..., Any], str, Callable[..., Any]]] = []  # (body, policy, public function)
+_installed = False
+_install_lock = threading.Lock()
+
+
+def _prologue(args: ast.arguments, policy: str, index: int) -> str:
+    """The source of the lines an op listed as ``policy`` with parameters ``args`` runs first (entry ``index``)."""
+    positional = [a.arg for a in args.posonlyargs + args.args]
+    keyword = [a.arg for a in args.kwonlyargs]
+    star = [args.vararg.arg] if args.vararg else []
+    names = positional + star + keyword + ([args.kwarg.arg] if args.kwarg else [])
+    cast_names = [n for n in names if n != "out"]
+    call = [str(index), *positional, *("*" + n for n in star), *(f"{n}={n}" for n in keyword)]
+    if args.kwarg:
+        call.append("**" + args.kwarg.arg)
+    guard = f"{_GLOBAL}.active"
+    if "out" in names:
+        guard += " and out is None"
+    if policy in OPT_DTYPE and "dtype" in names:
+        guard += " and dtype is None"
+    targets = ", ".join(cast_names) + ("," if len(cast_names) == 1 else "")
+    return (f"if {guard}:\n"
+            f"    {_ARGS} = {_GLOBAL}.cast({policy!r}, {', '.join(cast_names)})\n"
+            f"    if {_ARGS} is not None:\n"
+            f"        {targets} = {_ARGS}\n"
+            f"        return {_GLOBAL}.run_excluded({', '.join(call)})\n")
+
+
+def run_excluded(index: int, *args, **kwargs) -> Any:
+    """Call entry ``index``'s public function on already cast arguments with autocast excluded."""
+    with excluded():
+        return _entries[index][2](*args, **kwargs)
+
+
+def _located(node, line):
+    node.lineno = node.end_lineno = line
+    node.col_offset = node.end_col_offset = 0
+    return node
+
+
+def _source(body: Callable[..., Any]) -> str | None:
+    """The source lines of function ``body`` (decorators included), or None when they cannot be read."""
+    code = body.__code__
+    lines = linecache.getlines(code.co_filename, body.__globals__)[code.co_firstlineno - 1:]
+    if hasattr(code, "co_positions"):  # Python 3.11: the last line any instruction spans ends the def
+        last = max((end for _, end, _, _ in code.co_positions() if end is not None), default=0)
+        lines = lines[:last - code.co_firstlineno + 1]
+    elif lines:
+        lines = inspect.getblock(lines)
+    text = "".join(lines)
+    return text if text.lstrip().startswith(("def ", "@")) else None
+
+
+def _with_prologue(body: Callable[..., Any], policy: str, index: int) -> types.CodeType:
+    """``body``'s code compiled again from its source with the autocast prologue first."""
+    code = body.__code__
+    first, text = code.co_firstlineno, _source(body)
+    if text is None:
+        raise RuntimeError(f"autocast: the source of {body.__qualname__} changed or vanished since import")
+    # Parsed where it stands, so line numbers are the file's; a nested def is put under an ``if``.
+    head = "\n" * (first - 1) if not text[:1].isspace() else "\n" * (first - 2) + "if 1:\n"
+    tree = ast.parse(head + text)
+    fdef = tree.body[0]
+    if isinstance(fdef, ast.If):
+        fdef = fdef.body[0]
+    if not isinstance(fdef, ast.FunctionDef) or fdef.name != code.co_name:
+        raise RuntimeError(f"autocast: no def of {body.__qualname__} at {code.co_filename}:{first}")
+    fdef.decorator_list = []
+    # The prologue's lines are numbered from the def line (a traceback inside it points there).
+    pro = ast.parse("\n" * (fdef.lineno - 1) + _prologue(fdef.args, policy, index)).body
+    doc = 1 if (isinstance(fdef.body[0], ast.Expr) and isinstance(fdef.body[0].value, ast.Constant)
+                and isinstance(fdef.body[0].value.value, str)) else 0
+    fdef.body[doc:doc] = pro
+    # Compiled inside a function whose parameters are the op's free variables, so a closure's names stay free.
+    params = [_located(ast.arg(arg=n), fdef.lineno) for n in code.co_freevars]
+    outer = _located(ast.FunctionDef(name="_autocast_scope", args=ast.arguments(
+        posonlyargs=[], args=params, kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=[fdef], decorator_list=[], returns=None), fdef.lineno)
+    setattr(outer, "type_params", [])  # noqa: B010  (a field from Python 3.12 on; unused before)
+    compiled = compile(ast.Module(body=[outer], type_ignores=[]), code.co_filename, "exec", dont_inherit=True,
+                       flags=code.co_flags & __future__.annotations.compiler_flag)
+    scope = next(c for c in compiled.co_consts if isinstance(c, types.CodeType))
+    new = next(c for c in scope.co_consts if isinstance(c, types.CodeType) and c.co_name == code.co_name)
+    if new.co_freevars != code.co_freevars:
+        raise RuntimeError(f"autocast: recompiling {body.__qualname__} changed its free variables")
+    return new
+
+
+def _install() -> None:
+    """Give every declared op its prologue (the first time autocast is enabled)."""
+    global _installed
+    with _install_lock:
+        if _installed:
+            return
+        for index, (body, policy, _) in enumerate(_entries):
+            _install_one(body, policy, index)
+        _installed = True
+
+
+def _install_one(body, policy, index):
+    try:
+        code = _with_prologue(body, policy, index)
+    except (RuntimeError, SyntaxError) as e:  # the file was edited since import (a live session)
+        warnings.warn(f"{e}; {body.__module__}.{body.__qualname__} runs without autocast until reloaded",
+                      RuntimeWarning, stacklevel=4)
+        return
+    body.__globals__.setdefault(_GLOBAL, sys.modules[__name__])
+    body.__code__ = code
+
+
+def _wrapped(function: Callable[..., Any], policy: str) -> Callable[..., Any]:
+    """The entry of an op whose source cannot be read: a wrapper that casts and calls ``function``."""
+    sig = inspect.signature(function)
+    has_out, opt_dtype = "out" in sig.parameters, policy in OPT_DTYPE and "dtype" in sig.parameters
+
+    @functools.wraps(function)
+    def op(*args, **kwargs):
+        if not active:
+            return function(*args, **kwargs)
+        bound = sig.bind(*args, **kwargs)
+        a = bound.arguments
+        if (has_out and a.get("out") is not None) or (opt_dtype and a.get("dtype") is not None):
+            return function(*args, **kwargs)
+        names = [n for n in a if n != "out"]
+        cast_args = cast(policy, *(a[n] for n in names))
+        if cast_args is None:
+            return function(*args, **kwargs)
+        a.update(zip(names, cast_args))
+        with excluded():
+            return function(*bound.args, **bound.kwargs)
+
+    return op
+
+
+def entry(function: Callable[..., Any], policy: str) -> Callable[..., Any]:
+    """Make ``function`` the op ``policy`` of the autocast lists and return what to bind as the public op.
+
+    The result is ``function`` itself: when autocast is first enabled, the code of the function it wraps
+    (``inspect.unwrap``) is recompiled from source with the autocast prologue first (see the module
+    docstring), so every binding of it (``fabric.mm``, ``Tensor.mm``, ``from .linalg import mm``) casts.
+    Only where the source cannot be read (a frozen build) is the result a wrapper.
+
+    Example::
+
+        >>> import fabric
+        >>> with fabric.autocast("cpu", dtype=fabric.float16):   # the first time installs the prologues
+        ...     y = fabric.matmul(fabric.ones(2, 2), fabric.ones(2, 2))
+        >>> y.dtype, fabric.matmul.__code__.co_names[:2]
+        (fabric.float16, ('__fabric_autocast__', 'active'))
+    """
+    body = inspect.unwrap(function)
+    if not isinstance(body, types.FunctionType) or not os.path.isfile(body.__code__.co_filename):
+        return _wrapped(function, policy)  # no source file (a frozen or zipped build): a wrapper instead
+    with _install_lock:
+        _entries.append((body, policy, function))
+        if _installed:
+            _install_one(body, policy, len(_entries) - 1)
+    return function

@@ -12,7 +12,7 @@ from .._tensor import Tensor, _wrap_dim
 from ..backends import backend_of
 
 _ndarray = np.ndarray
-_SCALARS = (builtins.float, builtins.int, builtins.bool)
+_SCALARS = (builtins.float, builtins.int, builtins.bool, builtins.complex)
 
 
 def device_mismatch(a, b) -> NoReturn:
@@ -52,7 +52,7 @@ def scalar_value(v):
         return v
     if isinstance(v, np.generic):
         return v.item()
-    if isinstance(v, numbers.Number) and not isinstance(v, complex):
+    if isinstance(v, numbers.Number):
         return v
     raise TypeError(f"expected a Tensor or a number, got {type(v).__name__}")
 
@@ -100,7 +100,7 @@ def float_operands(a, b):
     Integer operands are converted to float directly, never through the
     narrow integer type first: ``uint8 / 256`` divides by 256, not by 0.
     """
-    if isinstance(a, Tensor) and a._data.dtype.kind == "f" or isinstance(b, Tensor) and b._data.dtype.kind == "f":
+    if isinstance(a, Tensor) and a._data.dtype.kind in "fc" or isinstance(b, Tensor) and b._data.dtype.kind in "fc":
         return binary_operands(a, b)
     if isinstance(a, Tensor):
         if not isinstance(b, Tensor) and b.__class__ not in _SCALARS:
@@ -112,7 +112,7 @@ def float_operands(a, b):
         rt = D.binary_result_np(b._data, False, a)
     else:
         raise TypeError(f"expected at least one Tensor operand, got {type(a).__name__} and {type(b).__name__}")
-    if rt.kind == "f":
+    if rt.kind in "fc":
         return binary_operands(a, b)
     ft = D.get_default_dtype().np
     x = a._data.astype(ft) if isinstance(a, Tensor) else builtins.float(a)
@@ -132,8 +132,12 @@ def overflows(value, np_dtype):
     to -max (they wrap, as two's complement arithmetic does); floating types accept
     inf and nan; bool accepts anything."""
     kind = np_dtype.kind
-    if kind == "b":
+    if kind == "b" or kind == "c":
         return False
+    if isinstance(value, builtins.complex):  # a real dtype takes a complex number only without imaginary part
+        if value.imag != 0:
+            return True
+        value = value.real
     if kind in "iu":
         if isinstance(value, builtins.float) and value != value:
             return True
@@ -141,8 +145,6 @@ def overflows(value, np_dtype):
         lo = builtins.int(info.min) if kind == "i" or isinstance(value, builtins.float) else -builtins.int(info.max)
         return not lo <= value <= builtins.int(info.max)
     if kind == "f":
-        if isinstance(value, builtins.complex):
-            value = value.real
         if value != value or value in (builtins.float("inf"), builtins.float("-inf")):
             return False
         m = builtins.float(np.finfo(np_dtype).max)
@@ -160,15 +162,29 @@ def checked_scalar(value, np_dtype, names=_C_NAMES):
     if overflows(value, np_dtype):
         raise RuntimeError(f"value cannot be converted to type {names.get(np_dtype.name, np_dtype.name)} "
                            "without overflow")
+    if value.__class__ is builtins.complex and np_dtype.kind != "c":
+        value = value.real  # overflows() made sure the imaginary part is zero
     if np_dtype.kind == "u" and value < 0:
         return builtins.int(value) % (builtins.int(np.iinfo(np_dtype).max) + 1)
     return value
 
 
+_COMPLEX_NAMES = {"complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
+def reject_complex(t, exc, message):
+    """Raise ``exc(message)`` when Tensor ``t`` is complex (ops PyTorch does not define
+    for complex numbers: orderings, rounding ...); ``{dtype}`` in ``message`` becomes
+    PyTorch's scalar-type name (``ComplexFloat``)."""
+    d = getattr(t, "_data", None)
+    if d is not None and d.dtype.kind == "c":
+        raise exc(message.replace("{dtype}", _COMPLEX_NAMES.get(d.dtype.name, d.dtype.name)))
+
+
 def float_array(x):
     """``x`` itself when floating, else cast to the default float dtype
     (exp/log/sqrt of an integer tensor give a float tensor, as in PyTorch)."""
-    if x.dtype.kind == "f":
+    if x.dtype.kind in "fc":
         return x
     return x.astype(D.get_default_dtype().np)
 

@@ -20,14 +20,15 @@ from ..autograd.function import NO_SAVE_CTX as _NO_CTX
 from ..autograd.function import Function, _apply, _apply_elementwise, _normalize, _record_elementwise
 from ..autograd.grad_mode import state as _state
 from ..autograd.observe import hook as _hook
-from . import _autocast as _amp
+from ._jvp import broadcast_tangents, jvp_sum
+from ._registry import declare_op
+from ._registry import public_names as declared_names
 from ._util import binary_operands, checked_scalar, float_array, float_operands, xp_of
 
 _ndarray = np.ndarray
 _make = Tensor._make
 
-__all__ = ["add", "sub", "rsub", "mul", "div", "rdiv", "true_divide", "neg", "negative", "pow", "exp", "log",
-           "matmul", "multiply", "subtract", "divide"]
+__all__ = ["rdiv"]  # (the reflected ``/``, an operator helper) + the declared ops (end of module)
 
 
 def _out(result, out):
@@ -49,6 +50,10 @@ class Add(Function):
     def backward(ctx, gy):
         return gy, gy
 
+    @staticmethod
+    def jvp(ctx, ta, tb):
+        return broadcast_tangents(ctx, ta, tb)
+
 
 class Sub(Function):
     _array_forward = True
@@ -64,6 +69,10 @@ class Sub(Function):
     def backward(ctx, gy):
         return gy, -gy
 
+    @staticmethod
+    def jvp(ctx, ta, tb):
+        return broadcast_tangents(ctx, ta, None if tb is None else -tb)
+
 
 class Mul(Function):
     _array_forward = True
@@ -78,6 +87,11 @@ class Mul(Function):
         a, b = ctx.saved_tensors
         need_a, need_b = ctx.needs_input_grad
         return (gy * b if need_a else None), (gy * a if need_b else None)
+
+    @staticmethod
+    def jvp(ctx, ta, tb):
+        a, b = ctx.saved_tensors
+        return jvp_sum([None if ta is None else ta * b, None if tb is None else a * tb], (a, b), (ta, tb))
 
 
 class Div(Function):
@@ -96,6 +110,11 @@ class Div(Function):
         gb = -gy * a / (b * b) if need_b else None
         return ga, gb
 
+    @staticmethod
+    def jvp(ctx, ta, tb):
+        a, b = ctx.saved_tensors
+        return jvp_sum([None if ta is None else ta / b, None if tb is None else -tb * a / (b * b)], (a, b), (ta, tb))
+
 
 class Neg(Function):
     _array_forward = True
@@ -110,6 +129,10 @@ class Neg(Function):
     @staticmethod
     def backward(ctx, gy):
         return -gy
+
+    @staticmethod
+    def jvp(ctx, t):
+        return -t
 
 
 class Exp(Function):
@@ -126,6 +149,11 @@ class Exp(Function):
         y, = ctx.saved_tensors
         return gy * y
 
+    @staticmethod
+    def jvp(ctx, t):
+        y, = ctx.saved_tensors
+        return NotImplemented if t.is_complex() else t * y
+
 
 class Log(Function):
     _array_forward = True
@@ -141,6 +169,11 @@ class Log(Function):
     def backward(ctx, gy):
         x, = ctx.saved_tensors
         return gy / x
+
+    @staticmethod
+    def jvp(ctx, t):
+        x, = ctx.saved_tensors
+        return NotImplemented if t.is_complex() else t / x
 
 
 class PowScalar(Function):
@@ -174,6 +207,12 @@ class PowScalar(Function):
             return gy * (2 * x), None
         return gy * (c * pow(x, c - 1)), None
 
+    @staticmethod
+    def jvp(ctx, t, _):
+        if t.is_complex():
+            return NotImplemented
+        return PowScalar.backward(ctx, t)[0]   # elementwise: J t = J^T t
+
 
 class PowTensor(Function):
     """a ** b with both Tensors (or a a Python number)."""
@@ -202,10 +241,10 @@ class PowTensor(Function):
             from .pointwise import where
 
             la = log(a) if isinstance(a, Tensor) else _log_scalar(a)
-            # d/db a**b = a**b log a; PyTorch defines it as 0 where a == 0 and b >= 0
+            # d/db a**b = a**b log a; PyTorch defines it as 0 where a == 0 and b >= 0 (real part of b)
             gb = gy * y * la
             if isinstance(a, Tensor):
-                gb = where((a == 0) & (b >= 0), gb * 0, gb)
+                gb = where((a == 0) & (b.real >= 0), gb * 0, gb)
         return ga, gb
 
 
@@ -231,6 +270,10 @@ def _int_power(xp, a, b):
 def _log_scalar(a):
     import math
 
+    if isinstance(a, complex):
+        import cmath
+
+        return cmath.log(a) if a else complex("-inf")
     return math.log(a) if a > 0 else (float("-inf") if a == 0 else float("nan"))
 
 
@@ -310,6 +353,13 @@ class MatMul(Function):
             gb = matmul(a.mT, gy)
         return ga, gb
 
+    @staticmethod
+    def jvp(ctx, ta, tb):
+        a, b = ctx.saved_tensors   # bilinear: (a + ta) @ (b + tb) to first order
+        if ta is None:
+            return matmul(a, tb)
+        return matmul(ta, b) if tb is None else matmul(ta, b) + matmul(a, tb)
+
 
 class _np_errstate:
     """Silence NumPy's divide/invalid warnings (PyTorch returns inf/nan quietly)."""
@@ -372,21 +422,8 @@ def binary(cls, a, b, floats_only=False):
 
 
 def _binary(cls, a, b, floats_only=False):
-    """``cls`` applied to Tensor ``a`` and ``b`` (Tensor or Python number)."""
-    x = a._data
-    if x.__class__ is _ndarray and _hook.observer is None:  # observed ops go through _apply
-        if isinstance(b, Tensor):
-            y = b._data
-            if y.__class__ is _ndarray and x.dtype is y.dtype and (not floats_only or x.dtype.kind == "f"):
-                if _state.enabled and (a._requires_grad or b._requires_grad):
-                    return _record_elementwise(cls, a, b, x, y)
-                out = cls.forward(_NO_CTX, x, y)
-                return _make(out if out.__class__ is _ndarray else _normalize(out), False)
-        elif (b.__class__ is float or b.__class__ is int) and x.dtype.kind == "f":
-            if _state.enabled and a._requires_grad:
-                return _record_elementwise(cls, a, b, x, b)
-            out = cls.forward(_NO_CTX, x, b)
-            return _make(out if out.__class__ is _ndarray else _normalize(out), False)
+    """``cls`` applied to Tensor ``a`` and ``b`` (Tensor or Python number) with promotion: the general path
+    behind :func:`operator`'s fast path."""
     if cls is Sub and (_is_bool(a) or _is_bool(b)) and not (_is_bool(a) and _is_bool(b)):
         _bool_sub_error()
     if floats_only:
@@ -432,6 +469,11 @@ def operator(cls, floats_only=False):
     return op
 
 
+# ``Tensor.__add__`` ... and the Tensor path of ``add`` ...: the fast path is written once, in ``operator``.
+add_operator, sub_operator, mul_operator = operator(Add), operator(Sub), operator(Mul)
+div_operator = operator(Div, floats_only=True)
+
+
 # PyTorch names dtypes by their C++ scalar types in matmul's dtype error
 _C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
             "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
@@ -443,22 +485,24 @@ def _times(value, alpha):
     return mul(value, alpha) if isinstance(value, Tensor) else value * alpha
 
 
-def add(input, other, *, alpha=1, out=None):
+@declare_op()
+def add(input: Tensor, other: Tensor | float, *, alpha: float = 1, out: Tensor | None = None) -> Tensor:
     """``input + alpha * other`` with PyTorch's type promotion."""
     if alpha != 1:
         other = _times(other, alpha)
     if out is None and isinstance(input, Tensor):
-        return binary(Add, input, other)
+        return add_operator(input, other)
     a, b, x, y = binary_operands(input, other)
     return _out(_apply(Add, (a, b), (x, y)), out)
 
 
-def sub(input, other, *, alpha=1, out=None):
+@declare_op(aliases=("subtract",))
+def sub(input: Tensor, other: Tensor | float, *, alpha: float = 1, out: Tensor | None = None) -> Tensor:
     """``input - alpha * other``."""
     if alpha != 1:
         other = _times(other, alpha)
     if out is None and isinstance(input, Tensor):
-        return binary(Sub, input, other)
+        return sub_operator(input, other)
     if _is_bool(input) or _is_bool(other):
         _bool_sub_error()
     a, b, x, y = binary_operands(input, other)
@@ -468,7 +512,8 @@ def sub(input, other, *, alpha=1, out=None):
 subtract = sub
 
 
-def rsub(input, other, *, alpha=1):
+@declare_op()
+def rsub(input: Tensor, other: Tensor | float, *, alpha: float = 1) -> Tensor:
     """``other - alpha * input`` (the reflected ``-``)."""
     if alpha != 1:
         input = _times(input, alpha)
@@ -481,10 +526,11 @@ def rsub(input, other, *, alpha=1):
     return _apply(Sub, (a, b), (x, y))
 
 
-def mul(input, other, *, out=None):
+@declare_op(aliases=("multiply",))
+def mul(input: Tensor, other: Tensor | float, *, out: Tensor | None = None) -> Tensor:
     """Elementwise product with broadcasting."""
     if out is None and isinstance(input, Tensor):
-        return binary(Mul, input, other)
+        return mul_operator(input, other)
     a, b, x, y = binary_operands(input, other)
     return _out(_apply(Mul, (a, b), (x, y)), out)
 
@@ -492,7 +538,8 @@ def mul(input, other, *, out=None):
 multiply = mul
 
 
-def div(input, other, *, rounding_mode=None, out=None):
+@declare_op(aliases=("divide", "true_divide"))
+def div(input: Tensor, other: Tensor | float, *, rounding_mode: str | None = None, out: Tensor | None = None) -> Tensor:
     """True division (integers give the default float dtype), or floor /
     trunc division with ``rounding_mode``."""
     if rounding_mode is not None:
@@ -500,7 +547,7 @@ def div(input, other, *, rounding_mode=None, out=None):
 
         return _out(pointwise.div_rounding(input, other, rounding_mode), out)
     if out is None and isinstance(input, Tensor):
-        return binary(Div, input, other, True)
+        return div_operator(input, other)
     a, b, x, y = float_operands(input, other)
     return _out(_apply(Div, (a, b), (x, y)), out)
 
@@ -509,37 +556,35 @@ divide = div
 true_divide = div
 
 
-def rdiv(input, other):
+def rdiv(input: Tensor, other: Tensor | float) -> Tensor:
     """``other / input`` (the reflected ``/``)."""
     a, b, x, y = float_operands(other, input)
     return _apply(Div, (a, b), (x, y))
 
 
-def neg(input, *, out=None):
+@declare_op(aliases=("negative",))
+def neg(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     return _out(_apply(Neg, (input,), (input._data,)), out)
 
 
 negative = neg
 
 
-def exp(input, *, out=None):
-    if _amp.active and out is None and (c := _amp.cast("exp", input)):
-        input, = c
+@declare_op()
+def exp(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     r = _apply_elementwise(Exp, input, float_array(input._data))
     return r if out is None else _out(r, out)
 
 
-def log(input, *, out=None):
-    if _amp.active and out is None and (c := _amp.cast("log", input)):
-        input, = c
+@declare_op()
+def log(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     r = _apply_elementwise(Log, input, float_array(input._data))
     return r if out is None else _out(r, out)
 
 
-def pow(input, exponent, *, out=None):
+@declare_op()
+def pow(input: Tensor, exponent: Tensor | float, *, out: Tensor | None = None) -> Tensor:
     """``input ** exponent``; either may be a Python number."""
-    if _amp.active and out is None and (c := _amp.cast("pow", input, exponent)):
-        input, exponent = c
     if not isinstance(exponent, Tensor):
         a, c, x, c2 = binary_operands(input, exponent)
         if x.dtype.kind in "iu" and c.__class__ is int:  # the exponent must fit the integer type
@@ -552,11 +597,10 @@ def pow(input, exponent, *, out=None):
     return _out(_apply(cls, (a, b), (x, y)), out)
 
 
-def matmul(input, other, *, out=None):
+@declare_op()
+def matmul(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Matrix product with NumPy/PyTorch broadcasting of batch dims and
     1-D operands."""
-    if _amp.active and out is None and (c := _amp.cast("matmul", input, other)):
-        input, other = c
     try:
         x, y = input._data, other._data
     except AttributeError:
@@ -582,3 +626,6 @@ def matmul(input, other, *, out=None):
 
         device_mismatch(input, other)
     return _out(_apply(MatMul, (input, other), (x, y)), out)
+
+
+__all__ += declared_names(__name__)

@@ -28,19 +28,23 @@ import numpy as np
 
 from .. import _shared_memory
 from .._tensor import Tensor
+from ._registry import declare_op
+from ._registry import public_names as declared_names
 
-__all__ = ["is_inference", "is_nonzero", "is_same_size", "get_device", "is_shared", "share_memory_"]
+__all__: list[str] = []  # + the declared ops (end of module)
 
 _ndarray = np.ndarray
 
 
-def is_inference(input) -> bool:
+@declare_op()
+def is_inference(input: Tensor) -> bool:
     """False: fabric has no inference tensors (``inference_mode`` acts as
     ``no_grad``; its results are ordinary tensors)."""
     return False
 
 
-def is_nonzero(input) -> bool:
+@declare_op()
+def is_nonzero(input: Tensor) -> bool:
     """The truth value of a one-element tensor.
 
     Example::
@@ -57,7 +61,8 @@ def is_nonzero(input) -> bool:
     return builtins.bool(input._data.reshape(-1)[0])
 
 
-def is_same_size(input, other) -> bool:
+@declare_op()
+def is_same_size(input: Tensor, other: Tensor) -> bool:
     """Whether two tensors have the same shape.
 
     Example::
@@ -71,7 +76,8 @@ def is_same_size(input, other) -> bool:
     return input._data.shape == other._data.shape
 
 
-def get_device(input) -> int:
+@declare_op()
+def get_device(input: Tensor) -> int:
     """-1 for a CPU tensor, the device index for a CUDA tensor.
 
     Example::
@@ -89,7 +95,8 @@ def _output_nr(self) -> int:
     return self._output_nr
 
 
-def is_shared(self) -> bool:
+@declare_op(top_level=False)
+def is_shared(self: Tensor) -> bool:
     """Whether the data lives in shared memory (after :func:`share_memory_`,
     in a DataLoader worker's batch, or any CUDA tensor)."""
     d = self._data
@@ -98,7 +105,8 @@ def is_shared(self) -> bool:
     return _shared_memory.in_shared_mapping(d)
 
 
-def share_memory_(self):
+@declare_op(top_level=False)
+def share_memory_(self: Tensor) -> Tensor:
     """Move a CPU tensor's data into anonymous shared memory, which other
     processes can map (forked children, and any process the tensor is sent
     to through ``fabric.multiprocessing``); a no-op for CUDA tensors and
@@ -133,18 +141,23 @@ if "output_nr" not in Tensor.__dict__:
 
 # --- is_signed, is_complex, typename -------------------------------------------------------------------------------
 
-__all__ += ["is_signed", "is_complex", "typename"]
 
 
-def is_signed(input) -> bool:
+@declare_op(method=False)
+def is_signed(input: Tensor) -> bool:
     return input.is_signed()
 
 
-def is_complex(input) -> bool:
-    return False
+@declare_op(method=False)
+def is_complex(input: Tensor) -> bool:
+    return input.is_complex()
 
 
-def typename(obj) -> str:
+@declare_op(method=False)
+def typename(obj: object) -> str:
     if isinstance(obj, Tensor):
         return obj.type()
     return type(obj).__module__ + "." + type(obj).__qualname__
+
+
+__all__ += declared_names(__name__)

@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import builtins
 import numbers
+import warnings
+from typing import Any
 
 import numpy as np
 
+from .._device import device as _Device
 from .._tensor import Size, Tensor
 from ..autograd.function import Function, _apply
 from ..backends import backend_for, backend_of
+from ._registry import declare_op
+from ._registry import public_names as declared_names
 
 __all__ = ["to_copy"]
 
@@ -30,6 +35,16 @@ def to_copy(t, dev, dt, copy=False, non_blocking=False):
         return t
     np_dtype = None if dt is None else dt.to_numpy()
     return _apply(_ToCopy, (t, dev, dt, non_blocking), (x, dev if not same_dev else None, np_dtype, non_blocking))
+
+
+def _cast(x, np_dtype):
+    """``x.astype(np_dtype)``; complex to real keeps the real part and warns, as PyTorch's copy does."""
+    if x.dtype.kind == "c" and np_dtype.kind == "b":
+        return x != 0
+    if x.dtype.kind == "c" and np_dtype.kind != "c":
+        warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=5)
+        x = x.real
+    return x.astype(np_dtype)
 
 
 class _ToCopy(Function):
@@ -56,10 +71,10 @@ class _ToCopy(Function):
             # CuPy allocates on the current device: cast / copy on the array's own
             with backend_of(x).device_context(x.device.id):
                 if np_dtype is not None and x.dtype != np_dtype:
-                    return x.astype(np_dtype)
+                    return _cast(x, np_dtype)
                 return x if moved else x.copy()
         if np_dtype is not None and x.dtype != np_dtype:
-            return x.astype(np_dtype)
+            return _cast(x, np_dtype)
         return x if moved else x.copy()
 
     @staticmethod
@@ -69,12 +84,12 @@ class _ToCopy(Function):
         return gy, None, None, None
 
 
-__all__ += ["new"]
 
 
 # --- Tensor.new ---------------------------------------------------------------------------------------
 
-def new(self, *args, device=None):
+@declare_op(top_level=False)
+def new(self: Tensor, *args: Any, device: str | _Device | None = None) -> Tensor:
     """Legacy constructor of ``self``'s dtype and device: ``new()`` is empty,
     ``new(2, 3)`` / ``new(Size)`` zeros of that size (PyTorch: uninitialised),
     ``new(data)`` a tensor of the data, ``new(tensor)`` shares its memory.
@@ -107,12 +122,15 @@ def new(self, *args, device=None):
 
 # --- detach, to_dlpack ---------------------------------------------------------------------------------------------
 
-__all__ += ["detach", "to_dlpack"]
 
-
-def detach(input):
+@declare_op(method=False)
+def detach(input: Tensor) -> Tensor:
     return input.detach()
 
 
-def to_dlpack(tensor):
+@declare_op(method=False)
+def to_dlpack(tensor: Tensor) -> Any:
     return tensor.__dlpack__()
+
+
+__all__ += declared_names(__name__)

@@ -26,6 +26,8 @@ import builtins
 import math
 import numbers
 import warnings
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -35,44 +37,19 @@ from ..autograd.function import Function, _apply, _apply1, _make_view, _record1,
 from ..autograd.grad_mode import state as _state
 from ..autograd.observe import hook as _hook
 from ..backends import backend_of
+from ._registry import declare_op
+from ._registry import public_names as declared_names
 from ._util import checked_scalar, scalar_value, xp_of
 
-__all__ = [
-    "argwhere",
-    "gather",
-    "index_add",
-    "index_add_",
-    "index_copy",
-    "index_copy_",
-    "index_fill",
-    "index_fill_",
-    "index_put",
-    "index_put_",
-    "index_select",
-    "masked_fill",
-    "masked_fill_",
-    "masked_scatter",
-    "masked_scatter_",
-    "masked_select",
-    "nonzero",
-    "put",
-    "put_",
-    "scatter",
-    "scatter_",
-    "scatter_add",
-    "scatter_add_",
-    "scatter_reduce",
-    "scatter_reduce_",
-    "take",
-    "take_along_dim",
-]
+__all__: list[str] = []  # + the declared ops (end of module)
 
 _INT_INDEX = (np.dtype(np.int64), np.dtype(np.int32))
 
 
 def _tname(np_dtype):
     return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
-            "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}.get(str(np_dtype), str(np_dtype))
+            "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool", "complex64": "ComplexFloat",
+            "complex128": "ComplexDouble"}.get(str(np_dtype), str(np_dtype))
 
 
 def _a1(a):
@@ -287,7 +264,8 @@ def _index_add_axis(target, d, idx, src):
     backend_of(target).scatter_add(target, idx, src)
 
 
-def index_select(input, dim, index):
+@declare_op()
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """The entries of ``input`` at ``index`` (1-D) along ``dim``.
 
     Example::
@@ -347,7 +325,8 @@ class GatherBackward(Function):
         return _apply(Gather, (gg, d, idx), (gg._data, d, idx)), None, None, None
 
 
-def gather(input, dim, index, *, sparse_grad=False, out=None):
+@declare_op()
+def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False, out: Tensor | None = None) -> Tensor:
     """``out[i][j] = input[i][index[i][j]]`` for ``dim=1`` (and likewise for
     other dims); ``index`` may be smaller than ``input`` off ``dim``.
 
@@ -370,7 +349,8 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
     return r
 
 
-def take_along_dim(input, indices, dim=None, *, out=None):
+@declare_op()
+def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *, out: Tensor | None = None) -> Tensor:
     """Pick values along ``dim`` at ``indices`` (broadcast against ``input``
     off ``dim``); with ``dim=None`` both are flattened.
 
@@ -538,7 +518,9 @@ def _scatter(input, dim, index, src, value, reduce, inplace, name):
     return _apply(cls, (input, d, a, src, reduce), (x, d, a, s, reduce))
 
 
-def scatter(input, dim, index, src=None, *, value=None, reduce=None):
+@declare_op()
+def scatter(input: Tensor, dim: int, index: Tensor, src: Tensor | None = None, *, value: float | None = None,
+            reduce: str | None = None) -> Tensor:
     """A copy of ``input`` with ``src`` (a tensor, or a number ``value``)
     written at ``index`` along ``dim``: for ``dim=1``,
     ``out[i][index[i][j]] = src[i][j]``.  ``reduce='add'|'multiply'``
@@ -553,7 +535,9 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
     return _scatter(input, dim, index, src, value, reduce, False, "scatter")
 
 
-def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+@declare_op()
+def scatter_(self: Tensor, dim: int, index: Tensor, src: Tensor | None = None, *, value: float | None = None,
+             reduce: str | None = None) -> Tensor:
     """In-place :func:`scatter`."""
     return _scatter(self, dim, index, src, value, reduce, True, "scatter_")
 
@@ -596,7 +580,8 @@ def _scatter_add(input, dim, index, src, inplace):
     return _apply(ScatterAddInplace if inplace else ScatterAdd, (input, d, a, src), (x, d, a, s))
 
 
-def scatter_add(input, dim, index, src):
+@declare_op()
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim``
     (repeated indices accumulate).
 
@@ -608,7 +593,8 @@ def scatter_add(input, dim, index, src):
     return _scatter_add(input, dim, index, src, False)
 
 
-def scatter_add_(self, dim, index, src):
+@declare_op()
+def scatter_add_(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """In-place :func:`scatter_add`."""
     return _scatter_add(self, dim, index, src, True)
 
@@ -790,7 +776,9 @@ def _scatter_reduce(input, dim, index, src, reduce, include_self, inplace):
     return _apply(cls, (input, d, a, src, reduce, include_self), (x, d, a, s, reduce, include_self))
 
 
-def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+@declare_op()
+def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                   include_self: bool = True) -> Tensor:
     """Combine ``src`` into a copy of ``input`` at ``index`` along ``dim``
     with ``reduce`` in ``sum``, ``prod``, ``mean``, ``amax``, ``amin``
     (``include_self=False`` ignores the original values where anything lands).
@@ -804,7 +792,9 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     return _scatter_reduce(input, dim, index, src, reduce, include_self, False)
 
 
-def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
+@declare_op()
+def scatter_reduce_(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                    include_self: bool = True) -> Tensor:
     """In-place :func:`scatter_reduce`."""
     return _scatter_reduce(self, dim, index, src, reduce, include_self, True)
 
@@ -890,7 +880,8 @@ def _index_add(input, dim, index, source, alpha, inplace):
     return _apply(IndexAddInplace if inplace else IndexAdd, (input, d, a, source, alpha), (x, d, a, s, alpha))
 
 
-def index_add(input, dim, index, source, *, alpha=1):
+@declare_op()
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: float = 1) -> Tensor:
     """A copy of ``input`` with ``alpha * source`` added at ``index`` along
     ``dim`` (repeated indices accumulate).
 
@@ -902,7 +893,8 @@ def index_add(input, dim, index, source, *, alpha=1):
     return _index_add(input, dim, index, source, alpha, False)
 
 
-def index_add_(self, dim, index, source, *, alpha=1):
+@declare_op()
+def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: float = 1) -> Tensor:
     """In-place :func:`index_add`."""
     return _index_add(self, dim, index, source, alpha, True)
 
@@ -955,7 +947,8 @@ def _index_copy(input, dim, index, source, inplace):
     return _apply(IndexCopyInplace if inplace else IndexCopy, (input, d, a, source), (x, d, a, s))
 
 
-def index_copy(input, dim, index, source):
+@declare_op()
+def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     """A copy of ``input`` with the slices of ``source`` written at ``index`` along ``dim``.
 
     Example::
@@ -966,7 +959,8 @@ def index_copy(input, dim, index, source):
     return _index_copy(input, dim, index, source, False)
 
 
-def index_copy_(self, dim, index, source):
+@declare_op()
+def index_copy_(self: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     """In-place :func:`index_copy`."""
     return _index_copy(self, dim, index, source, True)
 
@@ -1013,7 +1007,8 @@ def _index_fill(input, dim, index, value, inplace):
     return _apply(IndexFillInplace if inplace else IndexFill, (input, d, a, vt), (x, d, a, v))
 
 
-def index_fill(input, dim, index, value):
+@declare_op()
+def index_fill(input: Tensor, dim: int, index: Tensor, value: float | Tensor) -> Tensor:
     """A copy of ``input`` with ``value`` (a number or 0-d tensor) written at
     ``index`` along ``dim``.
 
@@ -1026,7 +1021,8 @@ def index_fill(input, dim, index, value):
     return _index_fill(input, dim, index, value, False)
 
 
-def index_fill_(self, dim, index, value):
+@declare_op()
+def index_fill_(self: Tensor, dim: int, index: Tensor, value: float | Tensor) -> Tensor:
     """In-place :func:`index_fill`."""
     return _index_fill(self, dim, index, value, True)
 
@@ -1101,7 +1097,8 @@ def _index_put(input, indices, values, accumulate, inplace):
     return _apply(cls, (input, values, key, accumulate), (x, v, key, builtins.bool(accumulate)))
 
 
-def index_put(input, indices, values, accumulate=False):
+@declare_op()
+def index_put(input: Tensor, indices: Sequence[Tensor | None], values: Tensor, accumulate: bool = False) -> Tensor:
     """``input[indices] = values`` on a copy (``accumulate=True`` adds,
     repeated indices accumulating).
 
@@ -1113,7 +1110,8 @@ def index_put(input, indices, values, accumulate=False):
     return _index_put(input, indices, values, accumulate, False)
 
 
-def index_put_(self, indices, values, accumulate=False):
+@declare_op()
+def index_put_(self: Tensor, indices: Sequence[Tensor | None], values: Tensor, accumulate: bool = False) -> Tensor:
     """In-place :func:`index_put`."""
     return _index_put(self, indices, values, accumulate, True)
 
@@ -1190,7 +1188,8 @@ def _masked_fill(input, mask, value, inplace):
     return _apply(MaskedFillInplace if inplace else MaskedFill, (input, m, vt), (x, m, v))
 
 
-def masked_fill(input, mask, value):
+@declare_op()
+def masked_fill(input: Tensor, mask: Tensor, value: float | Tensor) -> Tensor:
     """``value`` (number or 0-d tensor) where ``mask`` is True, else
     ``input`` (``mask`` broadcasts).
 
@@ -1203,7 +1202,8 @@ def masked_fill(input, mask, value):
     return _masked_fill(input, mask, value, False)
 
 
-def masked_fill_(self, mask, value):
+@declare_op()
+def masked_fill_(self: Tensor, mask: Tensor, value: float | Tensor) -> Tensor:
     """In-place :func:`masked_fill`."""
     return _masked_fill(self, mask, value, True)
 
@@ -1241,7 +1241,8 @@ class MaskedSelectBackward(Function):
         return _apply(MaskedSelect, (gg, m, m.shape), (gg._data, m, m.shape)), None
 
 
-def masked_select(input, mask, *, out=None):
+@declare_op()
+def masked_select(input: Tensor, mask: Tensor, *, out: Tensor | None = None) -> Tensor:
     """The elements of ``input`` where ``mask`` is True, as a 1-D tensor
     (``input`` and ``mask`` broadcast).
 
@@ -1337,7 +1338,8 @@ def _masked_scatter(input, mask, source, inplace):
     return _apply(cls, (input, m, source, shape), (x, m, s, shape))
 
 
-def masked_scatter(input, mask, source):
+@declare_op()
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """A copy of ``input`` with the first elements of ``source`` (in order)
     written where ``mask`` is True.
 
@@ -1349,7 +1351,8 @@ def masked_scatter(input, mask, source):
     return _masked_scatter(input, mask, source, False)
 
 
-def masked_scatter_(self, mask, source):
+@declare_op()
+def masked_scatter_(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """In-place :func:`masked_scatter`."""
     return _masked_scatter(self, mask, source, True)
 
@@ -1403,7 +1406,8 @@ class TakeBackward(Function):
         return _apply(Take, (gg, ctx.idx), (gg._data, ctx.idx)), None, None
 
 
-def take(input, index):
+@declare_op()
+def take(input: Tensor, index: Tensor) -> Tensor:
     """The elements of ``input`` read as 1-D at ``index`` (result has ``index``'s shape).
 
     Example::
@@ -1475,7 +1479,8 @@ def _put(input, index, source, accumulate, inplace):
     return _apply(cls, (input, a, source, accumulate), (x, a, s, builtins.bool(accumulate)))
 
 
-def put(input, index, source, accumulate=False):
+@declare_op()
+def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
     """A copy of ``input`` (read as 1-D) with ``source`` written at ``index``
     (``accumulate=True`` adds, repeated indices accumulating).
 
@@ -1488,14 +1493,16 @@ def put(input, index, source, accumulate=False):
     return _put(input, index, source, accumulate, False)
 
 
-def put_(self, index, source, accumulate=False):
+@declare_op()
+def put_(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
     """In-place :func:`put`."""
     return _put(self, index, source, accumulate, True)
 
 
 # --- nonzero ---------------------------------------------------------------------------------------
 
-def nonzero(input, *, out=None, as_tuple=False):
+@declare_op()
+def nonzero(input: Tensor, *, out: Tensor | None = None, as_tuple: bool = False) -> Tensor | tuple[Tensor, ...]:
     """Indices of the non-zero elements: an ``(n, ndim)`` int64 tensor, or
     with ``as_tuple=True`` one 1-D tensor per dim (a 0-d input counts as 1-D).
 
@@ -1522,12 +1529,12 @@ def nonzero(input, *, out=None, as_tuple=False):
     return r
 
 
-def argwhere(input):
+@declare_op()
+def argwhere(input: Tensor) -> Tensor:
     """``nonzero(input)``: one row of indices per non-zero element."""
     return nonzero(input)
 
 
-__all__ += ["fill_diagonal_", "slice_scatter", "select_scatter", "diagonal_scatter", "index_reduce", "index_reduce_"]
 
 
 # --- fill_diagonal_ ---------------------------------------------------------------------------
@@ -1574,7 +1581,8 @@ class FillDiagonal(Function):
         return g, None, None
 
 
-def fill_diagonal_(self, fill_value, wrap=False):
+@declare_op(top_level=False)
+def fill_diagonal_(self: Tensor, fill_value: float, wrap: bool = False) -> Tensor:
     """Fill the main diagonal with ``fill_value`` in place (2-D, or N-D with
     all dims equal); ``wrap`` restarts the diagonal below a tall matrix.
 
@@ -1673,7 +1681,9 @@ def _check_src(input, src, spec, name):
         raise _size_error(src._data.shape, slice_shape)
 
 
-def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+@declare_op()
+def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None, end: int | None = None,
+                  step: int = 1) -> Tensor:
     """A copy of ``input`` with ``input[..., start:end:step, ...]`` (along
     ``dim``) replaced by ``src``; differentiable in both.
 
@@ -1693,7 +1703,8 @@ def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
     return _embed(input, src, spec)
 
 
-def select_scatter(input, src, dim, index):
+@declare_op()
+def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
     """A copy of ``input`` with ``input.select(dim, index)`` replaced by ``src``.
 
     Example::
@@ -1712,7 +1723,8 @@ def select_scatter(input, src, dim, index):
     return _embed(input, src, spec)
 
 
-def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+@declare_op()
+def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """A copy of ``input`` with ``input.diagonal(offset, dim1, dim2)``
     replaced by ``src``.
 
@@ -1776,7 +1788,9 @@ def _index_reduce(input, dim, index, source, reduce, include_self, inplace):
     return _apply(cls, (input, d, full, source, reduce, include_self), (x, d, full, s, reduce, include_self))
 
 
-def index_reduce(input, dim, index, source, reduce, *, include_self=True):
+@declare_op()
+def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
+                 include_self: bool = True) -> Tensor:
     """A copy of ``input`` where ``source``'s slices along ``dim`` are
     combined into the slices ``index`` names, with ``reduce`` in ``prod``,
     ``mean``, ``amax``, ``amin`` (``include_self=False`` leaves out the
@@ -1793,15 +1807,17 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     return _index_reduce(input, dim, index, source, reduce, include_self, False)
 
 
-def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
+@declare_op(top_level=False)
+def index_reduce_(self: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
+                  include_self: bool = True) -> Tensor:
     """In-place :func:`index_reduce`."""
     return _index_reduce(self, dim, index, source, reduce, include_self, True)
 
 
-__all__ += ["unravel_index"]
 
 
-def unravel_index(indices, shape):
+@declare_op(method=False)
+def unravel_index(indices: Tensor, shape: int | Sequence[int]) -> tuple[Tensor, ...]:
     """Tuple of coordinate tensors for flat ``indices`` into ``shape``."""
     idx = indices._data if isinstance(indices, Tensor) else np.asarray(indices)
     if idx.dtype.kind not in "iu":
@@ -2111,6 +2127,10 @@ class Slice(Function):
     def backward(ctx, gy):
         return _apply(IndexBackward, (gy, ctx.shape, ctx.key), (gy._data, ctx.shape, ctx.key)), None
 
+    @staticmethod
+    def jvp(ctx, t, _):
+        return _apply1(ctx._fn, t, (t._data, ctx.key))   # the same indexing of the tangent
+
 
 class Select(Slice):
     """``x[i]`` and keys whose last effective item is an int (PyTorch's node name)."""
@@ -2159,6 +2179,7 @@ class Index(Function):
         return _index_array(x, key)
 
     backward = Slice.backward
+    jvp = Slice.jvp
 
 
 class IndexBackward(Function):
@@ -2194,7 +2215,7 @@ def _plain_slice(key):
             and (step is None or (step.__class__ is builtins.int and step > 0)))
 
 
-def getitem(input, key):
+def getitem(input: Tensor, key: Any) -> Tensor:
     """``input[key]`` with PyTorch's indexing rules: ints, slices (positive
     steps), None, Ellipsis, integer tensors/lists/arrays, bool masks and
     bool scalars, in any mix. Basic indexing gives a view, advanced a copy.
@@ -2291,7 +2312,7 @@ def _value_array(input, value, x):
             v = backend_of(x).xp.asarray(backend_of(v).to_numpy(v)) if x.__class__ is not np.ndarray else \
                 backend_of(v).to_numpy(v)
         return v if v.dtype == x.dtype else v.astype(x.dtype)
-    if isinstance(value, (builtins.bool, builtins.int, builtins.float, np.generic)):
+    if isinstance(value, (builtins.bool, builtins.int, builtins.float, builtins.complex, np.generic)):
         return checked_scalar(scalar_value(value), x.dtype)
     if isinstance(value, (list, tuple, np.ndarray)):
         return xp_of(x).asarray(np.asarray(value), dtype=x.dtype)
@@ -2322,7 +2343,7 @@ def _fit_value(v, tshape, advanced):
     raise AssertionError("unreachable")
 
 
-def setitem(input, key, value):
+def setitem(input: Tensor, key: Any, value: Tensor | float) -> None:
     """``input[key] = value``: in place, bumps the version, differentiable
     (on non-leaf tensors; on leaves that require grad only under no_grad).
 
@@ -2355,3 +2376,6 @@ def setitem(input, key, value):
     else:
         view[adv] = v
     input._bump_version()
+
+
+__all__ += declared_names(__name__)

@@ -14,6 +14,8 @@ Example::
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -21,9 +23,11 @@ from .. import _dtype as D
 from .._tensor import Tensor
 from ..autograd.function import Function, _apply
 from ..backends import backend_of
+from ._registry import declare, declare_op
+from ._registry import public_names as declared_names
 from ._util import binary_operands, checked_scalar, scalar_value, xp_of
 
-__all__ = ["add_", "sub_", "mul_", "div_", "zero_", "fill_", "copy_"]  # copy_into_out: internal (out= helper)
+__all__: list[str] = []  # + the declared ops (end of module)
 
 
 def _inplace_operands(self, other, name):
@@ -49,7 +53,8 @@ def _inplace_operands(self, other, name):
 
 def _tname(np_dtype):
     return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
-            "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}.get(str(np_dtype), str(np_dtype))
+            "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool", "complex64": "ComplexFloat",
+            "complex128": "ComplexDouble"}.get(str(np_dtype), str(np_dtype))
 
 
 def _store(x, value):
@@ -145,7 +150,8 @@ def _old_value(self, other):
     return None
 
 
-def add_(self, other, *, alpha=1):
+@declare_op()
+def add_(self: Tensor, other: Tensor | float, *, alpha: float = 1) -> Tensor:
     """In-place ``self += alpha * other``."""
     if alpha != 1:
         from .arith import _times
@@ -155,7 +161,8 @@ def add_(self, other, *, alpha=1):
     return _apply(AddInplace, (self, other, None), (x, y, rt))
 
 
-def sub_(self, other, *, alpha=1):
+@declare_op()
+def sub_(self: Tensor, other: Tensor | float, *, alpha: float = 1) -> Tensor:
     """In-place ``self -= alpha * other``."""
     if alpha != 1:
         from .arith import _times
@@ -165,20 +172,22 @@ def sub_(self, other, *, alpha=1):
     return _apply(SubInplace, (self, other, None), (x, y, rt))
 
 
-def mul_(self, other):
+@declare_op()
+def mul_(self: Tensor, other: Tensor | float) -> Tensor:
     """In-place ``self *= other``."""
     x, y, rt = _inplace_operands(self, other, "mul_")
     old = _old_value(self, other)
     return _apply(MulInplace, (self, other, None, old), (x, y, rt, None if old is None else old._data))
 
 
-def div_(self, other, *, rounding_mode=None):
+@declare_op()
+def div_(self: Tensor, other: Tensor | float, *, rounding_mode: str | None = None) -> Tensor:
     """In-place true division (floating tensors only)."""
     if rounding_mode is not None:
         from . import pointwise
 
         return copy_(self, pointwise.div_rounding(self, other, rounding_mode))
-    if self._data.dtype.kind != "f":
+    if self._data.dtype.kind not in "fc":
         raise RuntimeError(f"result type Float can't be cast to the desired output type {_tname(self._data.dtype)}")
     x, y, rt = _inplace_operands(self, other, "div_")
     old = _old_value(self, other)
@@ -201,12 +210,14 @@ class Fill(Function):
         return gy * 0, (gy.sum() if ctx.needs_input_grad[1] else None)
 
 
-def zero_(self):
+@declare_op()
+def zero_(self: Tensor) -> Tensor:
     """Fill with zeros in place."""
     return _apply(Fill, (self, 0), (self._data, 0))
 
 
-def fill_(self, value):
+@declare_op()
+def fill_(self: Tensor, value: float | Tensor) -> Tensor:
     """Fill with ``value`` (a number or a 0-d tensor) in place."""
     if isinstance(value, Tensor):
         if value._data.ndim != 0:
@@ -232,7 +243,8 @@ class Copy(Function):
         return gy * 0, gy
 
 
-def copy_(self, src, non_blocking=False):
+@declare_op()
+def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     """Copy ``src`` (broadcast, cast, moved across devices) into ``self``."""
     if not isinstance(src, Tensor):
         src_arr = xp_of(self._data).asarray(src, dtype=self._data.dtype)
@@ -255,7 +267,7 @@ def copy_(self, src, non_blocking=False):
     return _apply(Copy, (self, src), (self._data, s))
 
 
-def copy_into_out(out, result):
+def copy_into_out(out: Tensor, result: Tensor) -> Tensor:
     """Implement ``out=``: resize ``out`` if needed and copy ``result`` in."""
     if not isinstance(out, Tensor):
         raise TypeError(f"out must be a Tensor, got {type(out).__name__}")
@@ -280,11 +292,12 @@ def copy_into_out(out, result):
 
 # --- in-place aliases ----------------------------------------------------------------------------------
 
-__all__ += ["divide_", "multiply_", "subtract_", "apply_", "map_"]
 
 divide_ = div_
 multiply_ = mul_
 subtract_ = sub_
+for _fn, _name in ((div_, "divide_"), (mul_, "multiply_"), (sub_, "subtract_")):  # Tensor methods only
+    declare(_fn, name=_name, top_level=False)
 
 
 # --- apply_ / map_ -------------------------------------------------------------------------------
@@ -303,7 +316,8 @@ def _check_callable_target(self, name):
         raise RuntimeError(f"Can't call {name}() on Variable that requires grad. Use var.detach().{name}() instead.")
 
 
-def apply_(self, callable):
+@declare_op(top_level=False)
+def apply_(self: Tensor, callable: Callable[..., Any]) -> Tensor:
     """Replace every element ``v`` by ``callable(v)`` (a Python number), in
     place; CPU only, and slow (one Python call per element).
 
@@ -322,7 +336,8 @@ def apply_(self, callable):
     return self
 
 
-def map_(self, tensor, callable):
+@declare_op(top_level=False)
+def map_(self: Tensor, tensor: Tensor, callable: Callable[..., Any]) -> Tensor:
     """``self[i] = callable(self[i], tensor[i])`` elementwise in place
     (``tensor`` broadcast to ``self``'s shape, of ``self``'s dtype); CPU only.
 
@@ -351,3 +366,6 @@ def map_(self, tensor, callable):
     x[...] = vals.reshape(x.shape)
     self._bump_version()
     return self
+
+
+__all__ += declared_names(__name__)

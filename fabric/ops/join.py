@@ -13,32 +13,18 @@ from __future__ import annotations
 
 import builtins
 import itertools
+from collections.abc import Sequence
 
 import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor, _wrap_dim
 from ..autograd.function import Function, _apply
+from ._registry import declare_op
+from ._registry import public_names as declared_names
 from ._util import xp_of
 
-__all__ = [
-    "cat",
-    "chunk",
-    "column_stack",
-    "concat",
-    "concatenate",
-    "dsplit",
-    "dstack",
-    "hsplit",
-    "hstack",
-    "row_stack",
-    "split",
-    "split_with_sizes",
-    "stack",
-    "tensor_split",
-    "vsplit",
-    "vstack",
-]
+__all__: list[str] = []  # + the declared ops (end of module)
 
 
 def _prepare(tensors, name):
@@ -79,8 +65,17 @@ class Cat(Function):
             start += n
         return tuple(out)
 
+    @staticmethod
+    def jvp(ctx, _, *ts):
+        ref = next(t for t in ts if t is not None)
+        parts = []
+        for t, n in zip(ts, ctx.sizes):   # an input without a tangent contributes zeros
+            parts.append(t if t is not None else ref.new_zeros(ref.shape[:ctx.dim] + (n,) + ref.shape[ctx.dim + 1:]))
+        return cat(parts, ctx.dim)
 
-def cat(tensors, dim=0, *, out=None):
+
+@declare_op(aliases=("concat", "concatenate"), method=False)
+def cat(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -> Tensor:
     """Concatenate along an existing ``dim``. Legacy 1-D empty tensors are skipped, as in PyTorch."""
     tensors, arrays = _prepare(tensors, "cat")
     keep = [i for i, a in enumerate(arrays) if not (a.ndim == 1 and a.shape[0] == 0)] or [0]
@@ -120,8 +115,14 @@ class Stack(Function):
     def backward(ctx, gy):
         return (None,) + tuple(gy.unbind(ctx.dim))
 
+    @staticmethod
+    def jvp(ctx, _, *ts):
+        ref = next(t for t in ts if t is not None)
+        return stack([t if t is not None else ref.new_zeros(ref.shape) for t in ts], ctx.dim)
 
-def stack(tensors, dim=0, *, out=None):
+
+@declare_op(method=False)
+def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -> Tensor:
     """Join tensors of equal shape along a new ``dim``."""
     tensors, arrays = _prepare(tensors, "stack")
     ref = arrays[0]
@@ -144,7 +145,8 @@ def _seq(tensors, name):
     return list(tensors)
 
 
-def hstack(tensors, *, out=None):
+@declare_op(method=False)
+def hstack(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor:
     """Concatenate along dim 1 (dim 0 for 1-D tensors); 0-d tensors count as 1-D.
 
     Example::
@@ -158,7 +160,8 @@ def hstack(tensors, *, out=None):
     return cat(ts, 0 if ts and ts[0]._data.ndim == 1 else 1, out=out)
 
 
-def vstack(tensors, *, out=None):
+@declare_op(aliases=("row_stack",), method=False)
+def vstack(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor:
     """Concatenate along dim 0 after making every tensor at least 2-D.
 
     Example::
@@ -175,14 +178,16 @@ def vstack(tensors, *, out=None):
 row_stack = vstack
 
 
-def dstack(tensors, *, out=None):
+@declare_op(method=False)
+def dstack(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor:
     """Concatenate along dim 2 after making every tensor at least 3-D."""
     from .shape import atleast_3d
 
     return cat([atleast_3d(t) for t in _seq(tensors, "dstack")], 2, out=out)
 
 
-def column_stack(tensors, *, out=None):
+@declare_op(method=False)
+def column_stack(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor:
     """Stack 0-/1-D tensors as columns (and 2-D ones as they are) along dim 1.
 
     Example::
@@ -211,6 +216,10 @@ class Split(Function):
     def backward(ctx, *grads):
         return _apply(SplitBackward, (ctx.shape, ctx.dim, ctx.bounds, *grads),
                       (ctx.shape, ctx.dim, ctx.bounds, *(g._data for g in grads))), None, None
+
+    @staticmethod
+    def jvp(ctx, t, *_):
+        return tuple(t.narrow(ctx.dim, a, b - a) for a, b in ctx.bounds)
 
 
 class SplitBackward(Function):
@@ -245,7 +254,8 @@ def _split_at(input, dim, bounds):
     return _mark_views(input, r, "SplitBackward0")
 
 
-def split_with_sizes(input, split_sizes, dim=0):
+@declare_op()
+def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     """Split along ``dim`` into pieces of the given sizes (views)."""
     d = _wrap_dim(dim, input._data.ndim)
     n = input._data.shape[d] if input._data.ndim else 1
@@ -263,7 +273,8 @@ def split_with_sizes(input, split_sizes, dim=0):
     return _split_at(input, d, bounds)
 
 
-def split(tensor, split_size_or_sections, dim=0):
+@declare_op()
+def split(tensor: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     """Split along ``dim`` into pieces of ``split_size`` (the last may be
     smaller) or of the listed sizes; the pieces are views.
 
@@ -286,7 +297,8 @@ def split(tensor, split_size_or_sections, dim=0):
     return _split_at(tensor, d, [(a, min(a + s, n)) for a in range(0, n, s)])
 
 
-def chunk(input, chunks, dim=0):
+@declare_op()
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """Split into ``chunks`` pieces of equal size (the last may be smaller;
     there may be fewer pieces), as views.
 
@@ -307,7 +319,8 @@ def chunk(input, chunks, dim=0):
     return split(input, -(-n // chunks), d)
 
 
-def tensor_split(input, indices_or_sections, dim=0):
+@declare_op()
+def tensor_split(input: Tensor, indices_or_sections: int | Sequence[int] | Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     """Split into ``sections`` nearly equal pieces (the first ``n % sections``
     one longer), or at the given ``indices``, as views.
 
@@ -364,22 +377,24 @@ def _dir_split(input, sections, dim, name, min_dims):
     return tensor_split(input, sections, dim)
 
 
-def hsplit(input, indices_or_sections):
+@declare_op()
+def hsplit(input: Tensor, indices_or_sections: int | Sequence[int]) -> tuple[Tensor, ...]:
     """:func:`tensor_split` along dim 1 (dim 0 for 1-D); an int must divide evenly."""
     return _dir_split(input, indices_or_sections, 1 if input._data.ndim > 1 else 0, "hsplit", 1)
 
 
-def vsplit(input, indices_or_sections):
+@declare_op()
+def vsplit(input: Tensor, indices_or_sections: int | Sequence[int]) -> tuple[Tensor, ...]:
     """:func:`tensor_split` along dim 0 of a tensor with at least 2 dims."""
     return _dir_split(input, indices_or_sections, 0, "vsplit", 2)
 
 
-def dsplit(input, indices_or_sections):
+@declare_op()
+def dsplit(input: Tensor, indices_or_sections: int | Sequence[int]) -> tuple[Tensor, ...]:
     """:func:`tensor_split` along dim 2 of a tensor with at least 3 dims."""
     return _dir_split(input, indices_or_sections, 2, "dsplit", 3)
 
 
-__all__ += ["unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes"]
 
 
 # --- unsafe splits ------------------------------------------------------------------------------
@@ -402,16 +417,22 @@ def _unsafe(input, pieces, dim):
     return _apply(UnsafeSplit, (input, d, bounds), (input._data, d, bounds))
 
 
-def unsafe_chunk(input, chunks, dim=0):
+@declare_op()
+def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """:func:`fabric.chunk` without view tracking."""
     return _unsafe(input, chunk(input.detach(), chunks, dim), dim)
 
 
-def unsafe_split(input, split_size, dim=0):
+@declare_op()
+def unsafe_split(input: Tensor, split_size: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     """:func:`fabric.split` without view tracking."""
     return _unsafe(input, split(input.detach(), split_size, dim), dim)
 
 
-def unsafe_split_with_sizes(input, split_sizes, dim=0):
+@declare_op()
+def unsafe_split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     """:func:`fabric.split_with_sizes` without view tracking."""
     return _unsafe(input, split_with_sizes(input.detach(), split_sizes, dim), dim)
+
+
+__all__ += declared_names(__name__)

@@ -52,8 +52,9 @@ from ..autograd.function import (
     check_no_internal_overlap,
 )
 from ..autograd.grad_mode import state as _state
-from . import _autocast as _amp
-from ._registry import declare
+from ._batching import elementwise
+from ._jvp import jvp_sum
+from ._registry import declare, declare_op
 from ._registry import public_names as declared_names
 from ._util import (
     _SCALARS,
@@ -62,6 +63,7 @@ from ._util import (
     checked_scalar,
     float_array,
     float_operands,
+    reject_complex,
     scalar_value,
     xp_of,
 )
@@ -70,18 +72,7 @@ from .inplace import copy_into_out
 from .reduce import _return_type
 from .reduce import sum as _sum
 
-__all__ = [  # and, at the end of the module, the ops declared in the registry
-    "addcdiv", "addcdiv_", "addcmul", "addcmul_", "allclose", "bitwise_and", "bitwise_and_", "bitwise_left_shift",
-    "bitwise_left_shift_", "bitwise_not", "bitwise_not_", "bitwise_or", "bitwise_or_", "bitwise_right_shift",
-    "bitwise_right_shift_", "bitwise_xor", "bitwise_xor_", "clamp", "clamp_", "clamp_max", "clamp_max_", "clamp_min",
-    "clamp_min_", "clip", "clip_", "eq", "eq_", "equal", "exp_", "float_power", "float_power_", "ge", "ge_",
-    "greater", "greater_", "greater_equal", "greater_equal_", "gt", "gt_", "isclose", "isfinite", "isinf", "isnan",
-    "isneginf", "isposinf", "isreal", "le", "le_", "lerp", "lerp_", "less", "less_", "less_equal", "less_equal_",
-    "log_", "logical_and", "logical_and_", "logical_not", "logical_not_", "logical_or", "logical_or_", "logical_xor",
-    "logical_xor_", "logit", "logit_", "lt", "lt_", "nan_to_num", "nan_to_num_", "ne", "ne_", "neg_", "negative_",
-    "not_equal", "not_equal_", "polygamma", "polygamma_", "positive", "pow_", "relu", "relu_", "round", "round_",
-    "signbit", "square", "square_", "true_divide_", "where",
-]
+__all__: list[str] = []  # + the declared ops (end of module)
 
 _ndarray = np.ndarray
 _LN2 = math.log(2.0)
@@ -111,7 +102,8 @@ def _need_tensor(name, other, arg="other", pos=2):
 
 
 _TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
-               "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+               "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+               "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
 
 def _tname(np_dtype):
@@ -277,7 +269,7 @@ def _commit(self, result, recorded):
 
 
 def _check_float_inplace(self, name):
-    if self._data.dtype.kind != "f":
+    if self._data.dtype.kind not in "fc":
         raise RuntimeError(f"result type Float can't be cast to the desired output type {_tname(self._data.dtype)}")
 
 
@@ -310,12 +302,22 @@ class _Unary(Function):
         x, y = ctx.saved_tensors or (None, None)
         return cls.df(gy, x, y)
 
+    @classmethod
+    def jvp(cls, ctx, t):
+        # Elementwise: the Jacobian is diagonal, so J t = J^T t = df(t, x, y) (real dtypes; a complex
+        # gradient is conjugated, so complex tangents take forward_ad's double-backward fallback).
+        if t.is_complex():
+            return NotImplemented
+        x, y = ctx.saved_tensors or (None, None)
+        return cls.df(t, x, y)
 
-def _unary(name, f, saves, df, node=None):
+
+def _unary(name, f, saves, df, node=None, complex_native=False):
     """Make the Function class ``name`` (node ``<name>Backward0`` unless
-    ``node`` says otherwise) from one table row."""
+    ``node`` says otherwise) from one table row.  ``complex_native``: ``df``
+    is written for complex inputs itself (the op is not holomorphic)."""
     attrs = {"f": staticmethod(f), "df": staticmethod(df), "_save_x": "x" in saves, "_save_y": "y" in saves,
-             "__module__": __name__, "__qualname__": name, "_node_name": node}
+             "__module__": __name__, "__qualname__": name, "_node_name": node, "_complex_native": complex_native}
     return type(Function)(name, (_Unary,), attrs)
 
 
@@ -338,6 +340,9 @@ def _sigmoid(xp, x):
 
 
 def _sign(xp, x):
+    if x.dtype.kind == "c":  # sgn: z / |z|, 0 at 0
+        a = xp.abs(x)
+        return xp.where(a == 0, 0, x / xp.where(a == 0, 1, a)).astype(x.dtype, copy=False)
     if x.dtype.kind != "f":
         return x.copy() if x.dtype.kind == "b" else xp.sign(x)
     y = (x > 0).astype(x.dtype)  # 0 for nan and -0.0, as PyTorch
@@ -345,11 +350,35 @@ def _sign(xp, x):
     return y
 
 
+def _acosh_slope(x):
+    """``1 / sqrt(x^2 - 1)``; for complex ``x`` as ``1 / (sqrt(x - 1) sqrt(x + 1))``, acosh's branch."""
+    if x.is_complex():
+        return rsqrt(x - 1) * rsqrt(x + 1)
+    return rsqrt(x * x - 1)
+
+
+def _sgn_grad(gy, x, y):
+    """Gradient of ``sgn(z) = z / |z|``: the part of ``gy`` orthogonal to ``sgn(z)``, over ``|z|``."""
+    if not y.is_complex():
+        return _zeros_like(gy)
+    a = x.abs()
+    g = (gy - (gy * y.conj()).real * y) / a
+    return where(a == 0, 0.0, g)
+
+
+def _angle_grad(gy, x, y):
+    """Gradient of ``angle(z)``: ``gy * i z / |z|^2`` (0 at 0; 0 for real inputs)."""
+    if not x.is_complex():
+        return _zeros_like(gy)
+    a2 = (x * x.conj()).real
+    return where(a2 == 0, 0.0, gy * x / a2 * 1j)
+
+
 # The table: forward on arrays, what backward saves, gradient in Tensor ops.
 #                  name          forward f(xp, x)                                  saves  gradient df(gy, x, y)
-Abs = _unary("Abs", lambda xp, x: xp.abs(x), "x", lambda gy, x, y: gy * sign(x))
+Abs = _unary("Abs", lambda xp, x: xp.abs(x), "x", lambda gy, x, y: gy * sgn(x), complex_native=True)
 Sign = _unary("Sign", _sign, "", _zero_grad)
-Sgn = _unary("Sgn", _sign, "", _zero_grad)
+Sgn = _unary("Sgn", _sign, "xy", _sgn_grad, complex_native=True)
 Sqrt = _unary("Sqrt", lambda xp, x: xp.sqrt(x), "y", lambda gy, x, y: gy / (2 * y))
 Rsqrt = _unary("Rsqrt", lambda xp, x: xp.reciprocal(xp.sqrt(x)), "y", lambda gy, x, y: -0.5 * gy * y ** 3)
 Reciprocal = _unary("Reciprocal", lambda xp, x: xp.reciprocal(x), "y", lambda gy, x, y: -gy * y * y)
@@ -368,7 +397,7 @@ Sinh = _unary("Sinh", lambda xp, x: xp.sinh(x), "x", lambda gy, x, y: gy * cosh(
 Cosh = _unary("Cosh", lambda xp, x: xp.cosh(x), "x", lambda gy, x, y: gy * sinh(x))
 Tanh = _unary("Tanh", lambda xp, x: xp.tanh(x), "y", lambda gy, x, y: gy * (1 - y * y))
 Asinh = _unary("Asinh", lambda xp, x: xp.arcsinh(x), "x", lambda gy, x, y: gy * rsqrt(x * x + 1))
-Acosh = _unary("Acosh", lambda xp, x: xp.arccosh(x), "x", lambda gy, x, y: gy * rsqrt(x * x - 1))
+Acosh = _unary("Acosh", lambda xp, x: xp.arccosh(x), "x", lambda gy, x, y: gy * _acosh_slope(x))
 Atanh = _unary("Atanh", lambda xp, x: xp.arctanh(x), "x", lambda gy, x, y: gy / (1 - x * x))
 Sigmoid = _unary("Sigmoid", lambda xp, x: _sigmoid(xp, x), "y", lambda gy, x, y: gy * y * (1 - y))
 Erf = _unary("Erf", lambda xp, x: _sf.evaluate(_sf.erf, xp, x), "x",
@@ -404,22 +433,50 @@ Sinc = _unary("Sinc", _sinc, "x", _sinc_grad)
 
 def _angle(xp, x):
     """The argument of a real number: pi below 0, 0 at and above (-0.0 too), nan for nan."""
+    if x.dtype.kind == "c":
+        return xp.angle(x)
     y = xp.where(x < 0, x.dtype.type(math.pi), x.dtype.type(0))
     return xp.where(xp.isnan(x), x, y)
 
 
-Angle = _unary("Angle", _angle, "", _zero_grad)
+Angle = _unary("Angle", _angle, "x", _angle_grad, complex_native=True)
 
 
-def _float_fn(F, name, summary, example_in, example_out, aliases=(), module=__name__, method=True, inplace=True):
+def _no_complex_kernel(kernel, suffix=True):
+    """``complex_error`` of an op whose kernel PyTorch does not build for complex dtypes."""
+    def error(x):
+        dev = ("_cpu" if x.__class__ is _ndarray else "_cuda") if suffix else ""
+        raise NotImplementedError(f'"{kernel}{dev}" not implemented for \'{_tname(x.dtype)}\'')
+    return error
+
+
+def _complex_unsupported(message, exc=NotImplementedError):
+    """``complex_error`` raising ``exc(message)``."""
+    def error(x):
+        raise exc(message)
+    return error
+
+
+def _jvp_of(F):
+    """``F``'s JVP rule for the registry's slot (None: forward AD differentiates its backward twice)."""
+    return None if F.jvp is Function.jvp else F.jvp
+
+
+def _float_fn(F, name, summary, example_in, example_out, aliases=(), module=__name__, method=True, inplace=True,
+              complex_error=None):
     """The public ``name(input, *, out=None)`` and in-place ``name_(self)``
     of a float function, declared in the op registry: integer and bool inputs
-    give the default float dtype (in place they are an error, as in PyTorch)."""
+    give the default float dtype (in place they are an error, as in PyTorch).
+    Complex inputs are computed in their dtype, unless ``complex_error(x)``
+    is given: it raises PyTorch's error for an op without complex support."""
     def op(input, *, out=None):
-        if _amp.active and out is None and decl.autocast and (c := _amp.cast(decl.autocast, input)):
-            input, = c
         x = _data(input, name)
         if x.dtype.kind != "f":
+            if x.dtype.kind == "c":
+                if complex_error is not None:
+                    complex_error(x)
+                r = _apply_elementwise(F, input, x)
+                return r if out is None else copy_into_out(out, r)
             x = x.astype(_default_float())
         r = _apply_elementwise(F, input, x)
         return r if out is None else copy_into_out(out, r)
@@ -427,7 +484,10 @@ def _float_fn(F, name, summary, example_in, example_out, aliases=(), module=__na
     def op_(self):
         x = _data(self, name + "_")
         if x.dtype.kind != "f":
-            _check_float_inplace(self, name)
+            if x.dtype.kind == "c" and complex_error is not None:
+                complex_error(x)
+            elif x.dtype.kind != "c":
+                _check_float_inplace(self, name)
         return _inplace(self, F, (self,), [x], F._save_x)
 
     op.__name__ = op.__qualname__ = name
@@ -437,18 +497,21 @@ def _float_fn(F, name, summary, example_in, example_out, aliases=(), module=__na
     op_.__doc__ = f"In-place :func:`{name}`."
     op.__module__ = op_.__module__ = module
     decl = declare(op, inplace=op_ if method and inplace else None, aliases=aliases, fusion="elementwise",
-                   method=method)
-    return op, op_
+                   method=method, vmap=elementwise(op), jvp=_jvp_of(F))
+    return decl.function, op_
 
 
-def _same_dtype_fn(F, name, kinds, summary, example_in, example_out, kernel=None, aliases=()):
+def _same_dtype_fn(F, name, kinds, summary, example_in, example_out, kernel=None, aliases=(), complex_error=None):
     """Public op and in-place op for a unary op that keeps its input dtype;
-    dtypes whose kind is not in ``kinds`` raise NotImplementedError."""
+    dtypes whose kind is not in ``kinds`` raise NotImplementedError (complex
+    ones ``complex_error(x)`` when given)."""
     kernel = kernel or name
 
     def op(input, *, out=None):
         x = _data(input, name)
         if x.dtype.kind not in kinds:
+            if complex_error is not None and x.dtype.kind == "c":
+                complex_error(x)
             _unsupported(kernel, x)
         r = _apply_elementwise(F, input, x)
         return r if out is None else copy_into_out(out, r)
@@ -456,7 +519,11 @@ def _same_dtype_fn(F, name, kinds, summary, example_in, example_out, kernel=None
     def op_(self):
         x = _data(self, name + "_")
         if x.dtype.kind not in kinds:
+            if complex_error is not None and x.dtype.kind == "c":
+                complex_error(x)
             _unsupported(kernel, x)
+        if F is Abs and x.dtype.kind == "c":
+            raise RuntimeError("In-place abs is not supported for complex tensors.")
         return _inplace(self, F, (self,), [x], F._save_x)
 
     op.__name__ = op.__qualname__ = name
@@ -464,16 +531,19 @@ def _same_dtype_fn(F, name, kinds, summary, example_in, example_out, kernel=None
     op.__doc__ = (f"{summary}\n\nExample::\n\n    >>> fabric.{name}(fabric.tensor({example_in}))\n"
                   f"    {example_out}\n")
     op_.__doc__ = f"In-place :func:`{name}`."
-    declare(op, inplace=op_, aliases=aliases, fusion="elementwise")
+    declare(op, inplace=op_, aliases=aliases, fusion="elementwise", vmap=elementwise(op), jvp=_jvp_of(F))
     return op, op_
 
 
-abs, abs_ = _same_dtype_fn(Abs, "abs", "fiu", "Absolute value (not for bool).", "[-1.5, 2.0]",
+abs, abs_ = _same_dtype_fn(Abs, "abs", "fiuc", "Absolute value (not for bool).", "[-1.5, 2.0]",
                            "tensor([1.5000, 2.0000])", aliases=("absolute",))
 absolute, absolute_ = abs, abs_
 sign, sign_ = _same_dtype_fn(Sign, "sign", "fiub", "-1, 0 or 1 by the sign of each element (0 for nan).",
-                             "[-2.0, 0.0, 3.0]", "tensor([-1.,  0.,  1.])")
-sgn, sgn_ = _same_dtype_fn(Sgn, "sgn", "fiub", "The sign, as :func:`sign` for real tensors.", "[-2.0, 3.0]",
+                             "[-2.0, 0.0, 3.0]", "tensor([-1.,  0.,  1.])", complex_error=_complex_unsupported(
+                                 "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
+                                 "torch.sgn instead."))
+sgn, sgn_ = _same_dtype_fn(Sgn, "sgn", "fiubc", "The sign, as :func:`sign` for real tensors; z / abs(z) for complex.",
+                           "[-2.0, 3.0]",
                            "tensor([-1.,  1.])")
 sqrt, sqrt_ = _float_fn(Sqrt, "sqrt", "Square root.", "[4.0, 9.0]", "tensor([2., 3.])")
 rsqrt, rsqrt_ = _float_fn(Rsqrt, "rsqrt", "Reciprocal of the square root.", "[4.0, 0.25]",
@@ -502,23 +572,33 @@ arcsinh, arcsinh_, arccosh, arccosh_, arctanh, arctanh_ = asinh, asinh_, acosh, 
 sigmoid, sigmoid_ = _float_fn(Sigmoid, "sigmoid", "The logistic function ``1 / (1 + exp(-x))``.", "[0.0]",
                               "tensor([0.5000])")
 erf, erf_ = _float_fn(Erf, "erf", "The error function (max relative error ~6e-16 in float64).", "[0.0]",
-                      "tensor([0.])")
-erfc, erfc_ = _float_fn(Erfc, "erfc", "``1 - erf(x)``, accurate in the tails.", "[0.0]", "tensor([1.])")
-erfinv, erfinv_ = _float_fn(Erfinv, "erfinv", "Inverse of :func:`erf` on [-1, 1].", "[0.0]", "tensor([0.])")
-lgamma, lgamma_ = _float_fn(Lgamma, "lgamma", "``log|Gamma(x)|``.", "[3.0]", "tensor([0.6931])")
-digamma, digamma_ = _float_fn(Digamma, "digamma", "Derivative of :func:`lgamma`.", "[1.0]", "tensor([-0.5772])")
-deg2rad, deg2rad_ = _float_fn(Deg2Rad, "deg2rad", "Degrees to radians.", "[180.0]", "tensor([3.1416])")
-rad2deg, rad2deg_ = _float_fn(Rad2Deg, "rad2deg", "Radians to degrees.", "[3.14159265]", "tensor([180.])")
+                      "tensor([0.])",
+    complex_error=_no_complex_kernel("erf_vml"))
+erfc, erfc_ = _float_fn(Erfc, "erfc", "``1 - erf(x)``, accurate in the tails.", "[0.0]", "tensor([1.])",
+    complex_error=_no_complex_kernel("erfc_vml"))
+erfinv, erfinv_ = _float_fn(Erfinv, "erfinv", "Inverse of :func:`erf` on [-1, 1].", "[0.0]", "tensor([0.])",
+    complex_error=_no_complex_kernel("erfinv_vml"))
+lgamma, lgamma_ = _float_fn(Lgamma, "lgamma", "``log|Gamma(x)|``.", "[3.0]", "tensor([0.6931])",
+    complex_error=_no_complex_kernel("lgamma_vml"))
+digamma, digamma_ = _float_fn(Digamma, "digamma", "Derivative of :func:`lgamma`.", "[1.0]", "tensor([-0.5772])",
+    complex_error=_no_complex_kernel("digamma", suffix=False))
+deg2rad, deg2rad_ = _float_fn(Deg2Rad, "deg2rad", "Degrees to radians.", "[180.0]", "tensor([3.1416])",
+    complex_error=_complex_unsupported("deg2rad is not supported for complex tensors.", RuntimeError))
+rad2deg, rad2deg_ = _float_fn(Rad2Deg, "rad2deg", "Radians to degrees.", "[3.14159265]", "tensor([180.])",
+    complex_error=_complex_unsupported("rad2deg is not supported for complex tensors.", RuntimeError))
 angle, _ = _float_fn(Angle, "angle", "The argument (angle) of each element: pi for negative numbers, else 0.",
                      "[-1.5, 0.0, 2.0]", "tensor([3.1416, 0.0000, 0.0000])", inplace=False)
 sinc, sinc_ = _float_fn(Sinc, "sinc", "The normalised sinc ``sin(pi x) / (pi x)`` (1 at 0).", "[0.0, 0.5]",
                         "tensor([1.0000, 0.6366])")
 floor, floor_ = _same_dtype_fn(Floor, "floor", "fiu", "Round down (integer tensors are unchanged).", "[-1.5, 1.5]",
-                               "tensor([-2.,  1.])")
+                               "tensor([-2.,  1.])",
+    complex_error=_complex_unsupported("floor is not supported for complex inputs"))
 ceil, ceil_ = _same_dtype_fn(Ceil, "ceil", "fiu", "Round up (integer tensors are unchanged).", "[-1.5, 1.5]",
-                             "tensor([-1.,  2.])")
+                             "tensor([-1.,  2.])",
+    complex_error=_complex_unsupported("ceil is not supported for complex inputs"))
 trunc, trunc_ = _same_dtype_fn(Trunc, "trunc", "fiu", "Round towards zero (integer tensors are unchanged).",
-                               "[-1.5, 1.5]", "tensor([-1.,  1.])", aliases=("fix",))
+                               "[-1.5, 1.5]", "tensor([-1.,  1.])", aliases=("fix",),
+    complex_error=_complex_unsupported("trunc is not supported for complex inputs"))
 fix, fix_ = trunc, trunc_
 frac, frac_ = _same_dtype_fn(Frac, "frac", "f", "The fractional part ``x - trunc(x)`` (float tensors only).",
                              "[-1.5, 2.25]", "tensor([-0.5000,  0.2500])")
@@ -549,7 +629,8 @@ class RoundDecimals(Function):
         return _zeros_like(gy), None
 
 
-def round(input, *, decimals=0, out=None):
+@declare_op()
+def round(input: Tensor, *, decimals: int = 0, out: Tensor | None = None) -> Tensor:
     """Round half to even, to ``decimals`` decimal places (integer tensors
     are unchanged when ``decimals`` is 0).
 
@@ -570,7 +651,8 @@ def round(input, *, decimals=0, out=None):
     return _out(r, out)
 
 
-def round_(self, *, decimals=0):
+@declare_op()
+def round_(self: Tensor, *, decimals: int = 0) -> Tensor:
     """In-place :func:`round`."""
     x = _data(self, "round_")
     if x.dtype.kind not in "fiu" or (decimals and x.dtype.kind != "f"):
@@ -580,7 +662,8 @@ def round_(self, *, decimals=0):
     return _inplace(self, RoundDecimals, (self, None), [x, builtins.int(decimals)], False)
 
 
-def relu(input):
+@declare_op()
+def relu(input: Tensor) -> Tensor:
     """``max(x, 0)`` (nan stays nan; integer tensors keep their dtype).
 
     Example::
@@ -591,14 +674,19 @@ def relu(input):
     x = _data(input, "relu")
     if x.dtype == np.bool_:
         raise RuntimeError("Boolean inputs not supported for relu")
+    if x.dtype.kind == "c":
+        raise NotImplementedError("clamp is not supported for complex types")
     return _apply_elementwise(Relu, input, x)
 
 
-def relu_(input):
+@declare_op()
+def relu_(input: Tensor) -> Tensor:
     """In-place :func:`relu`."""
     x = _data(input, "relu_")
     if x.dtype == np.bool_:
         raise RuntimeError("Boolean inputs not supported for relu")
+    if x.dtype.kind == "c":
+        raise NotImplementedError("clamp is not supported for complex types")
     if not _recording(input, (input,)):  # nothing to record: write straight into x
         xp_of(x).maximum(x, 0, out=x)
         input._bump_version()
@@ -606,7 +694,8 @@ def relu_(input):
     return _inplace(input, Relu, (input,), [x], False)
 
 
-def square(input, *, out=None):
+@declare_op()
+def square(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """``x * x`` (bool gives int64, as PyTorch's ``pow(x, 2)``).
 
     Example::
@@ -618,7 +707,8 @@ def square(input, *, out=None):
     return _out(pow(input, 2), out)
 
 
-def square_(self):
+@declare_op()
+def square_(self: Tensor) -> Tensor:
     """In-place :func:`square`."""
     from .arith import PowScalar
 
@@ -626,7 +716,8 @@ def square_(self):
     return _inplace(self, PowScalar, (a, c), [x, c2], True)
 
 
-def positive(input):
+@declare_op()
+def positive(input: Tensor) -> Tensor:
     """``input`` itself (not for bool), as ``+x``."""
     x = _data(input, "positive")
     if x.dtype == np.bool_:
@@ -658,7 +749,8 @@ class Logit(Function):
         return where((x < eps) | (x > 1 - eps), 0.0, g), None
 
 
-def logit(input, eps=None, *, out=None):
+@declare_op()
+def logit(input: Tensor, eps: float | None = None, *, out: Tensor | None = None) -> Tensor:
     """The inverse of :func:`sigmoid`; ``eps`` clamps the input to ``[eps, 1 - eps]``.
 
     Example::
@@ -672,7 +764,8 @@ def logit(input, eps=None, *, out=None):
     return _out(_apply(Logit, (input, None), (x, None if eps is None else builtins.float(eps))), out)
 
 
-def logit_(self, eps=None):
+@declare_op()
+def logit_(self: Tensor, eps: float | None = None) -> Tensor:
     """In-place :func:`logit`."""
     _check_float_inplace(self, "logit_")
     return _inplace(self, Logit, (self, None), [self._data, None if eps is None else builtins.float(eps)])
@@ -706,7 +799,7 @@ def _check_polygamma_n(n):
     return builtins.int(n)
 
 
-def polygamma(n, input, *, out=None):
+def polygamma(n: int, input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """The n-th derivative of :func:`digamma` (n = 0 is digamma itself).
 
     Example::
@@ -721,7 +814,7 @@ def polygamma(n, input, *, out=None):
     return _out(_apply(Polygamma, (input, None), (x, n)), out)
 
 
-def polygamma_(self, n):
+def polygamma_(self: Tensor, n: int) -> Tensor:
     """In-place ``self = polygamma(n, self)`` (``Tensor.polygamma_(n)``)."""
     n = _check_polygamma_n(n)
     _check_float_inplace(self, "polygamma_")
@@ -742,7 +835,9 @@ class NanToNum(Function):
         return gy * isfinite(x), None, None, None
 
 
-def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
+@declare_op()
+def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None, *,
+               out: Tensor | None = None) -> Tensor:
     """Replace nan, +inf and -inf (by default with 0 and the dtype's largest
     and smallest finite values); integer tensors are unchanged.
 
@@ -757,7 +852,8 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     return _out(_apply(NanToNum, (input, None, None, None), (x, nan, posinf, neginf)), out)
 
 
-def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+@declare_op()
+def nan_to_num_(self: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
     """In-place :func:`nan_to_num`."""
     x = _data(self, "nan_to_num_")
     if x.dtype.kind != "f":
@@ -768,7 +864,8 @@ def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
 
 # --- predicates (bool results, no graph) ---------------------------------------------
 
-def isnan(input):
+@declare_op()
+def isnan(input: Tensor) -> Tensor:
     """True where the element is nan.
 
     Example::
@@ -778,31 +875,37 @@ def isnan(input):
     """
     x = _data(input, "isnan")
     xp = xp_of(x)
-    return _wrap(xp.isnan(x) if x.dtype.kind == "f" else xp.zeros(x.shape, bool))
+    return _wrap(xp.isnan(x) if x.dtype.kind in "fc" else xp.zeros(x.shape, bool))
 
 
-def isinf(input):
+@declare_op()
+def isinf(input: Tensor) -> Tensor:
     """True where the element is +inf or -inf."""
     x = _data(input, "isinf")
     xp = xp_of(x)
-    return _wrap(xp.isinf(x) if x.dtype.kind == "f" else xp.zeros(x.shape, bool))
+    return _wrap(xp.isinf(x) if x.dtype.kind in "fc" else xp.zeros(x.shape, bool))
 
 
-def isposinf(input, *, out=None):
+@declare_op()
+def isposinf(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """True where the element is +inf."""
     x = _data(input, "isposinf")
+    reject_complex(input, RuntimeError, "isposinf does not support complex inputs.")
     xp = xp_of(x)
     return _out(_wrap(x == math.inf if x.dtype.kind == "f" else xp.zeros(x.shape, bool)), out)
 
 
-def isneginf(input, *, out=None):
+@declare_op()
+def isneginf(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """True where the element is -inf."""
     x = _data(input, "isneginf")
+    reject_complex(input, RuntimeError, "isneginf does not support complex inputs.")
     xp = xp_of(x)
     return _out(_wrap(x == -math.inf if x.dtype.kind == "f" else xp.zeros(x.shape, bool)), out)
 
 
-def isfinite(input):
+@declare_op()
+def isfinite(input: Tensor) -> Tensor:
     """True where the element is neither inf nor nan.
 
     Example::
@@ -812,16 +915,24 @@ def isfinite(input):
     """
     x = _data(input, "isfinite")
     xp = xp_of(x)
-    return _wrap(xp.isfinite(x) if x.dtype.kind == "f" else xp.ones(x.shape, bool))
+    return _wrap(xp.isfinite(x) if x.dtype.kind in "fc" else xp.ones(x.shape, bool))
 
 
-def isreal(input):
-    """True everywhere: fabric tensors are real (complex dtypes are out of scope)."""
+@declare_op()
+def isreal(input: Tensor) -> Tensor:
+    """True where the imaginary part is zero (everywhere for real dtypes).
+
+    Example::
+
+        >>> fabric.isreal(fabric.tensor([1 + 0j, 1j]))
+        tensor([ True, False])
+    """
     x = _data(input, "isreal")
-    return _wrap(xp_of(x).ones(x.shape, bool))
+    return _wrap(x.imag == 0 if x.dtype.kind == "c" else xp_of(x).ones(x.shape, bool))
 
 
-def signbit(input, *, out=None):
+@declare_op()
+def signbit(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """True where the sign bit is set (also for -0.0).
 
     Example::
@@ -836,7 +947,8 @@ def signbit(input, *, out=None):
     return _out(_wrap(x < 0 if x.dtype.kind == "i" else xp.zeros(x.shape, bool)), out)
 
 
-def logical_not(input, *, out=None):
+@declare_op()
+def logical_not(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """True where the element is zero.
 
     Example::
@@ -848,12 +960,14 @@ def logical_not(input, *, out=None):
     return _out(_wrap(xp_of(x).logical_not(x)), out)
 
 
-def logical_not_(self):
+@declare_op()
+def logical_not_(self: Tensor) -> Tensor:
     """In-place :func:`logical_not` (the result is cast to ``self``'s dtype)."""
     return _inplace_no_grad(self, logical_not(self))
 
 
-def bitwise_not(input, *, out=None):
+@declare_op()
+def bitwise_not(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Bitwise NOT of integer tensors (logical NOT of bool tensors), ``~x``.
 
     Example::
@@ -867,7 +981,8 @@ def bitwise_not(input, *, out=None):
     return _out(_wrap(xp_of(x).invert(x)), out)
 
 
-def bitwise_not_(self):
+@declare_op()
+def bitwise_not_(self: Tensor) -> Tensor:
     """In-place :func:`bitwise_not`."""
     return _inplace_no_grad(self, bitwise_not(self))
 
@@ -1008,8 +1123,9 @@ def _no_bool(name, x, y):
 
 
 
+@declare_op()
 @_broadcasting
-def float_power(input, exponent, *, out=None):
+def float_power(input: Tensor, exponent: Tensor | float, *, out: Tensor | None = None) -> Tensor:
     """``input ** exponent`` computed in float64 (either may be a number).
 
     Example::
@@ -1027,7 +1143,8 @@ def float_power(input, exponent, *, out=None):
     return _out(pow(base, exponent), out)
 
 
-def float_power_(self, exponent):
+@declare_op()
+def float_power_(self: Tensor, exponent: Tensor | float) -> Tensor:
     """In-place :func:`float_power` (``self`` must be float64)."""
     if self._data.dtype != np.float64:
         raise RuntimeError(f"the base given to float_power_ has dtype {_tname(self._data.dtype)} but the "
@@ -1035,8 +1152,9 @@ def float_power_(self, exponent):
     return pow_(self, exponent.to(D.float64) if isinstance(exponent, Tensor) else builtins.float(exponent))
 
 
+@declare_op()
 @_broadcasting
-def pow_(self, exponent):
+def pow_(self: Tensor, exponent: Tensor | float) -> Tensor:
     """In-place :func:`fabric.pow`.
 
     Example::
@@ -1050,7 +1168,8 @@ def pow_(self, exponent):
     return _inplace(self, PowTensor if isinstance(exponent, Tensor) else PowScalar, (a, b), [x, y])
 
 
-def true_divide_(self, other):
+@declare_op()
+def true_divide_(self: Tensor, other: Tensor | float) -> Tensor:
     """In-place true division (as ``div_``)."""
     from .inplace import div_
 
@@ -1085,6 +1204,14 @@ class _Binary(Function):
     def backward(cls, ctx, gy):
         saved = ctx.saved_tensors
         return cls.df(gy, saved[0], saved[1], saved[2] if cls._save_y else None)
+
+    @classmethod
+    def jvp(cls, ctx, ta, tb):
+        # Elementwise, as _Unary.jvp: each input's term is its gradient formula applied to its tangent.
+        saved = ctx.saved_tensors
+        a, b, y = saved[0], saved[1], saved[2] if cls._save_y else None
+        return jvp_sum([None if ta is None else cls.df(ta, a, b, y)[0], None if tb is None else cls.df(tb, a, b, y)[1]],
+                       (a, b), (ta, tb))
 
 
 def _binary(name, f, saves, df, quiet=False):
@@ -1128,7 +1255,16 @@ Minimum = _binary("Minimum", lambda xp, a, b: xp.minimum(a, b), "ab", _min_grad)
 Fmax = _binary("Fmax", lambda xp, a, b: xp.fmax(a, b), "ab", _fmax_grad)
 Fmin = _binary("Fmin", lambda xp, a, b: xp.fmin(a, b), "ab", _fmin_grad)
 Hypot = _binary("Hypot", lambda xp, a, b: xp.hypot(a, b), "aby", lambda gy, a, b, y: (gy * a / y, gy * b / y))
-Logaddexp = _binary("Logaddexp", lambda xp, a, b: xp.logaddexp(a, b), "ab",
+def _logaddexp(xp, a, b):
+    """``log(exp(a) + exp(b))``; NumPy has no complex logaddexp: shift by the larger real part."""
+    if a.dtype.kind != "c":
+        return xp.logaddexp(a, b)
+    m = xp.maximum(a.real, b.real)
+    m = xp.where(xp.isfinite(m), m, 0)
+    return m + xp.log(xp.exp(a - m) + xp.exp(b - m))
+
+
+Logaddexp = _binary("Logaddexp", _logaddexp, "ab",
                     lambda gy, a, b, y: (gy / (1 + exp(b - a)), gy / (1 + exp(a - b))), quiet=True)
 Logaddexp2 = _binary("Logaddexp2", lambda xp, a, b: xp.logaddexp2(a, b), "ab",
                      lambda gy, a, b, y: (gy / (1 + exp2(b - a)), gy / (1 + exp2(a - b))), quiet=True)
@@ -1199,6 +1335,17 @@ def _both_tensors_float(name, input, other):
     return a, b, x, y
 
 
+def _both_tensors_float_or_complex(name, input, other):
+    a, b, x, y = _both_tensors(name, input, other)
+    if x.dtype.kind not in "fc":
+        _unsupported(name.rstrip("_"), x)
+    return a, b, x, y
+
+
+def _complex_ok(x):
+    """``complex_error`` of a binary op defined for complex numbers."""
+
+
 def _both_tensors_lifted(name, input, other):
     _data(input, name)
     _need_tensor(name, other)
@@ -1231,22 +1378,34 @@ def _renamed(F, node):
                                               "__qualname__": F.__qualname__})
 
 
-def _binary_fn(F, name, prepare, doc, saves_self=True, scalar_other=None, scalar_self=None, inplace=True, aliases=()):
+def _is_complex_operand(x, y):
+    """Whether a binary op's promoted operands (arrays or numbers) are complex."""
+    return getattr(x, "dtype", getattr(y, "dtype", None)).kind == "c"
+
+
+def _binary_fn(F, name, prepare, doc, saves_self=True, scalar_other=None, scalar_self=None, inplace=True, aliases=(),
+               complex_error=None):
     """The public ``name(input, other, *, out=None)`` and in-place
     ``name_(self, other)`` of binary op ``F``; ``prepare(name, input, other)``
     checks the arguments as PyTorch does and promotes them.  PyTorch names
     the node differently when ``other`` (``scalar_other``) or ``input``
-    (``scalar_self``) is a number."""
+    (``scalar_self``) is a number.  Complex operands raise
+    ``complex_error(x)`` (default: PyTorch's missing-kernel error)."""
     F_other = _renamed(F, scalar_other) if scalar_other else F
     F_self = _renamed(F, scalar_self) if scalar_self else F
+    complex_error = complex_error or _no_complex_kernel(name)
 
     def op(input, other, *, out=None):
         a, b, x, y = prepare(name, input, other)
+        if _is_complex_operand(x, y):
+            complex_error(x)
         G = F_other if b.__class__ in _SCALARS else F_self if a.__class__ in _SCALARS else F
         return _out(_apply(G, (a, b), (x, y)), out)
 
     def op_(self, other):
         _, b, x, y = prepare(name + "_", self, other)
+        if _is_complex_operand(x, y):
+            complex_error(x)
         return _inplace(self, F_other if b.__class__ in _SCALARS else F, (self, b), [x, y], saves_self)
 
     op.__name__ = op.__qualname__ = name
@@ -1254,12 +1413,13 @@ def _binary_fn(F, name, prepare, doc, saves_self=True, scalar_other=None, scalar
     op.__doc__ = doc
     op_.__doc__ = f"In-place :func:`{name}`."
     op, op_ = _broadcasting(op), _broadcasting(op_)
-    # autocast=False: the binary entry does not cast yet (atan2 is on CUDA's "promote" list; docs/amp.md)
-    declare(op, inplace=op_ if inplace else None, aliases=aliases, fusion="elementwise", autocast=False)
-    return op, op_
+    decl = declare(op, inplace=op_ if inplace else None, aliases=aliases, fusion="elementwise",
+                   vmap=elementwise(op), jvp=_jvp_of(F))
+    return decl.function, op_
 
 
-floor_divide, floor_divide_ = _binary_fn(FloorDivide, "floor_divide", _numbers_no_bool, """\
+floor_divide, floor_divide_ = _binary_fn(FloorDivide, "floor_divide", _numbers_no_bool,
+                                         complex_error=_no_complex_kernel("div_floor"), doc="""\
     ``input // other`` rounding down, as Python's ``//`` (either may be a
     number; not differentiable, as in PyTorch).
 
@@ -1293,7 +1453,8 @@ atan2, atan2_ = _binary_fn(Atan2, "atan2", _both_tensors_lifted, """\
         tensor([0.7854])
     """, aliases=("arctan2",))
 arctan2, arctan2_ = atan2, atan2_
-maximum, _ = _binary_fn(Maximum, "maximum", _both_tensors, """\
+maximum, _ = _binary_fn(Maximum, "maximum", _both_tensors, complex_error=_complex_unsupported(
+    "maximum not implemented for complex tensors.", RuntimeError), doc="""\
     Elementwise maximum; nan wins; a tie splits the gradient evenly.
 
     Example::
@@ -1301,7 +1462,8 @@ maximum, _ = _binary_fn(Maximum, "maximum", _both_tensors, """\
         >>> fabric.maximum(fabric.tensor([1, 5]), fabric.tensor([3, 2]))
         tensor([3, 5])
     """, inplace=False)
-minimum, _ = _binary_fn(Minimum, "minimum", _both_tensors, """\
+minimum, _ = _binary_fn(Minimum, "minimum", _both_tensors, complex_error=_complex_unsupported(
+    "minimum not implemented for complex tensors.", RuntimeError), doc="""\
     Elementwise minimum; nan wins; a tie splits the gradient evenly.
 
     Example::
@@ -1309,7 +1471,8 @@ minimum, _ = _binary_fn(Minimum, "minimum", _both_tensors, """\
         >>> fabric.minimum(fabric.tensor([1, 5]), fabric.tensor([3, 2]))
         tensor([1, 2])
     """, inplace=False)
-fmax, _ = _binary_fn(Fmax, "fmax", _both_tensors, """\
+fmax, _ = _binary_fn(Fmax, "fmax", _both_tensors, complex_error=_complex_unsupported(
+    "fmax not implemented for complex tensors.", RuntimeError), doc="""\
     Elementwise maximum ignoring nan (nan only where both are nan).
 
     Example::
@@ -1317,7 +1480,8 @@ fmax, _ = _binary_fn(Fmax, "fmax", _both_tensors, """\
         >>> fabric.fmax(fabric.tensor([1.0, float("nan")]), fabric.tensor([3.0, 2.0]))
         tensor([3., 2.])
     """, inplace=False)
-fmin, _ = _binary_fn(Fmin, "fmin", _both_tensors, """\
+fmin, _ = _binary_fn(Fmin, "fmin", _both_tensors, complex_error=_complex_unsupported(
+    "fmin not implemented for complex tensors.", RuntimeError), doc="""\
     Elementwise minimum ignoring nan (nan only where both are nan).
 
     Example::
@@ -1333,7 +1497,8 @@ hypot, hypot_ = _binary_fn(Hypot, "hypot", _both_tensors_float, """\
         >>> fabric.hypot(fabric.tensor([3.0]), fabric.tensor([4.0]))
         tensor([5.])
     """)
-logaddexp, _ = _binary_fn(Logaddexp, "logaddexp", _both_tensors_float, """\
+logaddexp, _ = _binary_fn(Logaddexp, "logaddexp", _both_tensors_float_or_complex, complex_error=_complex_ok,
+                          doc="""\
     ``log(exp(input) + exp(other))`` without overflow (float tensors only).
 
     Example::
@@ -1379,9 +1544,14 @@ nextafter, nextafter_ = _binary_fn(Nextafter, "nextafter", _both_tensors_float, 
 # --- comparisons, logical and bitwise ops (no gradient) --------------------------------
 
 def _compare_fn(ufunc, name):
+    ordered = ufunc not in ("equal", "not_equal")
+    no_complex = _no_complex_kernel(name)
+
     def op(input, other, *, out=None):
         _data(input, name)
         _a, _b, x, y = binary_operands(input, other)
+        if ordered and _is_complex_operand(x, y):
+            no_complex(x)
         xp = _xp2(x, y)
         return _out(_wrap(getattr(xp, ufunc)(x, y)), out)
 
@@ -1427,6 +1597,8 @@ def _compare_inplace_fn(ufunc, name, node):
 
     def op_(self, other):
         _a, b, x, y = binary_operands(self, other)
+        if ufunc not in ("equal", "not_equal") and _is_complex_operand(x, y):
+            _no_complex_kernel(name)(x)
         return _inplace(self, F, (self, b, None), [x, y, self._data.dtype], False)
 
     op_.__name__ = op_.__qualname__ = name + "_"
@@ -1441,6 +1613,9 @@ le_ = _compare_inplace_fn("less_equal", "le", "Le")
 gt_ = _compare_inplace_fn("greater", "gt", "Gt")
 ge_ = _compare_inplace_fn("greater_equal", "ge", "Ge")
 greater_, greater_equal_, less_, less_equal_, not_equal_ = gt_, ge_, lt_, le_, ne_
+for _fn, _fn_, _aliases in ((eq, eq_, ()), (ne, ne_, ("not_equal",)), (lt, lt_, ("less",)), (le, le_, ("less_equal",)),
+                            (gt, gt_, ("greater",)), (ge, ge_, ("greater_equal",))):
+    declare(_fn, inplace=_fn_, aliases=_aliases, fusion="elementwise")
 
 
 def _logical_fn(ufunc, name, example):
@@ -1459,7 +1634,7 @@ def _logical_fn(ufunc, name, example):
                   f"    Example::\n\n        >>> fabric.{name}(fabric.tensor([0, 1, 2]), fabric.tensor([1, 1, 0]))\n"
                   f"        {example}\n")
     op_.__doc__ = f"In-place :func:`{name}` (the result is cast to ``self``'s dtype)."
-    return _broadcasting(op), op_
+    return declare(_broadcasting(op), inplace=op_, fusion="elementwise").function, op_
 
 
 logical_and, logical_and_ = _logical_fn("logical_and", "logical_and", "tensor([False,  True, False])")
@@ -1489,7 +1664,7 @@ def _bitwise_fn(ufunc, name, kernel, example):
                   f"a number).\n\n    Example::\n\n        >>> fabric.{name}(fabric.tensor([12]), 10)\n"
                   f"        {example}\n")
     op_.__doc__ = f"In-place :func:`{name}`."
-    return _broadcasting(op), op_
+    return declare(_broadcasting(op), inplace=op_, fusion="elementwise").function, op_
 
 
 bitwise_and, bitwise_and_ = _bitwise_fn("bitwise_and", "bitwise_and", "bitwise_and", "tensor([8])")
@@ -1515,8 +1690,9 @@ def _shift(xp, x, y, left):
     return xp.where(bad, fill, shifted).astype(x.dtype, copy=False)
 
 
+@declare_op()
 @_broadcasting
-def bitwise_left_shift(input, other, *, out=None):
+def bitwise_left_shift(input: Tensor, other: Tensor | float, *, out: Tensor | None = None) -> Tensor:
     """``input << other`` for integer tensors (either may be a number).
 
     Example::
@@ -1528,8 +1704,9 @@ def bitwise_left_shift(input, other, *, out=None):
     return _out(_wrap(_shift(_xp2(x, y), x, y, True)), out)
 
 
+@declare_op()
 @_broadcasting
-def bitwise_right_shift(input, other, *, out=None):
+def bitwise_right_shift(input: Tensor, other: Tensor | float, *, out: Tensor | None = None) -> Tensor:
     """``input >> other`` (arithmetic shift) for integer tensors (either may be a number).
 
     Example::
@@ -1541,18 +1718,22 @@ def bitwise_right_shift(input, other, *, out=None):
     return _out(_wrap(_shift(_xp2(x, y), x, y, False)), out)
 
 
-def bitwise_left_shift_(self, other):
+@declare_op()
+def bitwise_left_shift_(self: Tensor, other: Tensor | float) -> Tensor:
     """In-place :func:`bitwise_left_shift`."""
     return _inplace_no_grad(self, bitwise_left_shift(self, other))
 
 
-def bitwise_right_shift_(self, other):
+@declare_op()
+def bitwise_right_shift_(self: Tensor, other: Tensor | float) -> Tensor:
     """In-place :func:`bitwise_right_shift`."""
     return _inplace_no_grad(self, bitwise_right_shift(self, other))
 
 
+@declare_op()
 @_broadcasting
-def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+def isclose(input: Tensor, other: Tensor | float, rtol: float = 1e-05, atol: float = 1e-08,
+            equal_nan: bool = False) -> Tensor:
     """``|input - other| <= atol + rtol * |other|`` elementwise (and equal
     infinities); both tensors must have the same dtype.
 
@@ -1585,7 +1766,9 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return _wrap(close)
 
 
-def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+@declare_op()
+def allclose(input: Tensor, other: Tensor | float, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> bool:
     """Whether :func:`isclose` holds everywhere (a Python bool).
 
     Example::
@@ -1596,7 +1779,8 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return builtins.bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
 
 
-def equal(input, other):
+@declare_op()
+def equal(input: Tensor, other: Tensor) -> bool:
     """Whether both tensors have the same shape and the same values (a Python bool).
 
     Example::
@@ -1627,9 +1811,22 @@ class Where(Function):
         _, need_a, need_b = ctx.needs_input_grad
         return None, (where(c, gy, 0.0) if need_a else None), (where(c, 0.0, gy) if need_b else None)
 
+    @staticmethod
+    def jvp(ctx, _, ta, tb):
+        c, = ctx.saved_tensors
+        meta = ctx._input_meta
+        if meta is not None and (ta is None and meta[1] is None or tb is None and meta[2] is None):
+            return NotImplemented   # the output's shape depends on an operand the node did not record
+        t = where(c, 0.0 if ta is None else ta, 0.0 if tb is None else tb)
+        if meta is None:
+            return t
+        shape = np.broadcast_shapes(tuple(c.shape), *[tuple(m[0]) for m in meta[1:]])
+        return t if tuple(t.shape) == shape else t.expand(shape)
+
 
 @_broadcasting
-def where(condition, input=None, other=None, *, out=None):
+def where(condition: Tensor, input: Tensor | float | None = None, other: Tensor | float | None = None, *,
+          out: Tensor | None = None) -> Tensor | tuple[Tensor, ...]:
     """``input`` where ``condition`` is true, else ``other`` (broadcast; either
     may be a number).  ``where(condition)`` is ``nonzero(condition, as_tuple=True)``.
 
@@ -1755,6 +1952,8 @@ def _clamp_args(input, min, max, name):
     """(Function class, args, arrays) for clamp with PyTorch's promotion of
     the input with its bounds."""
     x = _data(input, name)
+    if x.dtype.kind == "c":
+        raise NotImplementedError("clamp is not supported for complex types")
     t_min, t_max = isinstance(min, Tensor), isinstance(max, Tensor)
     if t_min or t_max:
         if (min is not None and not t_min) or (max is not None and not t_max):
@@ -1781,8 +1980,10 @@ def _clamp_args(input, min, max, name):
     return ClampScalar, (input, None, None), [x.astype(rt, copy=False), lo, hi]
 
 
+@declare_op(aliases=("clip",))
 @_broadcasting
-def clamp(input, min=None, max=None, *, out=None):
+def clamp(input: Tensor, min: Tensor | float | None = None, max: Tensor | float | None = None, *,
+          out: Tensor | None = None) -> Tensor:
     """Limit ``input`` to ``[min, max]`` (numbers or tensors; either may be
     None): ``minimum(maximum(input, min), max)``.  The gradient passes where
     ``min <= input <= max``, as PyTorch.
@@ -1801,8 +2002,9 @@ def clamp(input, min=None, max=None, *, out=None):
 clip = clamp
 
 
+@declare_op(aliases=("clip_",))
 @_broadcasting
-def clamp_(self, min=None, max=None):
+def clamp_(self: Tensor, min: Tensor | float | None = None, max: Tensor | float | None = None) -> Tensor:
     """In-place :func:`clamp`."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
@@ -1818,8 +2020,9 @@ def clamp_(self, min=None, max=None):
 clip_ = clamp_
 
 
+@declare_op()
 @_broadcasting
-def clamp_min(input, min):
+def clamp_min(input: Tensor, min: Tensor | float) -> Tensor:
     """``clamp(input, min=min)``.
 
     Example::
@@ -1831,8 +2034,9 @@ def clamp_min(input, min):
     return _apply(ClampMin if F is ClampScalar else ClampMinTensor, args, arrays)
 
 
+@declare_op()
 @_broadcasting
-def clamp_max(input, max):
+def clamp_max(input: Tensor, max: Tensor | float) -> Tensor:
     """``clamp(input, max=max)``.
 
     Example::
@@ -1844,15 +2048,17 @@ def clamp_max(input, max):
     return _apply(ClampMax if F is ClampScalar else ClampMaxTensor, args, arrays)
 
 
+@declare_op()
 @_broadcasting
-def clamp_min_(self, min):
+def clamp_min_(self: Tensor, min: Tensor | float) -> Tensor:
     """In-place :func:`clamp_min`."""
     F, args, arrays = _clamp_args(self, min, None, "clamp_min_")
     return _inplace(self, ClampMin if F is ClampScalar else ClampMinTensor, (self,) + args[1:], arrays)
 
 
+@declare_op()
 @_broadcasting
-def clamp_max_(self, max):
+def clamp_max_(self: Tensor, max: Tensor | float) -> Tensor:
     """In-place :func:`clamp_max`."""
     F, args, arrays = _clamp_args(self, None, max, "clamp_max_")
     return _inplace(self, ClampMax if F is ClampScalar else ClampMaxTensor, (self,) + args[1:], arrays)
@@ -1932,7 +2138,7 @@ def _lerp_args(input, end, weight, name):
     x = _data(input, name)
     _need_tensor(name, end, "end", 2)
     y = end._data
-    if x.dtype.kind != "f":
+    if x.dtype.kind not in "fc":
         _unsupported("lerp_kernel_scalar" if not isinstance(weight, Tensor) else "lerp_kernel_tensor", x)
     if y.dtype != x.dtype:
         raise RuntimeError(f"expected dtype {_cname(x.dtype)} for `end` but got dtype {_cname(y.dtype)}")
@@ -1945,8 +2151,9 @@ def _lerp_args(input, end, weight, name):
     return LerpScalar, (input, end, None), _one_device((input, end), [x, y]) + [scalar_value(weight)]
 
 
+@declare_op()
 @_broadcasting
-def lerp(input, end, weight, *, out=None):
+def lerp(input: Tensor, end: Tensor, weight: Tensor | float, *, out: Tensor | None = None) -> Tensor:
     """Linear interpolation ``input + weight * (end - input)`` (``weight`` a
     number or a tensor).
 
@@ -1959,8 +2166,9 @@ def lerp(input, end, weight, *, out=None):
     return _out(_apply(F, args, arrays), out)
 
 
+@declare_op()
 @_broadcasting
-def lerp_(self, end, weight):
+def lerp_(self: Tensor, end: Tensor, weight: Tensor | float) -> Tensor:
     """In-place :func:`lerp`."""
     F, args, arrays = _lerp_args(self, end, weight, "lerp_")
     return _inplace(self, F, args, arrays, F is LerpTensor)
@@ -2018,8 +2226,9 @@ def _addc_value(rt, value):
     return builtins.int(value) if rt.kind in "iub" else value
 
 
+@declare_op()
 @_broadcasting
-def addcmul(input, tensor1, tensor2, *, value=1, out=None):
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1, out: Tensor | None = None) -> Tensor:
     """``input + value * tensor1 * tensor2``.
 
     Example::
@@ -2038,8 +2247,9 @@ _ADDCDIV_INT = ("Integer division with addcdiv is no longer supported, and in a 
                 "latter implementation: (input + value * tensor1 / tensor2), for all dtypes.")
 
 
+@declare_op()
 @_broadcasting
-def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1, out: Tensor | None = None) -> Tensor:
     """``input + value * tensor1 / tensor2`` (tensor1 and tensor2 must not both be integer).
 
     Example::
@@ -2055,15 +2265,17 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     return _out(_apply(Addcdiv, (input, tensor1, tensor2, None), arrays + [_addc_value(rt, value)]), out)
 
 
+@declare_op()
 @_broadcasting
-def addcmul_(self, tensor1, tensor2, *, value=1):
+def addcmul_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
     """In-place :func:`addcmul`."""
     rt, arrays = _three_operands("addcmul_", self, tensor1, tensor2)
     return _inplace(self, Addcmul, (self, tensor1, tensor2, None), arrays + [_addc_value(rt, value)], False)
 
 
+@declare_op()
 @_broadcasting
-def addcdiv_(self, tensor1, tensor2, *, value=1):
+def addcdiv_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
     """In-place :func:`addcdiv`."""
     if tensor1._data.dtype.kind in "iub" and tensor2._data.dtype.kind in "iub":
         raise RuntimeError(_ADDCDIV_INT)
@@ -2074,7 +2286,8 @@ def addcdiv_(self, tensor1, tensor2, *, value=1):
 # --- in-place variants of arith ops ----------------------------------------------------
 
 
-def neg_(self):
+@declare_op(aliases=("negative_",))
+def neg_(self: Tensor) -> Tensor:
     """In-place negation.
 
     Example::
@@ -2090,7 +2303,8 @@ def neg_(self):
 negative_ = neg_
 
 
-def exp_(self):
+@declare_op()
+def exp_(self: Tensor) -> Tensor:
     """In-place :func:`fabric.exp`."""
     from .arith import Exp
 
@@ -2098,7 +2312,8 @@ def exp_(self):
     return _inplace(self, Exp, (self,), [self._data], False)
 
 
-def log_(self):
+@declare_op()
+def log_(self: Tensor) -> Tensor:
     """In-place :func:`fabric.log`."""
     from .arith import Log
 
@@ -2118,23 +2333,19 @@ def scalar_tensor_like(value, ref):
     return Tensor._make(xp_of(ref._data).asarray(value, dtype=dt), False)
 
 
-def _install_tensor_methods():
-    """Methods whose argument order differs from the function's (``x.where(c, y)``,
-    ``x.polygamma(n)``); the rest are listed in ``_methods.METHODS``."""
-    Tensor.where = _tensor_where
-    Tensor.polygamma = lambda self, n: polygamma(n, self)
-    Tensor.polygamma.__doc__ = "``polygamma(n, self)``."
+def _tensor_polygamma(self, n):
+    """``Tensor.polygamma(n)`` is ``polygamma(n, self)``."""
+    return polygamma(n, self)
 
 
-_install_tensor_methods()
+# Methods whose argument order differs from the function's
+declare(where, method=_tensor_where)
+declare(polygamma, method=_tensor_polygamma, inplace=polygamma_)
 
-__all__ += declared_names(__name__)
 
 
 # --- the composite in-place helper, gcd / lcm / heaviside, ldexp / frexp, i0, mvlgamma -----------------
 
-__all__ += ["gcd", "gcd_", "lcm", "lcm_", "heaviside", "heaviside_", "ldexp", "ldexp_", "frexp", "i0", "i0_",
-            "mvlgamma", "mvlgamma_"]
 
 
 def _const(array):
@@ -2165,7 +2376,8 @@ def _integer_operands(input, other, name):
     return x, y
 
 
-def gcd(input, other):
+@declare_op()
+def gcd(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise greatest common divisor of integer tensors (non-negative).
 
     Example::
@@ -2177,7 +2389,8 @@ def gcd(input, other):
     return _const(xp_of(x).gcd(x, y))
 
 
-def lcm(input, other):
+@declare_op()
+def lcm(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise least common multiple of integer tensors (non-negative).
 
     Example::
@@ -2189,12 +2402,14 @@ def lcm(input, other):
     return _const(xp_of(x).lcm(x, y))
 
 
-def gcd_(input, other):
+@declare_op()
+def gcd_(input: Tensor, other: Tensor) -> Tensor:
     """In-place :func:`gcd`."""
     return _commit(input, gcd(input, other), False)
 
 
-def lcm_(input, other):
+@declare_op()
+def lcm_(input: Tensor, other: Tensor) -> Tensor:
     """In-place :func:`lcm`."""
     return _commit(input, lcm(input, other), False)
 
@@ -2220,7 +2435,8 @@ def _heaviside_checks(input, values, name, position):
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
 
 
-def heaviside(input, values, *, out=None):
+@declare_op()
+def heaviside(input: Tensor, values: Tensor, *, out: Tensor | None = None) -> Tensor:
     """0 where ``input < 0``, ``values`` where ``input == 0``, 1 where ``input > 0``
     (``values`` a tensor of ``input``'s dtype, broadcast; no derivative, as PyTorch).
 
@@ -2237,7 +2453,8 @@ def heaviside(input, values, *, out=None):
     return r
 
 
-def heaviside_(self, values):
+@declare_op(top_level=False)
+def heaviside_(self: Tensor, values: Tensor) -> Tensor:
     """In-place ``heaviside``: 0 where ``self < 0``, ``values`` where
     ``self == 0``, 1 where ``self > 0`` (``values`` of ``self``'s dtype)."""
     _heaviside_checks(self, values, "heaviside_", 1)
@@ -2246,7 +2463,8 @@ def heaviside_(self, values):
 
 # --- ldexp / frexp ----------------------------------------------------------------------------
 
-def ldexp(input, other, *, out=None):
+@declare_op()
+def ldexp(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """``input * 2 ** other`` (a float result, differentiable in both).
 
     Example::
@@ -2266,7 +2484,8 @@ def ldexp(input, other, *, out=None):
     return r
 
 
-def ldexp_(input, other):
+@declare_op()
+def ldexp_(input: Tensor, other: Tensor) -> Tensor:
     """In-place :func:`ldexp` (``input`` must be floating)."""
     if input._data.dtype.kind != "f":
         raise RuntimeError(f"ldexp can't be cast to the desired output type {_tname(input._data.dtype)}")
@@ -2297,7 +2516,8 @@ class Frexp(Function):
         return gm * _const(scale)
 
 
-def frexp(input, *, out=None):
+@declare_op()
+def frexp(input: Tensor, *, out: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """``input = mantissa * 2 ** exponent`` with ``0.5 <= |mantissa| < 1``;
     returns ``(mantissa, exponent)`` (exponent int32).
 
@@ -2356,7 +2576,8 @@ def _i1(x):
     return _apply1(I1, x, (x._data,))
 
 
-def i0(input, *, out=None):
+@declare_op()
+def i0(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Modified Bessel function of the first kind, order 0 (float result;
     its gradient is I1, computed internally).
 
@@ -2371,7 +2592,8 @@ def i0(input, *, out=None):
     return r
 
 
-def i0_(input):
+@declare_op()
+def i0_(input: Tensor) -> Tensor:
     """In-place :func:`i0` (floating tensors)."""
     if input._data.dtype.kind != "f":
         raise RuntimeError(f"result type Float can't be cast to the desired output type {_tname(input._data.dtype)}")
@@ -2380,7 +2602,8 @@ def i0_(input):
 
 # --- mvlgamma -------------------------------------------------------------------------------------
 
-def mvlgamma(input, p):
+@declare_op()
+def mvlgamma(input: Tensor, p: int) -> Tensor:
     """Multivariate log-gamma of dimension ``p``:
     ``p(p-1)/4 log(pi) + sum_{j<p} lgamma(input - j/2)``.
 
@@ -2403,9 +2626,13 @@ def mvlgamma(input, p):
     return r + (p * (p - 1) / 4.0) * math.log(math.pi)
 
 
-def mvlgamma_(input, p):
+@declare_op(top_level=False)
+def mvlgamma_(input: Tensor, p: int) -> Tensor:
     """In-place :func:`mvlgamma` (floating tensors)."""
     if input._data.dtype.kind != "f":
         raise RuntimeError(f"mvlgamma: result type {_tname(input._data.dtype)} can't be cast to the desired output "
                            "type Float")
     return _inplace_from(input, lambda t: mvlgamma(t, p), (), saves_self=True)
+
+
+__all__ += declared_names(__name__)

@@ -37,6 +37,7 @@ import math
 import sys
 import types
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -46,14 +47,13 @@ from ..autograd.function import Function, _apply, _apply1, _record1
 from ..autograd.grad_mode import state as _grad_state
 from ..autograd.observe import hook as _hook
 from ..backends import backend_of
-from . import _autocast as _amp
-from ._util import normalize_dims, shape_args, xp_of
+from ._registry import declare_op
+from ._registry import public_names as declared_names
+from ._util import normalize_dims, reject_complex, shape_args, xp_of
 from .join import cat
 from .shape import narrow
 
-__all__ = ["sum", "mean", "nansum", "nanmean", "prod", "max", "min", "amax", "amin", "aminmax", "argmax",
-           "argmin", "var", "std", "var_mean", "std_mean", "logsumexp", "norm", "cumsum", "cumprod", "cummax",
-           "cummin", "logcumsumexp", "all", "any", "count_nonzero", "return_types"]
+__all__ = ["return_types"]  # + the declared ops (end of module)
 
 # This module defines sum/max/min/all/any: keep the builtins at hand.
 _bool, _int, _float, _range = builtins.bool, builtins.int, builtins.float, builtins.range
@@ -177,7 +177,8 @@ def _out_tuple(result, out):
 
 def _torch_name(dt):
     return {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
-            "float32": "Float", "float64": "Double", "float16": "Half"}.get(dt.name, dt.name)
+            "float32": "Float", "float64": "Double", "float16": "Half", "complex64": "ComplexFloat",
+            "complex128": "ComplexDouble"}.get(dt.name, dt.name)
 
 
 def _check_nonempty(x, dim, name, sep="()"):
@@ -372,6 +373,10 @@ class Sum(Function):
     def backward(ctx, gy):
         return _expand_back(gy, ctx.shape, ctx.dims, ctx.keepdim), None, None, None
 
+    @staticmethod
+    def jvp(ctx, t, *_):
+        return t.sum(ctx.dims, keepdim=ctx.keepdim)
+
 
 class SumAll(Function):
     """``sum()`` of every element (PyTorch's SumBackward0)."""
@@ -390,6 +395,10 @@ class SumAll(Function):
     @staticmethod
     def backward(ctx, gy):
         return gy.expand(ctx.shape), None, None  # a 0-d (or all-ones keepdim) gradient broadcasts back
+
+    @staticmethod
+    def jvp(ctx, t, *_):
+        return t.sum()   # 0-d; forward_ad broadcasts it to a keepdim output's all-ones shape
 
 
 class Mean(Function):
@@ -412,13 +421,19 @@ class Mean(Function):
     def backward(ctx, gy):
         return _expand_back(gy / ctx.n, ctx.shape, ctx.dims, ctx.keepdim), None, None, None
 
+    @staticmethod
+    def jvp(ctx, t, *_):
+        return t.sum(ctx.dims, keepdim=ctx.keepdim) / ctx.n
+
 
 class MeanDim(Mean):
     """``mean(dim=...)``: PyTorch names its node MeanBackward1."""
     _node_name = "MeanBackward1"
 
 
-def sum(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
+@declare_op()
+def sum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: D.dtype | None = None,
+        out: Tensor | None = None, axis: int | Sequence[int] | None = None) -> Tensor:
     """Sum over ``dim`` (int, tuple, or None for all); ints and bools sum as int64.
 
     Example::
@@ -426,8 +441,6 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
         >>> fabric.tensor([[1, 2], [3, 4]]).sum(0)
         tensor([4, 6])
     """
-    if _amp.active and out is None and (c := _amp.cast("sum", input)):
-        input, = c
     x = input._data
     if axis is not None:
         dim = axis
@@ -449,7 +462,9 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
     return _out(r, out)
 
 
-def mean(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
+@declare_op()
+def mean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: D.dtype | None = None,
+         out: Tensor | None = None, axis: int | Sequence[int] | None = None) -> Tensor:
     """Arithmetic mean over ``dim``; floating inputs only, as in PyTorch.
 
     Example::
@@ -460,7 +475,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None, axis=None):
     if axis is not None:
         dim = axis
     x = input._data
-    if dtype is None and x.dtype.kind != "f":
+    if dtype is None and x.dtype.kind not in "fc":
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating point or "
                            f"complex dtype. Got: {_torch_name(input.dtype)}")
     dims = _dims(dim, x.ndim)
@@ -489,7 +504,9 @@ class NanSum(Function):
         return _expand_back(gy, ctx.shape, ctx.dims, ctx.keepdim) * keep, None, None, None
 
 
-def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
+@declare_op()
+def nansum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+           dtype: D.dtype | None = None, out: Tensor | None = None) -> Tensor:
     """Sum treating NaN as zero.
 
     Example::
@@ -497,6 +514,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
         >>> fabric.tensor([1., float('nan'), 2.]).nansum()
         tensor(3.)
     """
+    reject_complex(input, RuntimeError, 'nansum on CPU does not support complex inputs')
     x = input._data
     dims = _dims(dim, x.ndim)
     dt = _reduce_dtype(x, dtype)
@@ -505,7 +523,9 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     return _out(_apply1(NanSum, input, (x, dims, keepdim, dt)), out)
 
 
-def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
+@declare_op()
+def nanmean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+            dtype: D.dtype | None = None, out: Tensor | None = None) -> Tensor:
     """Mean of the non-NaN elements (NaN where there are none).
 
     Example::
@@ -513,6 +533,7 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
         >>> fabric.tensor([1., float('nan'), 2.]).nanmean()
         tensor(1.5000)
     """
+    reject_complex(input, RuntimeError, 'nansum on CPU does not support complex inputs')
     x = input._data
     if x.dtype.kind != "f":
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "
@@ -582,7 +603,9 @@ def _exclusive_prods_t(x, axis):
     return left * _flip(right, axis)
 
 
-def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
+@declare_op()
+def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: D.dtype | None = None,
+         out: Tensor | None = None) -> Tensor:
     """Product of all elements, or along one ``dim``; ints and bools give int64.
     The gradient is exact with zeros in the input (as in PyTorch).
 
@@ -591,8 +614,6 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
         >>> fabric.tensor([[1., 2.], [3., 4.]]).prod(1)
         tensor([ 2., 12.])
     """
-    if _amp.active and out is None and (c := _amp.cast("prod", input)):
-        input, = c
     x = input._data
     if dim is not None:
         if isinstance(dim, (tuple, list)):
@@ -623,12 +644,17 @@ class CumSum(Function):
     def backward(ctx, gy):
         return _cumsum(gy, ctx.axis, not ctx.reverse), None, None, None
 
+    @staticmethod
+    def jvp(ctx, t, *_):
+        return _cumsum(t, ctx.axis, ctx.reverse)
+
 
 def _cumsum(t, axis, reverse=False):
     return _apply(CumSum, (t, axis, reverse, None), (t._data, axis, reverse, None))
 
 
-def cumsum(input, dim, *, dtype=None, out=None):
+@declare_op()
+def cumsum(input: Tensor, dim: int, *, dtype: D.dtype | None = None, out: Tensor | None = None) -> Tensor:
     """Cumulative sum along ``dim``; ints and bools accumulate as int64.
 
     Example::
@@ -636,8 +662,6 @@ def cumsum(input, dim, *, dtype=None, out=None):
         >>> fabric.tensor([1, 2, 3]).cumsum(0)
         tensor([1, 3, 6])
     """
-    if _amp.active and out is None and (c := _amp.cast("cumsum", input)):
-        input, = c
     x = input._data
     axis = _wrap_dim(dim, x.ndim)
     dt = _reduce_dtype(x, dtype)
@@ -701,7 +725,8 @@ def _cumprod_grad_zeros(x, y, g, axis):
     return xp.moveaxis(gx, -1, axis).astype(x.dtype, copy=False)
 
 
-def cumprod(input, dim, *, dtype=None, out=None):
+@declare_op()
+def cumprod(input: Tensor, dim: int, *, dtype: D.dtype | None = None, out: Tensor | None = None) -> Tensor:
     """Cumulative product along ``dim``; ints and bools accumulate as int64.
     The gradient is exact with zeros in the input.
 
@@ -710,8 +735,6 @@ def cumprod(input, dim, *, dtype=None, out=None):
         >>> fabric.tensor([1., 2., 3.]).cumprod(0)
         tensor([1., 2., 6.])
     """
-    if _amp.active and out is None and (c := _amp.cast("cumprod", input)):
-        input, = c
     x = input._data
     axis = _wrap_dim(dim, x.ndim)
     dt = _reduce_dtype(x, dtype)
@@ -781,7 +804,9 @@ def _binary_extreme(name, input, other, out):
     return getattr(pointwise, name)(input, other, out=out)
 
 
-def max(input, dim=None, keepdim=False, *, out=None, other=None):
+@declare_op()
+def max(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out: Tensor | None = None,
+        other: Tensor | None = None) -> Tensor | tuple[Tensor, Tensor]:
     """``max(input)``: the largest element; ``max(input, dim, keepdim=False)``:
     ``(values, indices)`` along ``dim`` (ties: the first index); ``max(input,
     other)``: elementwise :func:`maximum`.
@@ -793,6 +818,9 @@ def max(input, dim=None, keepdim=False, *, out=None, other=None):
     """
     if isinstance(dim, Tensor) or other is not None:
         return _binary_extreme("maximum", input, dim if other is None else other, out)
+    reject_complex(input, NotImplementedError if dim is None else RuntimeError,
+                   "\"max_all\" not implemented for '{dtype}'" if dim is None
+                   else "max(): does not support complex input")
     if dim is None:
         if keepdim:
             raise TypeError("max() received an invalid combination of arguments: keepdim needs dim")
@@ -800,7 +828,9 @@ def max(input, dim=None, keepdim=False, *, out=None, other=None):
     return _out_tuple(_extreme_dim(input, dim, keepdim, True, "max"), out)
 
 
-def min(input, dim=None, keepdim=False, *, out=None, other=None):
+@declare_op()
+def min(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out: Tensor | None = None,
+        other: Tensor | None = None) -> Tensor | tuple[Tensor, Tensor]:
     """``min(input)``, ``min(input, dim, keepdim=False)`` -> ``(values, indices)``
     (ties: the first index), or elementwise :func:`minimum` with a Tensor.
 
@@ -811,6 +841,9 @@ def min(input, dim=None, keepdim=False, *, out=None, other=None):
     """
     if isinstance(dim, Tensor) or other is not None:
         return _binary_extreme("minimum", input, dim if other is None else other, out)
+    reject_complex(input, NotImplementedError if dim is None else RuntimeError,
+                   "\"min_all\" not implemented for '{dtype}'" if dim is None
+                   else "min(): does not support complex input")
     if dim is None:
         if keepdim:
             raise TypeError("min() received an invalid combination of arguments: keepdim needs dim")
@@ -840,6 +873,17 @@ class _AExtreme(Function):
             share = mask / mask.sum(axis=ctx.dims, keepdims=True, dtype=xd.dtype)
         return _expand_back(gy, xd.shape, ctx.dims, ctx.keepdim) * _const(share), None, None, None
 
+    @staticmethod
+    def jvp(ctx, t, *_):
+        x, y = ctx.saved_tensors   # the tangent averaged over the tied extremes, as backward shares gy
+        if ctx.dims is None or t.is_complex():
+            return NotImplemented
+        xd = x._data
+        mask = xd == _keep(y._data, ctx.dims, ctx.keepdim)
+        with _quiet():
+            share = mask / mask.sum(axis=ctx.dims, keepdims=True, dtype=xd.dtype)
+        return (t * _const(share)).sum(ctx.dims, keepdim=ctx.keepdim)
+
 
 class Amax(_AExtreme):
     pass
@@ -856,7 +900,8 @@ def _aextreme(input, dim, keepdim, is_max, name, sep="()"):
     return _apply(Amax if is_max else Amin, (input, dims, keepdim, is_max), (x, dims, keepdim, is_max))
 
 
-def amax(input, dim=(), keepdim=False, *, out=None):
+@declare_op()
+def amax(input: Tensor, dim: int | Sequence[int] = (), keepdim: bool = False, *, out: Tensor | None = None) -> Tensor:
     """Largest value over ``dim`` (int or tuple; ``()`` means all). Ties share
     the gradient evenly.
 
@@ -865,10 +910,12 @@ def amax(input, dim=(), keepdim=False, *, out=None):
         >>> fabric.tensor([[1., 4.], [4., 2.]]).amax()
         tensor(4.)
     """
+    reject_complex(input, NotImplementedError, "\"max_values_cpu\" not implemented for '{dtype}'")
     return _out(_aextreme(input, dim, keepdim, True, "amax"), out)
 
 
-def amin(input, dim=(), keepdim=False, *, out=None):
+@declare_op()
+def amin(input: Tensor, dim: int | Sequence[int] = (), keepdim: bool = False, *, out: Tensor | None = None) -> Tensor:
     """Smallest value over ``dim`` (int or tuple; ``()`` means all).
 
     Example::
@@ -876,10 +923,13 @@ def amin(input, dim=(), keepdim=False, *, out=None):
         >>> fabric.tensor([[1., 4.], [4., 2.]]).amin(0)
         tensor([1., 2.])
     """
+    reject_complex(input, NotImplementedError, "\"min_values_cpu\" not implemented for '{dtype}'")
     return _out(_aextreme(input, dim, keepdim, False, "amin"), out)
 
 
-def aminmax(input, *, dim=None, keepdim=False, out=None):
+@declare_op()
+def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False,
+            out: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """``(min, max)`` over all elements or one ``dim``.
 
     Example::
@@ -889,6 +939,7 @@ def aminmax(input, *, dim=None, keepdim=False, out=None):
         min=tensor(1.),
         max=tensor(3.))
     """
+    reject_complex(input, NotImplementedError, "\"aminmax_cpu\" not implemented for '{dtype}'")
     x = input._data
     if dim is None:
         if x.size == 0:
@@ -922,7 +973,8 @@ def _arg_extreme(input, dim, keepdim, is_max, name):
     return _const(r.astype(np.int64, copy=False))
 
 
-def argmax(input, dim=None, keepdim=False, *, out=None):
+@declare_op()
+def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out: Tensor | None = None) -> Tensor:
     """Index of the largest value (of the flattened tensor when ``dim`` is
     None); ties give the first index, NaN counts as largest.
 
@@ -931,10 +983,12 @@ def argmax(input, dim=None, keepdim=False, *, out=None):
         >>> fabric.tensor([1., 3., 3.]).argmax()
         tensor(1)
     """
+    reject_complex(input, RuntimeError, 'argmax(): does not support complex input')
     return _out(_arg_extreme(input, dim, keepdim, True, "argmax"), out)
 
 
-def argmin(input, dim=None, keepdim=False, *, out=None):
+@declare_op()
+def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out: Tensor | None = None) -> Tensor:
     """Index of the smallest value; ties give the first index.
 
     Example::
@@ -942,6 +996,7 @@ def argmin(input, dim=None, keepdim=False, *, out=None):
         >>> fabric.tensor([[2., 0.], [1., 1.]]).argmin(1)
         tensor([1, 0])
     """
+    reject_complex(input, RuntimeError, 'argmin(): does not support complex input')
     return _out(_arg_extreme(input, dim, keepdim, False, "argmin"), out)
 
 
@@ -961,10 +1016,12 @@ class _VarStd(Function):
             warnings.simplefilter("ignore", RuntimeWarning)
             m = xc.mean(axis=dims, keepdims=True)
             d = xc - m
-            y = (d * d).sum(axis=dims, keepdims=keepdim) / xc.dtype.type(divisor)
+            if d.dtype.kind == "c":  # |d|^2: the variance of complex numbers is real
+                d = xp.abs(d)
+            y = (d * d).sum(axis=dims, keepdims=keepdim) / d.dtype.type(divisor)
             if is_std:
                 y = xp.sqrt(y)
-        y = y.astype(x.dtype, copy=False)
+        y = y.astype(x.real.dtype, copy=False)
         ctx.save_for_backward(x, y if is_std else None)
         return y
 
@@ -987,6 +1044,19 @@ class _VarStd(Function):
         with _quiet():
             return gye * centered * scale / ye * _const(~yz), None, None, None, None, None
 
+    @staticmethod
+    def jvp(ctx, t, *_):
+        x, y = ctx.saved_tensors
+        if not ctx.divisor or not ctx.dims or t.is_complex():
+            return NotImplemented
+        dims, keepdim = ctx.dims, ctx.keepdim
+        dvar = ((x - x.mean(dims, keepdim=True)) * t).sum(dims, keepdim=keepdim) * (2.0 / ctx.divisor)
+        if y is None:
+            return dvar
+        yz = y._data == 0   # d std = d var / (2 std), 0 where std == 0 (as backward)
+        with _quiet():
+            return dvar / (2 * (y + _const(yz.astype(y._data.dtype)))) * _const(~yz)
+
 
 class Var(_VarStd):
     pass
@@ -998,7 +1068,7 @@ class Std(_VarStd):
 
 def _var_args(name, input, dim, unbiased, keepdim, correction):
     x = input._data
-    if x.dtype.kind != "f":
+    if x.dtype.kind not in "fc":
         raise RuntimeError("std and var only support floating point and complex dtypes")
     if isinstance(dim, _bool):  # var(input, unbiased)
         dim, unbiased = None, dim
@@ -1013,7 +1083,9 @@ def _var_args(name, input, dim, unbiased, keepdim, correction):
     return x, dims, correction
 
 
-def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+@declare_op()
+def var(input: Tensor, dim: int | Sequence[int] | None = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: float | None = None, out: Tensor | None = None) -> Tensor:
     """Variance over ``dim``, divided by ``N - correction`` (``correction=1`` by
     default; ``unbiased=False`` means ``correction=0``). NaN (with a warning)
     when ``N - correction <= 0``.
@@ -1028,7 +1100,9 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     return _out(_apply1(Var, input, (x, dims, c, keepdim, False, whole)), out)
 
 
-def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+@declare_op()
+def std(input: Tensor, dim: int | Sequence[int] | None = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: float | None = None, out: Tensor | None = None) -> Tensor:
     """Standard deviation over ``dim`` (see :func:`var` for ``correction``).
 
     Example::
@@ -1040,7 +1114,9 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     return _out(_apply1(Std, input, (x, dims, c, keepdim, True)), out)
 
 
-def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+@declare_op(method=False)
+def var_mean(input: Tensor, dim: int | Sequence[int] | None = None, unbiased: bool | None = None, keepdim: bool = False,
+             *, correction: float | None = None) -> tuple[Tensor, Tensor]:
     """``(var, mean)`` over ``dim`` (a plain tuple, as in PyTorch).
 
     Example::
@@ -1052,7 +1128,9 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return v, mean(input, None if isinstance(dim, _bool) else dim, keepdim)
 
 
-def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+@declare_op(method=False)
+def std_mean(input: Tensor, dim: int | Sequence[int] | None = None, unbiased: bool | None = None, keepdim: bool = False,
+             *, correction: float | None = None) -> tuple[Tensor, Tensor]:
     """``(std, mean)`` over ``dim``.
 
     Example::
@@ -1076,7 +1154,7 @@ class LogSumExp(Function):
         if x.size == 0 or _numel(x.shape, dims) == 0:
             y = xp.full(_reduced_shape(x.shape, dims, keepdim), -xp.inf, x.dtype)
         else:
-            m = xp.amax(x, axis=dims, keepdims=True)
+            m = xp.amax(x.real, axis=dims, keepdims=True)  # complex: shift by the largest real part
             m = xp.where(xp.isfinite(m), m, 0)
             with _quiet():
                 y = xp.log(xp.sum(xp.exp(x - m), axis=dims, keepdims=True)) + m
@@ -1093,12 +1171,21 @@ class LogSumExp(Function):
         ye = _expand_back(y, ctx.shape, ctx.dims, ctx.keepdim)
         return _expand_back(gy, ctx.shape, ctx.dims, ctx.keepdim) * exp(x - ye), None, None
 
+    @staticmethod
+    def jvp(ctx, t, *_):
+        x, y = ctx.saved_tensors   # the softmax-weighted sum of the tangent
+        from .arith import exp
+
+        w = exp(x - _expand_back(y, ctx.shape, ctx.dims, ctx.keepdim))
+        return (w * t).sum(ctx.dims, keepdim=ctx.keepdim)
+
 
 def _float_or_default(x):
-    return x if x.dtype.kind == "f" else x.astype(D.get_default_dtype().np)
+    return x if x.dtype.kind in "fc" else x.astype(D.get_default_dtype().np)
 
 
-def logsumexp(input, dim, keepdim=False, *, out=None):
+@declare_op()
+def logsumexp(input: Tensor, dim: int | Sequence[int], keepdim: bool = False, *, out: Tensor | None = None) -> Tensor:
     """``log(sum(exp(input), dim))`` computed stably (no overflow for large
     inputs); integer inputs give the default float dtype.
 
@@ -1107,8 +1194,6 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
         >>> fabric.logsumexp(fabric.tensor([1e4, 1e4]), 0)
         tensor(10000.6934)
     """
-    if _amp.active and out is None and (c := _amp.cast("logsumexp", input)):
-        input, = c
     x = input._data
     if dim is None:
         raise TypeError("logsumexp(): argument 'dim' must be tuple of ints, not NoneType")
@@ -1154,7 +1239,8 @@ class LogCumSumExp(Function):
         return out, None
 
 
-def logcumsumexp(input, dim, *, out=None):
+@declare_op()
+def logcumsumexp(input: Tensor, dim: int, *, out: Tensor | None = None) -> Tensor:
     """``log(cumsum(exp(input), dim))`` computed stably.
 
     Example::
@@ -1198,7 +1284,8 @@ def _cum_extreme(input, dim, is_max, name):
     return getattr(return_types, name)(v, _const(idx))
 
 
-def cummax(input, dim, *, out=None):
+@declare_op()
+def cummax(input: Tensor, dim: int, *, out: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """Running maximum along ``dim`` and where it was attained (the latest
     index on ties, as PyTorch).
 
@@ -1207,10 +1294,12 @@ def cummax(input, dim, *, out=None):
         >>> fabric.tensor([1., 3., 2., 3.]).cummax(0).indices
         tensor([0, 1, 1, 3])
     """
+    reject_complex(input, NotImplementedError, "\"cummax_cpu\" not implemented for '{dtype}'")
     return _out_tuple(_cum_extreme(input, dim, True, "cummax"), out)
 
 
-def cummin(input, dim, *, out=None):
+@declare_op()
+def cummin(input: Tensor, dim: int, *, out: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """Running minimum along ``dim`` and its (latest on ties) index.
 
     Example::
@@ -1218,6 +1307,7 @@ def cummin(input, dim, *, out=None):
         >>> fabric.tensor([2., 1., 3.]).cummin(0).values
         tensor([2., 1., 1.])
     """
+    reject_complex(input, NotImplementedError, "\"cummin_cpu\" not implemented for '{dtype}'")
     return _out_tuple(_cum_extreme(input, dim, False, "cummin"), out)
 
 
@@ -1297,6 +1387,11 @@ def _vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None, name="lin
     semantics: ``ord`` any float incl. ``inf``/``-inf``/0; ``dim`` int, tuple or
     None for all; floating inputs only; ``dtype`` casts before computing)."""
     x = input._data
+    if x.dtype.kind == "c":  # the norm of complex numbers is the norm of their moduli
+        from .pointwise import abs as _abs
+
+        return _vector_norm(_abs(input), ord, dim, keepdim, dtype=dtype if dtype is None else
+                            D.to_real(D.to_dtype(dtype)), name=name)
     if x.dtype.kind != "f":
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
                            f"{_torch_name(x.dtype)}")
@@ -1320,7 +1415,9 @@ def _vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None, name="lin
     return _apply1(VectorNorm, input, (x, ord, dims, keepdim))
 
 
-def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+@declare_op()
+def norm(input: Tensor, p: float | str | None = "fro", dim: int | Sequence[int] | None = None, keepdim: bool = False,
+         out: Tensor | None = None, dtype: D.dtype | None = None) -> Tensor:
     """``torch.norm``: the vector ``p``-norm over ``dim`` (int, tuple or None
     for all) for numeric ``p`` (incl. ``inf``, ``-inf``, 0) and for ``'fro'``
     (the 2-norm of the flattened dims). ``'nuc'`` and other matrix norms call
@@ -1334,8 +1431,6 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
         >>> fabric.tensor([[3., 4.], [0., 1.]]).norm(dim=1)
         tensor([5., 1.])
     """
-    if _amp.active and out is None and (c := _amp.cast("norm", input)):
-        input, = c
     if isinstance(p, str):
         if p == "fro" and (dim is None or isinstance(dim, (_int, np.integer)) or len(dim) <= 2):
             r = _vector_norm(input, 2, dim, keepdim, dtype=dtype)
@@ -1360,7 +1455,9 @@ def _logical_reduce(input, dim, keepdim, is_all):
     return _const(xp.asarray(r, dtype=np.uint8 if x.dtype == np.uint8 else np.bool_))
 
 
-def all(input, dim=None, keepdim=False, *, out=None):
+@declare_op()
+def all(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+        out: Tensor | None = None) -> Tensor:
     """Whether all elements (over ``dim``: int, tuple or None) are nonzero.
     bool result (uint8 for uint8 input, as PyTorch).
 
@@ -1372,7 +1469,9 @@ def all(input, dim=None, keepdim=False, *, out=None):
     return _out(_logical_reduce(input, dim, keepdim, True), out)
 
 
-def any(input, dim=None, keepdim=False, *, out=None):
+@declare_op()
+def any(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+        out: Tensor | None = None) -> Tensor:
     """Whether any element (over ``dim``) is nonzero.
 
     Example::
@@ -1383,7 +1482,8 @@ def any(input, dim=None, keepdim=False, *, out=None):
     return _out(_logical_reduce(input, dim, keepdim, False), out)
 
 
-def count_nonzero(input, dim=None):
+@declare_op()
+def count_nonzero(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     """Number of nonzero elements over ``dim`` (int, tuple or None), int64.
 
     Example::
@@ -1398,7 +1498,6 @@ def count_nonzero(input, dim=None):
 
 # --- in-place scans -------------------------------------------------------------------------------------
 
-__all__ += ["cumsum_", "cumprod_", "sum_to_size"]
 
 
 def _scan_(self, dim, dtype, fn, name, saves_self):
@@ -1415,7 +1514,8 @@ def _scan_(self, dim, dtype, fn, name, saves_self):
     return _inplace_from(self, lambda t: fn(t, dim), (), saves_self)
 
 
-def cumsum_(self, dim, *, dtype=None):
+@declare_op(top_level=False)
+def cumsum_(self: Tensor, dim: int, *, dtype: D.dtype | None = None) -> Tensor:
     """In-place :func:`fabric.cumsum` (``dtype``, if given, must be ``self``'s).
 
     Example::
@@ -1426,7 +1526,8 @@ def cumsum_(self, dim, *, dtype=None):
     return _scan_(self, dim, dtype, cumsum, "cumsum", False)
 
 
-def cumprod_(self, dim, *, dtype=None):
+@declare_op(top_level=False)
+def cumprod_(self: Tensor, dim: int, *, dtype: D.dtype | None = None) -> Tensor:
     """In-place :func:`fabric.cumprod`.
 
     Example::
@@ -1439,7 +1540,8 @@ def cumprod_(self, dim, *, dtype=None):
 
 # --- sum_to_size ------------------------------------------------------------------------------------------
 
-def sum_to_size(self, *size):
+@declare_op(top_level=False)
+def sum_to_size(self: Tensor, *size: int | Sequence[int]) -> Tensor:
     """Sum ``self`` down to ``size`` (the reverse of ``expand``); returns
     ``self`` when the sizes already match.
 
@@ -1466,10 +1568,11 @@ def sum_to_size(self, *size):
 
 # --- composites: diff, cov, corrcoef, trapezoid --------------------------------------------------------------------
 
-__all__ += ["diff", "cov", "corrcoef", "trapezoid", "trapz", "cumulative_trapezoid"]
 
 
-def diff(input, n=1, dim=-1, prepend=None, append=None):
+@declare_op()
+def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
+         append: Tensor | None = None) -> Tensor:
     """n-th forward difference along ``dim`` (bool inputs use xor, as PyTorch).
 
     Example::
@@ -1494,7 +1597,9 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     return x
 
 
-def cov(input, *, correction=1, fweights=None, aweights=None):
+@declare_op()
+def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
+        aweights: Tensor | None = None) -> Tensor:
     """Covariance of the rows of ``input`` (variables) over its columns (observations)."""
     if fweights is not None or aweights is not None:
         raise NotImplementedError("fabric.cov does not support fweights/aweights yet")
@@ -1507,7 +1612,8 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     return c.squeeze() if input.ndim < 2 else c
 
 
-def corrcoef(input):
+@declare_op()
+def corrcoef(input: Tensor) -> Tensor:
     """Pearson correlation coefficients of the rows of ``input``."""
     from .pointwise import clamp  # pointwise imports reduce
 
@@ -1518,7 +1624,8 @@ def corrcoef(input):
     return clamp(c / d[:, None] / d[None, :], -1, 1)
 
 
-def trapezoid(y, x=None, *, dx=None, dim=-1):
+@declare_op(aliases=("trapz",), method=False)
+def trapezoid(y: Tensor, x: Tensor | None = None, *, dx: float | None = None, dim: int = -1) -> Tensor:
     """Trapezoidal rule along ``dim``."""
     n = y.shape[dim]
     if n == 0:
@@ -1533,9 +1640,13 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
 trapz = trapezoid
 
 
-def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+@declare_op(method=False)
+def cumulative_trapezoid(y: Tensor, x: Tensor | None = None, *, dx: float | None = None, dim: int = -1) -> Tensor:
     n = y.shape[dim]
     left, right = narrow(y, dim, 0, builtins.max(n - 1, 0)), narrow(y, dim, 1, builtins.max(n - 1, 0))
     if x is None:
         return ((left + right) * (0.5 * (1.0 if dx is None else dx))).cumsum(dim)
     return ((left + right) * diff(x, dim=dim if x.ndim == y.ndim else -1) * 0.5).cumsum(dim)
+
+
+__all__ += declared_names(__name__)

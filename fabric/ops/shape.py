@@ -22,6 +22,7 @@ import builtins
 import itertools
 import math
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -32,70 +33,12 @@ from ..autograd.function import Function, _apply, _apply1, _make_view, _record1
 from ..autograd.grad_mode import state as _state
 from ..autograd.observe import hook as _hook
 from ..backends import backend_of
+from ._registry import declare_op
+from ._registry import public_names as declared_names
 from ._util import infer_size, shape_args, xp_of
 from .indexing import _SLICE, Slice
 
-__all__ = [
-    "adjoint",
-    "as_strided",
-    "as_strided_",
-    "atleast_1d",
-    "atleast_2d",
-    "atleast_3d",
-    "block_diag",
-    "broadcast_shapes",
-    "broadcast_tensors",
-    "broadcast_to",
-    "cartesian_prod",
-    "clone",
-    "combinations",
-    "contiguous",
-    "diag",
-    "diag_embed",
-    "diagflat",
-    "diagonal",
-    "expand",
-    "expand_as",
-    "flatten",
-    "flip",
-    "fliplr",
-    "flipud",
-    "meshgrid",
-    "moveaxis",
-    "movedim",
-    "narrow",
-    "permute",
-    "ravel",
-    "repeat",
-    "repeat_interleave",
-    "reshape",
-    "reshape_as",
-    "roll",
-    "rot90",
-    "select",
-    "squeeze",
-    "squeeze_",
-    "swapaxes",
-    "swapaxes_",
-    "swapdims",
-    "swapdims_",
-    "t",
-    "t_",
-    "tile",
-    "transpose",
-    "transpose_",
-    "tril",
-    "tril_",
-    "triu",
-    "triu_",
-    "unbind",
-    "unflatten",
-    "unfold",
-    "unsqueeze",
-    "unsqueeze_",
-    "view",
-    "view_as",
-]
+__all__: list[str] = []  # + the declared ops (end of module)
 
 _int = builtins.int
 
@@ -128,19 +71,23 @@ def _mark_views(base, outs, multi=None):
 
 class Reshape(Function):
     _array_forward = True
-    _ctx_slots = ("shape",)
+    _ctx_slots = ("shape", "out")
     _exact_grads = True
     _is_view = True
     _node_name = "ViewBackward0"
 
     @staticmethod
     def forward(ctx, x, shape):
-        ctx.shape = x.shape
+        ctx.shape, ctx.out = x.shape, shape
         return x.reshape(shape)
 
     @staticmethod
     def backward(ctx, gy):
         return gy.reshape(ctx.shape), None
+
+    @staticmethod
+    def jvp(ctx, t, _):
+        return t.reshape(ctx.out)
 
 
 class ReshapeCopy(Function):
@@ -174,7 +121,8 @@ def _view(input, shape):
     return _apply1(Reshape, input, (input._data, shape))
 
 
-def reshape(input, *shape):
+@declare_op()
+def reshape(input: Tensor, *shape: int | Sequence[int]) -> Tensor:
     """Same data in a new shape; a view when possible, else a copy.
 
     Example::
@@ -201,7 +149,8 @@ def reshape(input, *shape):
     return _apply1(ReshapeCopy, input, (x, shape))
 
 
-def view(input, *shape):
+@declare_op()
+def view(input: Tensor, *shape: int | Sequence[int] | D.dtype) -> Tensor:
     """A view with a new shape (or, given a dtype of the same size, a
     reinterpretation of the bytes); errors when the strides do not allow it."""
     if len(shape) == 1 and isinstance(shape[0], (D.dtype, np.dtype, type)) and not isinstance(shape[0], (tuple, list)):
@@ -217,17 +166,20 @@ def view(input, *shape):
     return _view(input, shape)
 
 
-def view_as(input, other):
+@declare_op()
+def view_as(input: Tensor, other: Tensor) -> Tensor:
     """``input.view(other.shape)``."""
     return view(input, other._data.shape)
 
 
-def reshape_as(input, other):
+@declare_op()
+def reshape_as(input: Tensor, other: Tensor) -> Tensor:
     """``input.reshape(other.shape)``."""
     return reshape(input, other._data.shape)
 
 
-def flatten(input, start_dim=0, end_dim=-1):
+@declare_op()
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Merge dims ``start_dim..end_dim`` into one.
 
     Example::
@@ -248,12 +200,14 @@ def flatten(input, start_dim=0, end_dim=-1):
     return reshape(input, shp[:s] + (_prod(shp[s:e + 1]),) + shp[e + 1:])
 
 
-def ravel(input):
+@declare_op()
+def ravel(input: Tensor) -> Tensor:
     """The elements as a 1-D tensor (a view when contiguous)."""
     return reshape(input, (-1,))
 
 
-def unflatten(input, dim, sizes):
+@declare_op()
+def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     """Split dim ``dim`` into ``sizes`` (one entry may be -1).
 
     Example::
@@ -301,8 +255,13 @@ class Permute(Function):
             inv[d] = i
         return permute(gy, tuple(inv)), None
 
+    @staticmethod
+    def jvp(ctx, t, _):
+        return permute(t, ctx.dims)
 
-def permute(input, *dims):
+
+@declare_op()
+def permute(input: Tensor, *dims: int | Sequence[int]) -> Tensor:
     """Reorder dimensions (a view).
 
     Example::
@@ -337,8 +296,13 @@ class Transpose(Function):
     def backward(ctx, gy):
         return transpose(gy, *ctx.d), None, None
 
+    @staticmethod
+    def jvp(ctx, t, *_):
+        return transpose(t, *ctx.d)
 
-def transpose(input, dim0, dim1):
+
+@declare_op(aliases=("swapaxes", "swapdims"))
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swap two dimensions (a view).
 
     Example::
@@ -356,7 +320,8 @@ def transpose(input, dim0, dim1):
 swapaxes = swapdims = transpose
 
 
-def t(input):
+@declare_op()
+def t(input: Tensor) -> Tensor:
     """Transpose a tensor of at most 2 dims (0-d and 1-d are returned as views)."""
     if input._data.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input._data.ndim}D")
@@ -365,15 +330,18 @@ def t(input):
     return transpose(input, 0, 1)
 
 
-def adjoint(input):
-    """The conjugate transpose of the last two dims (``x.mH``); real dtypes only."""
+@declare_op()
+def adjoint(input: Tensor) -> Tensor:
+    """The conjugate transpose of the last two dims (``x.mH``); a copy for complex
+    tensors (fabric conjugates physically), a view for real ones."""
     if input._data.ndim < 2:
         raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. Got "
                            f"{input._data.ndim}-D tensor.")
-    return transpose(input, -2, -1)
+    return transpose(input, -2, -1).conj()
 
 
-def movedim(input, source, destination):
+@declare_op(aliases=("moveaxis",))
+def movedim(input: Tensor, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
     """Move dims ``source`` to positions ``destination`` (a view).
 
     Example::
@@ -426,7 +394,8 @@ class Expand(Function):
         return gy, None  # the engine sums back to the input's shape
 
 
-def expand(input, *sizes):
+@declare_op(aliases=("broadcast_to",))
+def expand(input: Tensor, *sizes: int | Sequence[int]) -> Tensor:
     """Broadcast to a larger shape without copying (-1 keeps a size).
 
     Example::
@@ -464,7 +433,8 @@ def expand(input, *sizes):
     return _apply1(Expand, input, (input._data, target))
 
 
-def expand_as(input, other):
+@declare_op()
+def expand_as(input: Tensor, other: Tensor) -> Tensor:
     """``input.expand(other.shape)``."""
     return expand(input, other._data.shape)
 
@@ -472,7 +442,8 @@ def expand_as(input, other):
 broadcast_to = expand
 
 
-def broadcast_shapes(*shapes):
+@declare_op(method=False)
+def broadcast_shapes(*shapes: int | Sequence[int]) -> Size:
     """The shape that tensors of ``shapes`` broadcast to.
 
     Example::
@@ -521,7 +492,8 @@ def _broadcast_shape_of(tensors):
     return shape
 
 
-def broadcast_tensors(*tensors):
+@declare_op(method=False)
+def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
     """Expand every tensor to their common broadcast shape (views).
 
     Example::
@@ -546,7 +518,8 @@ def _squeezed_shape(shp, dim):
     return tuple(s for i, s in enumerate(shp) if not (i in dims and s == 1))
 
 
-def squeeze(input, dim=None):
+@declare_op()
+def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     """Remove size-1 dims (all, or those in ``dim``: an int or a tuple).
 
     Example::
@@ -562,7 +535,8 @@ def _unsqueezed_shape(shp, dim):
     return shp[:d] + (1,) + shp[d:]
 
 
-def unsqueeze(input, dim):
+@declare_op()
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
     """Insert a size-1 dim at ``dim``.
 
     Example::
@@ -592,25 +566,29 @@ def _check_inplace_view(self):
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
 
 
-def t_(self):
+@declare_op()
+def t_(self: Tensor) -> Tensor:
     """In-place :func:`t`."""
     _check_inplace_view(self)
     return _inplace_view(self, t(self))
 
 
-def squeeze_(self, dim=None):
+@declare_op()
+def squeeze_(self: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     """In-place :func:`squeeze`."""
     _check_inplace_view(self)
     return _inplace_view(self, squeeze(self, dim))
 
 
-def unsqueeze_(self, dim):
+@declare_op()
+def unsqueeze_(self: Tensor, dim: int) -> Tensor:
     """In-place :func:`unsqueeze`."""
     _check_inplace_view(self)
     return _inplace_view(self, unsqueeze(self, dim))
 
 
-def transpose_(self, dim0, dim1):
+@declare_op(aliases=("swapaxes_", "swapdims_"))
+def transpose_(self: Tensor, dim0: int, dim1: int) -> Tensor:
     """In-place :func:`transpose`."""
     _check_inplace_view(self)
     return _inplace_view(self, transpose(self, dim0, dim1))
@@ -619,7 +597,8 @@ def transpose_(self, dim0, dim1):
 swapaxes_ = swapdims_ = transpose_
 
 
-def as_strided_(self, size, stride, storage_offset=None):
+@declare_op()
+def as_strided_(self: Tensor, size: Sequence[int], stride: Sequence[int], storage_offset: int | None = None) -> Tensor:
     """In-place :func:`as_strided`."""
     _check_inplace_view(self)
     return _inplace_view(self, as_strided(self, size, stride, storage_offset))
@@ -648,7 +627,8 @@ class Repeat(Function):
         return g.reshape(ctx.shape), None
 
 
-def repeat(input, *sizes):
+@declare_op()
+def repeat(input: Tensor, *sizes: int | Sequence[int]) -> Tensor:
     """Tile ``input`` ``sizes`` times along each dim (a copy).
 
     Example::
@@ -666,7 +646,8 @@ def repeat(input, *sizes):
     return _apply1(Repeat, input, (input._data, reps))
 
 
-def tile(input, dims):
+@declare_op()
+def tile(input: Tensor, dims: Sequence[int]) -> Tensor:
     """Like :func:`repeat`, padding ``dims`` with leading 1s when it is short."""
     reps = shape_args((dims,), "dims")
     nd = input._data.ndim
@@ -675,7 +656,9 @@ def tile(input, dims):
     return repeat(input, reps)
 
 
-def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+@declare_op()
+def repeat_interleave(input: Tensor, repeats: int | Tensor | None = None, dim: int | None = None, *,
+                      output_size: int | None = None) -> Tensor:
     """Repeat each element ``repeats`` times (an int, or a tensor with one
     count per element along ``dim``). With only a tensor of counts, returns
     the indices repeated by those counts.
@@ -753,8 +736,13 @@ class Flip(Function):
     def backward(ctx, gy):
         return _apply(Flip, (gy, ctx.dims), (gy._data, ctx.dims)), None
 
+    @staticmethod
+    def jvp(ctx, t, _):
+        return _apply(Flip, (t, ctx.dims), (t._data, ctx.dims))
 
-def flip(input, *dims):
+
+@declare_op()
+def flip(input: Tensor, *dims: int | Sequence[int]) -> Tensor:
     """Reverse the order of elements along ``dims`` (a copy, as in PyTorch).
 
     Example::
@@ -774,14 +762,16 @@ def flip(input, *dims):
     return _apply1(Flip, input, (input._data, wrapped))
 
 
-def fliplr(input):
+@declare_op()
+def fliplr(input: Tensor) -> Tensor:
     """Flip left/right (dim 1); needs at least 2 dims."""
     if input._data.ndim < 2:
         raise RuntimeError("Input must be >= 2-d.")
     return flip(input, (1,))
 
 
-def flipud(input):
+@declare_op()
+def flipud(input: Tensor) -> Tensor:
     """Flip up/down (dim 0); needs at least 1 dim."""
     if input._data.ndim < 1:
         raise RuntimeError("Input must be >= 1-d.")
@@ -802,7 +792,8 @@ class Roll(Function):
         return _apply(Roll, (gy, neg, ctx.dims), (gy._data, neg, ctx.dims)), None, None
 
 
-def roll(input, shifts, dims=None):
+@declare_op()
+def roll(input: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
     """Rotate elements along ``dims`` by ``shifts`` (flattened when ``dims`` is None).
 
     Example::
@@ -825,7 +816,8 @@ def roll(input, shifts, dims=None):
     return _apply1(Roll, input, (input._data, shifts, dims))
 
 
-def rot90(input, k=1, dims=(0, 1)):
+@declare_op()
+def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
     """Rotate by 90 degrees ``k`` times in the plane of ``dims``.
 
     Example::
@@ -866,8 +858,13 @@ class Clone(Function):
     def backward(ctx, gy):
         return gy
 
+    @staticmethod
+    def jvp(ctx, t, *_):
+        return t
 
-def clone(input, *, memory_format=None):
+
+@declare_op(method=False)
+def clone(input: Tensor, *, memory_format: _layout.memory_format | None = None) -> Tensor:
     """A copy with its own memory, differentiable; laid out as ``memory_format``
     (default ``preserve_format``: the input's order of strides, as PyTorch).
 
@@ -880,13 +877,15 @@ def clone(input, *, memory_format=None):
     return _apply(Clone, (input,), (input._data, fmt))
 
 
-def contiguous(input, memory_format=None):
+@declare_op(method=False)
+def contiguous(input: Tensor, memory_format: _layout.memory_format | None = None) -> Tensor:
     return input.contiguous(memory_format)
 
 
 # --- narrow / select / unbind -------------------------------------------------------
 
-def narrow(input, dim, start, length):
+@declare_op()
+def narrow(input: Tensor, dim: int, start: int | Tensor, length: int | Tensor) -> Tensor:
     """The slice ``start:start+length`` along ``dim`` (a view).
 
     Example::
@@ -915,7 +914,8 @@ def narrow(input, dim, start, length):
     return _apply1(Slice, input, (input._data, key))
 
 
-def select(input, dim, index):
+@declare_op()
+def select(input: Tensor, dim: int, index: int) -> Tensor:
     """The slice at ``index`` along ``dim``, without that dim (a view).
 
     Example::
@@ -951,8 +951,13 @@ class Unbind(Function):
 
         return stack(grads, ctx.dim), None
 
+    @staticmethod
+    def jvp(ctx, t, _):
+        return t.unbind(ctx.dim)
 
-def unbind(input, dim=0):
+
+@declare_op()
+def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     """Split along ``dim`` into a tuple of views without that dim.
 
     Example::
@@ -1019,7 +1024,8 @@ class DiagonalBackward(Function):
         return diagonal(gg, *ctx.args), None, None, None, None
 
 
-def diagonal(input, offset=0, dim1=0, dim2=1):
+@declare_op()
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """The diagonal of the ``dim1``/``dim2`` planes, as a view; the
     diagonal becomes the last dim.
 
@@ -1055,7 +1061,8 @@ class DiagEmbed(Function):
         return diagonal(gy, *ctx.args), None, None, None
 
 
-def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+@declare_op()
+def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     """Tensors whose ``dim1``/``dim2`` diagonals hold the last dim of ``input``.
 
     Example::
@@ -1073,7 +1080,8 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     return _apply1(DiagEmbed, input, (input._data, offset, d1, d2))
 
 
-def diag(input, diagonal=0):
+@declare_op()
+def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     """1-D input: a square matrix with ``input`` on diagonal ``diagonal``;
     2-D input: that diagonal as a new 1-D tensor.
 
@@ -1092,7 +1100,8 @@ def diag(input, diagonal=0):
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {nd}D")
 
 
-def diagflat(input, offset=0):
+@declare_op()
+def diagflat(input: Tensor, offset: int = 0) -> Tensor:
     """A 2-D tensor with the flattened ``input`` on diagonal ``offset``."""
     return diag_embed(flatten(input), offset, 0, 1)
 
@@ -1139,7 +1148,8 @@ def _tri(input, diagonal, upper, inplace):
     return _apply1(cls, input, (input._data, k, upper))
 
 
-def tril(input, diagonal=0):
+@declare_op()
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:
     """The lower triangle (elements on and below diagonal ``diagonal``) of the
     last two dims; the rest zero.
 
@@ -1152,17 +1162,20 @@ def tril(input, diagonal=0):
     return _tri(input, diagonal, False, False)
 
 
-def triu(input, diagonal=0):
+@declare_op()
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:
     """The upper triangle (on and above diagonal ``diagonal``) of the last two dims."""
     return _tri(input, diagonal, True, False)
 
 
-def tril_(self, diagonal=0):
+@declare_op()
+def tril_(self: Tensor, diagonal: int = 0) -> Tensor:
     """In-place :func:`tril`."""
     return _tri(self, diagonal, False, True)
 
 
-def triu_(self, diagonal=0):
+@declare_op()
+def triu_(self: Tensor, diagonal: int = 0) -> Tensor:
     """In-place :func:`triu`."""
     return _tri(self, diagonal, True, True)
 
@@ -1240,7 +1253,8 @@ class AsStrided(Function):
         return gx, None, None, None, None, None
 
 
-def as_strided(input, size, stride, storage_offset=None):
+@declare_op()
+def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int], storage_offset: int | None = None) -> Tensor:
     """A view with arbitrary ``size``/``stride`` (in elements) over the
     memory of ``input`` starting at ``storage_offset`` (default: that of
     ``input``).
@@ -1300,7 +1314,8 @@ class Unfold(Function):
         return index_add(gy.new_zeros(shape), d, Tensor._make(idx, False), g), None, None, None
 
 
-def unfold(input, dimension, size, step):
+@declare_op()
+def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
     """``Tensor.unfold``: all windows of length ``size`` (every ``step``
     elements) along ``dimension``, as a view with the window as a new last dim.
 
@@ -1354,22 +1369,26 @@ def _at3(t):
     return unsqueeze(t, -1) if nd == 2 else t
 
 
-def atleast_1d(*tensors):
+@declare_op(method=False)
+def atleast_1d(*tensors: Tensor) -> Tensor | tuple[Tensor, ...]:
     """Each tensor viewed with at least 1 dim (a tuple for several tensors)."""
     return _atleast(tensors, _at1)
 
 
-def atleast_2d(*tensors):
+@declare_op(method=False)
+def atleast_2d(*tensors: Tensor) -> Tensor | tuple[Tensor, ...]:
     """Each tensor viewed with at least 2 dims (a tuple for several tensors)."""
     return _atleast(tensors, _at2)
 
 
-def atleast_3d(*tensors):
+@declare_op(method=False)
+def atleast_3d(*tensors: Tensor) -> Tensor | tuple[Tensor, ...]:
     """Each tensor viewed with at least 3 dims (a tuple for several tensors)."""
     return _atleast(tensors, _at3)
 
 
-def meshgrid(*tensors, indexing=None):
+@declare_op(method=False)
+def meshgrid(*tensors: Tensor, indexing: str | None = None) -> tuple[Tensor, ...]:
     """Coordinate grids from 1-D tensors (views via expand).
 
     ``indexing='ij'`` (the default, with a warning when not given as in
@@ -1411,7 +1430,8 @@ def meshgrid(*tensors, indexing=None):
     return tuple(out)
 
 
-def cartesian_prod(*tensors):
+@declare_op(method=False)
+def cartesian_prod(*tensors: Tensor) -> Tensor:
     """The Cartesian product of 1-D tensors, one combination per row.
 
     Example::
@@ -1462,7 +1482,8 @@ class BlockDiag(Function):
         return tuple(grads)
 
 
-def block_diag(*tensors):
+@declare_op(method=False)
+def block_diag(*tensors: Tensor) -> Tensor:
     """A block-diagonal matrix from 0-, 1- or 2-D tensors.
 
     Example::
@@ -1489,7 +1510,8 @@ def block_diag(*tensors):
     return _apply(BlockDiag, (None, *mats), (dt, *(m._data for m in mats)))
 
 
-def combinations(input, r=2, with_replacement=False):
+@declare_op(method=False)
+def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:
     """All length-``r`` combinations of the elements of a 1-D tensor (like
     ``itertools.combinations``, one per row).
 
@@ -1520,10 +1542,10 @@ def combinations(input, r=2, with_replacement=False):
 
 # --- narrow_copy ----------------------------------------------------------------------------------------
 
-__all__ += ["narrow_copy", "resize_", "resize_as_"]
 
 
-def narrow_copy(input, dim, start, length):
+@declare_op()
+def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     """A copy (not a view) of ``input.narrow(dim, start, length)``.
 
     Example::
@@ -1536,7 +1558,8 @@ def narrow_copy(input, dim, start, length):
 
 # --- resize_ ------------------------------------------------------------------------------------
 
-def resize_(self, *sizes, memory_format=None):
+@declare_op(top_level=False)
+def resize_(self: Tensor, *sizes: int | Sequence[int], memory_format: _layout.memory_format | None = None) -> Tensor:
     """Change the shape in place, keeping the leading elements (in C order);
     new elements are zeros.  Raises for tensors that require grad and for
     views (a view cannot change its base's memory).
@@ -1571,6 +1594,10 @@ def resize_(self, *sizes, memory_format=None):
     return self
 
 
-def resize_as_(input, the_template, *, memory_format=None):
+@declare_op()
+def resize_as_(input: Tensor, the_template: Tensor, *, memory_format: _layout.memory_format | None = None) -> Tensor:
     """:func:`resize_` to ``the_template``'s shape (the dtype is kept)."""
     return resize_(input, the_template._data.shape)
+
+
+__all__ += declared_names(__name__)

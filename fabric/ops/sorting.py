@@ -39,13 +39,16 @@ from __future__ import annotations
 
 import builtins
 import functools
+from collections.abc import Sequence
 
 import numpy as np
 
 from .._tensor import Tensor, _wrap_dim
 from ..autograd.function import Function, _apply
 from ..backends import backend_of
-from ._util import xp_of
+from ._registry import declare_op
+from ._registry import public_names as declared_names
+from ._util import reject_complex, xp_of
 from .reduce import (
     _const,
     _even_share,
@@ -59,9 +62,7 @@ from .reduce import (
     return_types,
 )
 
-__all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode", "quantile",
-           "nanquantile", "unique", "unique_consecutive", "searchsorted", "bucketize", "bincount", "histc",
-           "histogram"]
+__all__: list[str] = []  # + the declared ops (end of module)
 
 _bool, _int, _float, _range, _bmax, _bmin = (builtins.bool, builtins.int, builtins.float, builtins.range,
                                              builtins.max, builtins.min)
@@ -143,7 +144,9 @@ def _select(input, idx_last, axis, was_0d, keepdim, cls, rtype):
 
 # --- sort / argsort / msort -------------------------------------------------------
 
-def sort(input, dim=-1, descending=False, *, stable=False, out=None):
+@declare_op()
+def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False,
+         out: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """Sort along ``dim``; returns ``(values, indices)``. Always stable
     (``stable`` is accepted for PyTorch compatibility); NaN sorts as largest.
 
@@ -152,6 +155,7 @@ def sort(input, dim=-1, descending=False, *, stable=False, out=None):
         >>> fabric.tensor([2., 1., 2.]).sort(descending=True).indices
         tensor([0, 2, 1])
     """
+    reject_complex(input, RuntimeError, ' Sort does not support complex dtypes on CPU')
     x = input._data
     if x.ndim == 0:
         _wrap_dim(dim, 0)
@@ -163,7 +167,8 @@ def sort(input, dim=-1, descending=False, *, stable=False, out=None):
     return _out_tuple(return_types.sort(v, _const(idx)), out)
 
 
-def argsort(input, dim=-1, descending=False, *, stable=False):
+@declare_op()
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor:
     """Indices that sort ``input`` along ``dim`` (stable).
 
     Example::
@@ -171,6 +176,7 @@ def argsort(input, dim=-1, descending=False, *, stable=False):
         >>> fabric.tensor([3, 1, 2]).argsort()
         tensor([1, 2, 0])
     """
+    reject_complex(input, RuntimeError, ' Sort does not support complex dtypes on CPU')
     x = input._data
     if x.ndim == 0:
         _wrap_dim(dim, 0)
@@ -178,7 +184,8 @@ def argsort(input, dim=-1, descending=False, *, stable=False):
     return _const(_argsort(x, _wrap_dim(dim, x.ndim), descending))
 
 
-def msort(input, *, out=None):
+@declare_op()
+def msort(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Sort along the first dimension (``sort(input, 0).values``).
 
     Example::
@@ -187,6 +194,7 @@ def msort(input, *, out=None):
         tensor([[0., 1.],
                 [2., 3.]])
     """
+    reject_complex(input, RuntimeError, ' Sort does not support complex dtypes on CPU')
     return _out(sort(input, 0).values, out)
 
 
@@ -219,7 +227,9 @@ def _topk_last(x, k, largest):
     return xp.take_along_axis(pos, order, -1)
 
 
-def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
+@declare_op()
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *,
+         out: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """The ``k`` largest (or smallest) elements along ``dim`` and their indices,
     best first (also when ``sorted=False``). NaN counts as largest.
 
@@ -230,6 +240,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
         values=tensor([5., 4.]),
         indices=tensor([1, 3]))
     """
+    reject_complex(input, RuntimeError, ' topk does not support complex dtypes on CPU')
     k = _int(k)
     if input._data.dtype == np.bool_:
         raise RuntimeError("topk does not support bool dtypes on CPU")
@@ -244,7 +255,9 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     return _out_tuple(return_types.topk(v, _const(idx)), out)
 
 
-def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
+@declare_op()
+def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *,
+             out: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """The ``k``-th smallest element (1-based) along ``dim`` and its index.
 
     Example::
@@ -254,6 +267,7 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
         values=tensor(2.),
         indices=tensor(2))
     """
+    reject_complex(input, NotImplementedError, "\"kthvalue_cpu\" not implemented for '{dtype}'")
     k = _int(k)
     _no_bool(input, "kthvalue_cpu")
     xm, axis, was_0d = _last_axis(input, dim, "kthvalue")
@@ -360,7 +374,9 @@ def _all_nan_index(n: int) -> int:
     return a[0]
 
 
-def median(input, dim=None, keepdim=False, *, out=None):
+@declare_op()
+def median(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
+           out: Tensor | tuple[Tensor, Tensor] | None = None) -> Tensor | tuple[Tensor, Tensor]:
     """The lower median (of all elements, or along ``dim`` with its index).
     NaN propagates. Without ``dim`` there are no indices and tied values
     share the gradient; with ``dim`` it goes to the returned index.
@@ -370,6 +386,7 @@ def median(input, dim=None, keepdim=False, *, out=None):
         >>> fabric.tensor([4., 1., 3., 2.]).median()
         tensor(2.)
     """
+    reject_complex(input, NotImplementedError, "\"median_cpu\" not implemented for '{dtype}'")
     if dim is None:
         if keepdim:
             raise TypeError('median() missing 1 required positional arguments: "dim"')
@@ -378,7 +395,9 @@ def median(input, dim=None, keepdim=False, *, out=None):
     return _out_tuple(_median_dim(input, dim, keepdim, False, "median", _MedianDim, return_types.median), out)
 
 
-def nanmedian(input, dim=None, keepdim=False, *, out=None):
+@declare_op()
+def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
+              out: Tensor | tuple[Tensor, Tensor] | None = None) -> Tensor | tuple[Tensor, Tensor]:
     """:func:`median` ignoring NaN (NaN only where a row is all NaN).
 
     Example::
@@ -386,6 +405,7 @@ def nanmedian(input, dim=None, keepdim=False, *, out=None):
         >>> fabric.tensor([1., float('nan'), 3., 2.]).nanmedian()
         tensor(2.)
     """
+    reject_complex(input, NotImplementedError, "\"median_cpu\" not implemented for '{dtype}'")
     if dim is None:
         if keepdim:
             raise TypeError('nanmedian() missing 1 required positional arguments: "dim"')
@@ -395,7 +415,9 @@ def nanmedian(input, dim=None, keepdim=False, *, out=None):
                                   return_types.nanmedian), out)
 
 
-def mode(input, dim=-1, keepdim=False, *, out=None):
+@declare_op()
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *,
+         out: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """The most frequent value along ``dim`` (the smallest one on ties) and the
     index of its last occurrence. NaNs never count as equal.
 
@@ -406,6 +428,7 @@ def mode(input, dim=-1, keepdim=False, *, out=None):
         values=tensor(1),
         indices=tensor(3))
     """
+    reject_complex(input, NotImplementedError, "\"mode_cpu\" not implemented for '{dtype}'")
     xm, axis, was_0d = _last_axis(input, dim, "mode")
     xp = xp_of(xm)
     _check_dim_size(xm, axis, "mode")
@@ -513,7 +536,9 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
     return res.reshape(red if scalar_q else (nq,) + red)
 
 
-def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+@declare_op()
+def quantile(input: Tensor, q: float | Sequence[float] | Tensor, dim: int | None = None, keepdim: bool = False, *,
+             interpolation: str = "linear", out: Tensor | None = None) -> Tensor:
     """The ``q``-th quantiles (``q`` a float or a 0-d/1-d tensor in [0, 1])
     of all elements or along ``dim``; a 1-d ``q`` adds a leading dim.
     ``interpolation``: linear, lower, higher, midpoint or nearest. NaN
@@ -524,10 +549,13 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=N
         >>> fabric.tensor([1., 2., 3., 4.]).quantile(0.5)
         tensor(2.5000)
     """
+    reject_complex(input, RuntimeError, 'quantile() input tensor must be either float or double dtype')
     return _out(_quantile(input, q, dim, keepdim, interpolation, False, "quantile"), out)
 
 
-def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+@declare_op()
+def nanquantile(input: Tensor, q: float | Sequence[float] | Tensor, dim: int | None = None,
+                keepdim: bool = False, *, interpolation: str = "linear", out: Tensor | None = None) -> Tensor:
     """:func:`quantile` ignoring NaN (NaN only for all-NaN rows).
 
     Example::
@@ -540,7 +568,9 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", ou
 
 # --- unique / unique_consecutive -------------------------------------------------------
 
-def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+@declare_op()
+def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,
+           dim: int | None = None) -> Tensor | tuple[Tensor, ...]:
     """The distinct values (sorted; PyTorch on CPU sorts also for
     ``sorted=False``), optionally with the inverse indices (shaped like the
     input) and counts; with ``dim``, the distinct slices along it. NaNs are
@@ -551,6 +581,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         >>> fabric.tensor([3, 1, 3, 2]).unique(return_counts=True)
         (tensor([1, 2, 3]), tensor([1, 1, 2]))
     """
+    reject_complex(input, NotImplementedError, "\"unique\" not implemented for '{dtype}'")
     x = input._data
     xp = xp_of(x)
     if dim is None:
@@ -595,7 +626,9 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     return out[0] if len(out) == 1 else tuple(out)
 
 
-def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+@declare_op()
+def unique_consecutive(input: Tensor, return_inverse: bool = False, return_counts: bool = False,
+                       dim: int | None = None) -> Tensor | tuple[Tensor, ...]:
     """Collapse runs of equal consecutive values (or slices along ``dim``).
 
     Example::
@@ -661,7 +694,9 @@ def _search(seq, values, right):
     return res.reshape(values.shape)
 
 
-def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None, out=None):
+@declare_op(method=False)
+def searchsorted(sorted_sequence: Tensor, input: Tensor | float, *, out_int32: bool = False, right: bool = False,
+                 side: str | None = None, sorter: Tensor | None = None, out: Tensor | None = None) -> Tensor:
     """Indices where ``input`` would be inserted into the last dim of
     ``sorted_sequence`` to keep it sorted (``right``/``side='right'``: after
     equal values). ``sorter`` gives the order of an unsorted sequence.
@@ -703,7 +738,9 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     return _out(_const(res), out)
 
 
-def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
+@declare_op(method=False)
+def bucketize(input: Tensor | float, boundaries: Tensor, *, out_int32: bool = False, right: bool = False,
+              out: Tensor | None = None) -> Tensor:
     """Index of the bucket of each element given 1-d sorted ``boundaries``
     (``right=False``: ``boundaries[i-1] < x <= boundaries[i]``).
 
@@ -719,7 +756,8 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
 
 # --- bincount / histc / histogram ----------------------------------------------------
 
-def bincount(input, weights=None, minlength=0):
+@declare_op()
+def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
     """Count occurrences of each value of a 1-d non-negative integer tensor
     (summing ``weights`` instead of ones when given).
 
@@ -772,7 +810,8 @@ def _bin_counts(x, lo, hi, bins, weight):
     return xp.bincount(pos, weights=w, minlength=bins)[:bins]
 
 
-def histc(input, bins=100, min=0, max=0, *, out=None):
+@declare_op()
+def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0, *, out: Tensor | None = None) -> Tensor:
     """Histogram of ``bins`` equal-width bins over [min, max] (the data's range
     when ``min == max``); elements outside are ignored. Not differentiable.
 
@@ -791,7 +830,10 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
     return _out(_const(_bin_counts(x, lo, hi, bins, None).astype(x.dtype)), out)
 
 
-def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
+@declare_op()
+def histogram(input: Tensor, bins: int | Tensor, *, range: tuple[float, float] | None = None,
+              weight: Tensor | None = None, density: bool = False,
+              out: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """``(hist, bin_edges)``: ``bins`` equal-width bins over ``range`` (default:
     the data's range), or the edges given as a 1-d tensor ``bins``.
 
@@ -841,12 +883,16 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
     return _out_tuple(return_types.histogram(_const(hist), _const(edges)), out)
 
 
-__all__ += ["isin"]
 
 
-def isin(elements, test_elements, *, assume_unique=False, invert=False):
+@declare_op(method=False)
+def isin(elements: Tensor | float, test_elements: Tensor | float, *, assume_unique: bool = False,
+         invert: bool = False) -> Tensor:
     """Whether each element is in ``test_elements`` (a bool tensor)."""
     e = elements._data if isinstance(elements, Tensor) else np.asarray(elements)
     t = test_elements._data if isinstance(test_elements, Tensor) else np.asarray(test_elements)
     xp = backend_of(e).xp
     return Tensor._make(xp.isin(e, t, assume_unique=assume_unique, invert=invert), False)
+
+
+__all__ += declared_names(__name__)

@@ -6,7 +6,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..backends import backend_of
 from . import _functional as F
-from .optimizer import Optimizer
+from .optimizer import Optimizer, ParamsT, real_views
 
 __all__ = ["Adam", "AdamW", "Adamax", "NAdam", "RAdam"]
 
@@ -41,9 +41,10 @@ class Adam(Optimizer):
         >>> opt = fabric.optim.Adam([w], lr=1e-2)
     """
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
-                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
-                 decoupled_weight_decay=False):
+    def __init__(self, params: ParamsT, lr: float | Tensor = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *, foreach: bool | None = None,
+                 maximize: bool = False, capturable: bool = False, differentiable: bool = False,
+                 fused: bool | None = None, decoupled_weight_decay: bool = False) -> None:
         _check(lr, eps, betas, weight_decay)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize, foreach=foreach, capturable=capturable, differentiable=differentiable,
@@ -65,9 +66,10 @@ class Adam(Optimizer):
         for step, idx in self._steps(params):
             ps = [params[i] for i in idx]
             st = [self.state[p] for p in ps]
-            backend.adam_step([p._data for p in ps], [p._grad._data for p in ps], [s["exp_avg"]._data for s in st],
-                              [s["exp_avg_sq"]._data for s in st],
-                              [s["max_exp_avg_sq"]._data for s in st] if amsgrad else None,
+            backend.adam_step(real_views([p._data for p in ps]), real_views([p._grad._data for p in ps]),
+                              real_views([s["exp_avg"]._data for s in st]),
+                              real_views([s["exp_avg_sq"]._data for s in st]),
+                              real_views([s["max_exp_avg_sq"]._data for s in st]) if amsgrad else None,
                               step + 1, lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
                               weight_decay=group["weight_decay"], amsgrad=amsgrad, maximize=group["maximize"],
                               decoupled_weight_decay=group["decoupled_weight_decay"])
@@ -77,8 +79,10 @@ class Adam(Optimizer):
 class AdamW(Adam):
     """Adam with decoupled weight decay (default 1e-2), PyTorch's ``torch.optim.AdamW``."""
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
-                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
+    def __init__(self, params: ParamsT, lr: float | Tensor = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
+                 foreach: bool | None = None, capturable: bool = False, differentiable: bool = False,
+                 fused: bool | None = None) -> None:
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                          foreach=foreach, maximize=maximize, capturable=capturable, differentiable=differentiable,
                          fused=fused, decoupled_weight_decay=True)
@@ -87,8 +91,9 @@ class AdamW(Adam):
 class Adamax(Optimizer):
     """Adam with the infinity norm, PyTorch's ``torch.optim.Adamax``."""
 
-    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
-                 maximize=False, differentiable=False, capturable=False):
+    def __init__(self, params: ParamsT, lr: float | Tensor = 2e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0, foreach: bool | None = None, *, maximize: bool = False,
+                 differentiable: bool = False, capturable: bool = False) -> None:
         _check(lr, eps, betas, weight_decay)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
@@ -105,8 +110,9 @@ class Adamax(Optimizer):
         for step, idx in self._steps(params):
             ps = [params[i] for i in idx]
             st = [self.state[p] for p in ps]
-            F.adamax(xp, [p._data for p in ps], [p._grad._data for p in ps], [s["exp_avg"]._data for s in st],
-                     [s["exp_inf"]._data for s in st], step + 1, group["lr"], beta1, beta2, group["eps"],
+            F.adamax(xp, real_views([p._data for p in ps]), real_views([p._grad._data for p in ps]),
+                     real_views([s["exp_avg"]._data for s in st]),
+                     real_views([s["exp_inf"]._data for s in st]), step + 1, group["lr"], beta1, beta2, group["eps"],
                      group["weight_decay"], group["maximize"])
             _bump(ps, self.state)
 
@@ -114,9 +120,10 @@ class Adamax(Optimizer):
 class NAdam(Optimizer):
     """Adam with Nesterov momentum, PyTorch's ``torch.optim.NAdam``."""
 
-    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
-                 decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
-                 differentiable=False):
+    def __init__(self, params: ParamsT, lr: float | Tensor = 2e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0, momentum_decay: float = 4e-3,
+                 decoupled_weight_decay: bool = False, *, foreach: bool | None = None, maximize: bool = False,
+                 capturable: bool = False, differentiable: bool = False) -> None:
         _check(lr, eps, betas, weight_decay)
         if momentum_decay < 0.0:
             raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
@@ -148,8 +155,9 @@ class NAdam(Optimizer):
             for s in st:
                 s["mu_product"]._data *= np.float32(mu)
             mu_product = float(st[0]["mu_product"]._data)
-            F.nadam(xp, [p._data for p in ps], [p._grad._data for p in ps], [s["exp_avg"]._data for s in st],
-                    [s["exp_avg_sq"]._data for s in st], mu_product, step1, group["lr"], beta1, beta2,
+            F.nadam(xp, real_views([p._data for p in ps]), real_views([p._grad._data for p in ps]),
+                    real_views([s["exp_avg"]._data for s in st]),
+                    real_views([s["exp_avg_sq"]._data for s in st]), mu_product, step1, group["lr"], beta1, beta2,
                     group["eps"], group["weight_decay"], group["momentum_decay"], group["decoupled_weight_decay"],
                     group["maximize"])
             _bump(ps, self.state)
@@ -158,8 +166,10 @@ class NAdam(Optimizer):
 class RAdam(Optimizer):
     """Rectified Adam, PyTorch's ``torch.optim.RAdam``."""
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False,
-                 *, foreach=None, maximize=False, capturable=False, differentiable=False):
+    def __init__(self, params: ParamsT, lr: float | Tensor = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0, decoupled_weight_decay: bool = False, *,
+                 foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False) -> None:
         _check(lr, eps, betas, weight_decay)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, maximize=maximize,
                         foreach=foreach, capturable=capturable, decoupled_weight_decay=decoupled_weight_decay,
@@ -177,7 +187,8 @@ class RAdam(Optimizer):
         for step, idx in self._steps(params):
             ps = [params[i] for i in idx]
             st = [self.state[p] for p in ps]
-            F.radam(xp, [p._data for p in ps], [p._grad._data for p in ps], [s["exp_avg"]._data for s in st],
-                    [s["exp_avg_sq"]._data for s in st], step + 1, group["lr"], beta1, beta2, group["eps"],
+            F.radam(xp, real_views([p._data for p in ps]), real_views([p._grad._data for p in ps]),
+                    real_views([s["exp_avg"]._data for s in st]),
+                    real_views([s["exp_avg_sq"]._data for s in st]), step + 1, group["lr"], beta1, beta2, group["eps"],
                     group["weight_decay"], group["decoupled_weight_decay"], group["maximize"])
             _bump(ps, self.state)

@@ -18,13 +18,15 @@ Example::
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..backends import backend_of
-from .optimizer import Optimizer, _global_post_hooks, _global_pre_hooks
+from .optimizer import Optimizer, ParamsT, _global_post_hooks, _global_pre_hooks
 
 __all__ = ["LBFGS"]
 
@@ -121,8 +123,9 @@ def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
 class LBFGS(Optimizer):
     """Limited-memory BFGS; ``step`` needs a ``closure`` that returns the loss."""
 
-    def __init__(self, params, lr=1, max_iter=20, max_eval=None, tolerance_grad=1e-7, tolerance_change=1e-9,
-                 history_size=100, line_search_fn=None):
+    def __init__(self, params: ParamsT, lr: float | Tensor = 1, max_iter: int = 20, max_eval: int | None = None,
+                 tolerance_grad: float = 1e-7, tolerance_change: float = 1e-9, history_size: int = 100,
+                 line_search_fn: str | None = None) -> None:
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if max_eval is None:
@@ -169,7 +172,7 @@ class LBFGS(Optimizer):
         self._set_param(x)
         return loss, flat_grad
 
-    def step(self, closure):
+    def step(self, closure: Callable[[], Any]) -> Any:
         """Run up to ``max_iter`` L-BFGS iterations; returns the first loss.  The optimizer's
         step pre/post hooks (and the global ones) run around it, as PyTorch runs them."""
         args, kwargs = (closure,), {}

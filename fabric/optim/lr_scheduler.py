@@ -25,6 +25,7 @@ import warnings
 import weakref
 from bisect import bisect_right
 from collections import Counter
+from collections.abc import Callable, Sequence
 from functools import partial, wraps
 
 from .optimizer import Optimizer
@@ -54,7 +55,7 @@ class LRScheduler:
     _is_initial = False
     _in_step = False
 
-    def __init__(self, optimizer, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
         self.optimizer = optimizer
@@ -109,7 +110,7 @@ class LRScheduler:
     def get_lr(self):
         raise NotImplementedError
 
-    def step(self, epoch=None):
+    def step(self, epoch: int | None = None) -> None:
         if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
             warnings.warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch 1.1.0 and "
                           "later, you should call them in the opposite order: `optimizer.step()` before "
@@ -170,7 +171,8 @@ def _lambdas(optimizer, lr_lambda):
 class LambdaLR(_LambdaState, LRScheduler):
     """``lr = base_lr * lr_lambda(epoch)``."""
 
-    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
+                 last_epoch: int = -1) -> None:
         self.optimizer = optimizer
         self.lr_lambdas = _lambdas(optimizer, lr_lambda)
         super().__init__(optimizer, last_epoch)
@@ -182,7 +184,8 @@ class LambdaLR(_LambdaState, LRScheduler):
 class MultiplicativeLR(_LambdaState, LRScheduler):
     """``lr *= lr_lambda(epoch)`` each step."""
 
-    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
+                 last_epoch: int = -1) -> None:
         self.optimizer = optimizer
         self.lr_lambdas = _lambdas(optimizer, lr_lambda)
         for fn in self.lr_lambdas:
@@ -199,7 +202,7 @@ class MultiplicativeLR(_LambdaState, LRScheduler):
 class StepLR(LRScheduler):
     """Multiply the lr by ``gamma`` every ``step_size`` epochs."""
 
-    def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1) -> None:
         self.step_size = step_size
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
@@ -216,7 +219,8 @@ class StepLR(LRScheduler):
 class MultiStepLR(LRScheduler):
     """Multiply the lr by ``gamma`` at each milestone (repeated milestones compound)."""
 
-    def __init__(self, optimizer, milestones, gamma=0.1, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, milestones: Sequence[int], gamma: float = 0.1,
+                 last_epoch: int = -1) -> None:
         self.milestones = Counter(milestones)
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
@@ -234,7 +238,8 @@ class MultiStepLR(LRScheduler):
 class ConstantLR(LRScheduler):
     """Scale the lr by ``factor`` until ``total_iters`` epochs have passed."""
 
-    def __init__(self, optimizer, factor=1.0 / 3, total_iters=5, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, factor: float = 1.0 / 3, total_iters: int = 5,
+                 last_epoch: int = -1) -> None:
         if factor > 1.0 or factor < 0:
             raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
         self.factor = factor
@@ -256,7 +261,8 @@ class ConstantLR(LRScheduler):
 class LinearLR(LRScheduler):
     """Ramp the lr factor linearly from ``start_factor`` to ``end_factor``."""
 
-    def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, start_factor: float = 1.0 / 3, end_factor: float = 1.0,
+                 total_iters: int = 5, last_epoch: int = -1) -> None:
         if start_factor > 1.0 or start_factor <= 0:
             raise ValueError("Starting multiplicative factor expected to be greater than 0 and less or equal to 1.")
         if end_factor > 1.0 or end_factor < 0:
@@ -283,7 +289,7 @@ class LinearLR(LRScheduler):
 class ExponentialLR(LRScheduler):
     """Multiply the lr by ``gamma`` every epoch."""
 
-    def __init__(self, optimizer, gamma, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, gamma: float, last_epoch: int = -1) -> None:
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
@@ -299,7 +305,7 @@ class ExponentialLR(LRScheduler):
 class PolynomialLR(LRScheduler):
     """Decay the lr polynomially to zero over ``total_iters`` epochs."""
 
-    def __init__(self, optimizer, total_iters=5, power=1.0, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, total_iters: int = 5, power: float = 1.0, last_epoch: int = -1) -> None:
         self.total_iters = total_iters
         self.power = power
         super().__init__(optimizer, last_epoch)
@@ -319,7 +325,7 @@ class PolynomialLR(LRScheduler):
 class CosineAnnealingLR(LRScheduler):
     """Cosine annealing from the base lr to ``eta_min`` over ``T_max`` epochs (recursive form)."""
 
-    def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1) -> None:
         self.T_max = T_max
         self.eta_min = eta_min
         super().__init__(optimizer, last_epoch)
@@ -374,7 +380,8 @@ def _check_children(kind, optimizer, schedulers):
 class SequentialLR(_Composite, LRScheduler):
     """Run ``schedulers`` one after another, switching at ``milestones``."""
 
-    def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, schedulers: Sequence[LRScheduler], milestones: Sequence[int],
+                 last_epoch: int = -1) -> None:
         if len(schedulers) < 1:
             raise ValueError("SequentialLR expects at least one scheduler, but got no scheduler.")
         _check_children("SequentialLR", optimizer, schedulers)
@@ -402,7 +409,7 @@ class SequentialLR(_Composite, LRScheduler):
 
     recursive_undo = _undo_initial_steps
 
-    def step(self):
+    def step(self) -> None:
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
         sched = self._schedulers[idx]
@@ -416,7 +423,7 @@ class SequentialLR(_Composite, LRScheduler):
 class ChainedScheduler(_Composite, LRScheduler):
     """Step every scheduler in ``schedulers`` each time (their effects compose)."""
 
-    def __init__(self, schedulers, optimizer=None):
+    def __init__(self, schedulers: Sequence[LRScheduler], optimizer: Optimizer | None = None) -> None:
         if len(schedulers) < 1:
             raise ValueError("ChainedScheduler expects at least one scheduler to be chained, but got no scheduler.")
         optimizer = optimizer or schedulers[0].optimizer
@@ -425,7 +432,7 @@ class ChainedScheduler(_Composite, LRScheduler):
         self.optimizer = optimizer
         self._last_lr = _lrs(schedulers[-1].optimizer)
 
-    def step(self):
+    def step(self) -> None:
         for s in self._schedulers:
             s.step()
         self._last_lr = _lrs(self._schedulers[-1].optimizer)
@@ -434,8 +441,9 @@ class ChainedScheduler(_Composite, LRScheduler):
 class ReduceLROnPlateau(LRScheduler):
     """Reduce the lr by ``factor`` when a metric stops improving for ``patience`` epochs."""
 
-    def __init__(self, optimizer, mode="min", factor=0.1, patience=10, threshold=1e-4, threshold_mode="rel",
-                 cooldown=0, min_lr=0, eps=1e-8):
+    def __init__(self, optimizer: Optimizer, mode: str = "min", factor: float = 0.1, patience: int = 10,
+                 threshold: float = 1e-4, threshold_mode: str = "rel", cooldown: int = 0,
+                 min_lr: float | list[float] = 0, eps: float = 1e-8) -> None:
         if factor >= 1.0:
             raise ValueError("Factor should be < 1.0.")
         if not isinstance(optimizer, Optimizer):
@@ -463,7 +471,7 @@ class ReduceLROnPlateau(LRScheduler):
         self.cooldown_counter = 0
         self.num_bad_epochs = 0
 
-    def step(self, metrics, epoch=None):
+    def step(self, metrics: float, epoch: int | None = None) -> None:
         current = float(metrics)
         if epoch is None:
             epoch = self.last_epoch + 1
@@ -535,9 +543,11 @@ def _set_momentum(group, value, use_beta1):
 class CyclicLR(LRScheduler):
     """Cycle the lr (and momentum) between bounds: triangular, triangular2, exp_range."""
 
-    def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None, mode="triangular",
-                 gamma=1.0, scale_fn=None, scale_mode="cycle", cycle_momentum=True, base_momentum=0.8,
-                 max_momentum=0.9, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, base_lr: float | list[float], max_lr: float | list[float],
+                 step_size_up: int = 2000, step_size_down: int | None = None, mode: str = "triangular",
+                 gamma: float = 1.0, scale_fn: Callable[[float], float] | None = None, scale_mode: str = "cycle",
+                 cycle_momentum: bool = True, base_momentum: float | list[float] = 0.8,
+                 max_momentum: float | list[float] = 0.9, last_epoch: int = -1) -> None:
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
         self.optimizer = optimizer
@@ -631,7 +641,8 @@ class CyclicLR(LRScheduler):
 class CosineAnnealingWarmRestarts(LRScheduler):
     """Cosine annealing with warm restarts every ``T_0 * T_mult**i`` epochs."""
 
-    def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0,
+                 last_epoch: int = -1) -> None:
         if T_0 <= 0 or not isinstance(T_0, int):
             raise ValueError(f"Expected positive integer T_0, but got {T_0}")
         if T_mult < 1 or not isinstance(T_mult, int):
@@ -649,7 +660,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         return [self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
                 for base in self.base_lrs]
 
-    def step(self, epoch=None):
+    def step(self, epoch: int | None = None) -> None:
         if epoch is None and self.last_epoch < 0:
             epoch = 0
         if epoch is None:
@@ -680,9 +691,11 @@ class CosineAnnealingWarmRestarts(LRScheduler):
 class OneCycleLR(LRScheduler):
     """The 1cycle policy: warm up to ``max_lr`` then anneal far below the start."""
 
-    def __init__(self, optimizer, max_lr, total_steps=None, epochs=None, steps_per_epoch=None, pct_start=0.3,
-                 anneal_strategy="cos", cycle_momentum=True, base_momentum=0.85, max_momentum=0.95, div_factor=25.0,
-                 final_div_factor=1e4, three_phase=False, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, max_lr: float | list[float], total_steps: int | None = None,
+                 epochs: int | None = None, steps_per_epoch: int | None = None, pct_start: float = 0.3,
+                 anneal_strategy: str = "cos", cycle_momentum: bool = True, base_momentum: float | list[float] = 0.85,
+                 max_momentum: float | list[float] = 0.95, div_factor: float = 25.0, final_div_factor: float = 1e4,
+                 three_phase: bool = False, last_epoch: int = -1) -> None:
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
         self.optimizer = optimizer

@@ -19,6 +19,8 @@ from __future__ import annotations
 import copy
 import itertools
 from collections import defaultdict
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -26,6 +28,9 @@ from .._tensor import Tensor
 from ..autograd.function import RemovableHandle, _HookDict
 from ..autograd.grad_mode import no_grad
 from ..backends import backend_of
+
+# What an optimizer takes: tensors, or dicts of parameter groups (torch.optim.optimizer.ParamsT).
+ParamsT = Iterable[Tensor] | Iterable[dict[str, Any]]
 
 __all__ = ["Optimizer", "required"]
 
@@ -57,7 +62,7 @@ class Optimizer:
     """Holds ``param_groups`` (dicts of parameters and hyperparameters) and
     per-parameter ``state``; ``step()`` updates the parameters in place."""
 
-    def __init__(self, params, defaults: dict):
+    def __init__(self, params: ParamsT, defaults: dict) -> None:
         self.defaults = defaults
         self._optimizer_step_pre_hooks = _HookDict()
         self._optimizer_step_post_hooks = _HookDict()
@@ -157,7 +162,7 @@ class Optimizer:
         self._optimizer_step_post_hooks[h._key] = hook
         return h
 
-    def step(self, closure=None):
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One optimisation step; ``closure`` re-evaluates the loss and returns it."""
         args, kwargs = (), {}
         for hook in itertools.chain(_global_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
@@ -278,6 +283,17 @@ class Optimizer:
             return type(value)(Optimizer._cast_state(param, key, v) for v in value)
         return value
 
+
+
+def real_views(arrays):
+    """PyTorch's ``_view_as_real`` for the elementwise updates (Adam, RMSprop ...): complex
+    arrays become (..., 2) real views, so each part has its own moment estimates."""
+    if arrays is None:
+        return None
+    for a in arrays:
+        if a.dtype.kind == "c":
+            return [x[..., None].view(x.real.dtype) if x.dtype.kind == "c" else x for x in arrays]
+    return arrays
 
 
 def _grad_array(p):

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._tensor import Tensor
 from ..backends import backend_of
 from . import _functional as F
 from .adam import _bump
-from .optimizer import Optimizer, _grad_array
+from .optimizer import Optimizer, ParamsT, _grad_array, real_views
 
 __all__ = ["RMSprop", "Adagrad", "Adadelta", "Rprop", "ASGD"]
 
@@ -22,8 +23,9 @@ def _check_lr(lr, **others):
 class RMSprop(Optimizer):
     """PyTorch's ``torch.optim.RMSprop`` (centered, momentum)."""
 
-    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
-                 capturable=False, foreach=None, maximize=False, differentiable=False):
+    def __init__(self, params: ParamsT, lr: float | Tensor = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
+                 weight_decay: float = 0, momentum: float = 0, centered: bool = False, capturable: bool = False,
+                 foreach: bool | None = None, maximize: bool = False, differentiable: bool = False) -> None:
         _check_lr(lr, epsilon=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha)
         defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
                         weight_decay=weight_decay, capturable=capturable, foreach=foreach, maximize=maximize,
@@ -43,10 +45,10 @@ class RMSprop(Optimizer):
             self._init_state(p, square_avg=None, **extra)
         xp = backend_of(params[0]._data).xp
         st = [self.state[p] for p in params]
-        F.rmsprop(xp, [p._data for p in params], [p._grad._data for p in params],
-                  [s["square_avg"]._data for s in st],
-                  [s["grad_avg"]._data for s in st] if group["centered"] else None,
-                  [s["momentum_buffer"]._data for s in st] if group["momentum"] > 0 else None,
+        F.rmsprop(xp, real_views([p._data for p in params]), real_views([p._grad._data for p in params]),
+                  real_views([s["square_avg"]._data for s in st]),
+                  real_views([s["grad_avg"]._data for s in st]) if group["centered"] else None,
+                  real_views([s["momentum_buffer"]._data for s in st]) if group["momentum"] > 0 else None,
                   group["lr"], group["alpha"], group["eps"], group["weight_decay"], group["momentum"],
                   group["centered"], group["maximize"])
         _bump(params, self.state)
@@ -55,8 +57,9 @@ class RMSprop(Optimizer):
 class Adagrad(Optimizer):
     """PyTorch's ``torch.optim.Adagrad``; state is created at construction."""
 
-    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
-                 foreach=None, *, maximize=False, differentiable=False, fused=None):
+    def __init__(self, params: ParamsT, lr: float | Tensor = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
+                 initial_accumulator_value: float = 0, eps: float = 1e-10, foreach: bool | None = None, *,
+                 maximize: bool = False, differentiable: bool = False, fused: bool | None = None) -> None:
         _check_lr(lr, lr_decay=lr_decay, weight_decay=weight_decay,
                   initial_accumulator_value=initial_accumulator_value, epsilon=eps)
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
@@ -80,7 +83,8 @@ class Adagrad(Optimizer):
         xp = backend_of(params[0]._data).xp
         for step, idx in self._steps(params):
             ps = [params[i] for i in idx]
-            F.adagrad(xp, [p._data for p in ps], [_grad_array(p) for p in ps], [self.state[p]["sum"]._data for p in ps],
+            F.adagrad(xp, real_views([p._data for p in ps]),
+                      real_views([_grad_array(p) for p in ps]), real_views([self.state[p]["sum"]._data for p in ps]),
                       step + 1, group["lr"], group["lr_decay"], group["weight_decay"], group["eps"],
                       group["maximize"])
             _bump(ps, self.state)
@@ -89,8 +93,9 @@ class Adagrad(Optimizer):
 class Adadelta(Optimizer):
     """PyTorch's ``torch.optim.Adadelta``."""
 
-    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
-                 maximize=False, differentiable=False):
+    def __init__(self, params: ParamsT, lr: float | Tensor = 1.0, rho: float = 0.9, eps: float = 1e-6,
+                 weight_decay: float = 0, foreach: bool | None = None, *, capturable: bool = False,
+                 maximize: bool = False, differentiable: bool = False) -> None:
         _check_lr(lr, epsilon=eps, weight_decay=weight_decay)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
@@ -106,8 +111,9 @@ class Adadelta(Optimizer):
             self._init_state(p, square_avg=None, acc_delta=None)
         xp = backend_of(params[0]._data).xp
         st = [self.state[p] for p in params]
-        F.adadelta(xp, [p._data for p in params], [p._grad._data for p in params],
-                   [s["square_avg"]._data for s in st], [s["acc_delta"]._data for s in st], group["lr"],
+        F.adadelta(xp, real_views([p._data for p in params]), real_views([p._grad._data for p in params]),
+                   real_views([s["square_avg"]._data for s in st]),
+                              real_views([s["acc_delta"]._data for s in st]), group["lr"],
                    group["rho"], group["eps"], group["weight_decay"], group["maximize"])
         _bump(params, self.state)
 
@@ -115,8 +121,9 @@ class Adadelta(Optimizer):
 class Rprop(Optimizer):
     """PyTorch's ``torch.optim.Rprop`` (sign-based steps with adaptive sizes)."""
 
-    def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False, foreach=None,
-                 maximize=False, differentiable=False):
+    def __init__(self, params: ParamsT, lr: float | Tensor = 1e-2, etas: tuple[float, float] = (0.5, 1.2),
+                 step_sizes: tuple[float, float] = (1e-6, 50), *, capturable: bool = False, foreach: bool | None = None,
+                 maximize: bool = False, differentiable: bool = False) -> None:
         _check_lr(lr)
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
@@ -128,22 +135,25 @@ class Rprop(Optimizer):
         params = self._params_with_grad(group)
         if not params:
             return
-        for p in params:
-            self._init_state(p, prev=None, step_size=group["lr"])
+        for p in params:  # complex: both parts start at lr (two independent real numbers, as PyTorch)
+            lr = group["lr"]
+            self._init_state(p, prev=None, step_size=complex(lr, lr) if p._data.dtype.kind == "c" else lr)
         xp = backend_of(params[0]._data).xp
         st = [self.state[p] for p in params]
         etaminus, etaplus = group["etas"]
         smin, smax = group["step_sizes"]
-        F.rprop(xp, [p._data for p in params], [p._grad._data for p in params], [s["prev"]._data for s in st],
-                [s["step_size"]._data for s in st], etaminus, etaplus, smin, smax, group["maximize"])
+        F.rprop(xp, real_views([p._data for p in params]), real_views([p._grad._data for p in params]),
+                real_views([s["prev"]._data for s in st]),
+                real_views([s["step_size"]._data for s in st]), etaminus, etaplus, smin, smax, group["maximize"])
         _bump(params, self.state)
 
 
 class ASGD(Optimizer):
     """Averaged SGD, PyTorch's ``torch.optim.ASGD`` (state: eta, mu, ax)."""
 
-    def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,
-                 maximize=False, differentiable=False, capturable=False):
+    def __init__(self, params: ParamsT, lr: float | Tensor = 1e-2, lambd: float = 1e-4, alpha: float = 0.75,
+                 t0: float = 1e6, weight_decay: float = 0, foreach: bool | None = None, maximize: bool = False,
+                 differentiable: bool = False, capturable: bool = False) -> None:
         _check_lr(lr, weight_decay=weight_decay)
         defaults = dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
@@ -172,7 +182,8 @@ class ASGD(Optimizer):
         lr, lambd, alpha, t0 = group["lr"], group["lambd"], group["alpha"], group["t0"]
         for (step, eta, mu), idx in buckets.items():
             ps = [params[i] for i in idx]
-            F.asgd(xp, [p._data for p in ps], [p._grad._data for p in ps], [self.state[p]["ax"]._data for p in ps],
+            F.asgd(xp, real_views([p._data for p in ps]),
+                   real_views([p._grad._data for p in ps]), real_views([self.state[p]["ax"]._data for p in ps]),
                    eta, mu, lr, lambd, alpha, group["weight_decay"], group["maximize"])
             _bump(ps, self.state)
             step += 1

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .._tensor import Tensor
 from ..backends import backend_of
-from .optimizer import Optimizer, _grad_array
+from .optimizer import Optimizer, ParamsT, _grad_array
 
 __all__ = ["SGD"]
 
@@ -18,8 +18,9 @@ class SGD(Optimizer):
         >>> opt = fabric.optim.SGD([w], lr=0.1, momentum=0.9)
     """
 
-    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
-                 maximize=False, foreach=None, differentiable=False, fused=None):
+    def __init__(self, params: ParamsT, lr: float | Tensor = 1e-3, momentum: float = 0, dampening: float = 0,
+                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
+                 foreach: bool | None = None, differentiable: bool = False, fused: bool | None = None) -> None:
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:

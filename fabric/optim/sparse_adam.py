@@ -6,7 +6,7 @@ import math
 
 from .._tensor import Tensor
 from ..backends import backend_of
-from .optimizer import Optimizer
+from .optimizer import Optimizer, ParamsT
 
 __all__ = ["SparseAdam"]
 
@@ -25,7 +25,8 @@ class SparseAdam(Optimizer):
 
     _sparse_grads = True
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, maximize=False):
+    def __init__(self, params: ParamsT, lr: float | Tensor = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, maximize: bool = False) -> None:
         if isinstance(lr, Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
         if not lr > 0.0:

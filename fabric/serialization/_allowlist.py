@@ -49,7 +49,7 @@ NAME_MAPPING = {
 }
 
 # dtype names PyTorch's loader accepts beyond those fabric has
-_OTHER_DTYPES = ("complex32", "complex64", "complex128", "uint16", "uint32", "uint64", "bits1x8", "bits2x4",
+_OTHER_DTYPES = ("complex32", "uint16", "uint32", "uint64", "bits1x8", "bits2x4",
                  "bits4x2", "bits8", "bits16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
                  "float8_e8m0fnu", "float4_e2m1fn_x2", "qint8", "quint8", "qint32", "quint4x2", "quint2x4",
                  *(f"uint{i}" for i in range(1, 8)), *(f"int{i}" for i in range(1, 8)))

@@ -48,9 +48,38 @@ def _fn(op):
     return op.resolve(fabric)
 
 
-@pytest.mark.parametrize("op", [o for o in ALL_OPS if o.differentiable and np.float64 in o.dtypes],
-                         ids=lambda o: o.name)
+FORWARD_OPS = [o for o in ALL_OPS if o.differentiable and np.float64 in o.dtypes]
+
+
+@pytest.mark.parametrize("op", FORWARD_OPS, ids=lambda o: o.name)
 def test_forward_ad_matches_finite_differences_and_reverse_mode(op):
+    _check(op)
+
+
+# Ops whose tangents must come from their jvp rules (not the double-backward fallback); the others are
+# listed by test_report_fallback_ops.
+RULE_OPS = """abs acos add atan2 cat exp expm1 getitem hypot log1p matmul maximum mean mm mul mv neg permute relu
+reshape rsqrt select sigmoid sin sqrt stack sub sum tanh transpose unsqueeze view log cumsum logsumexp flip unbind
+split chunk clone amax amin var std""".split()
+
+
+def test_ops_with_jvp_rules_use_them():
+    ops = {o.name: o for o in FORWARD_OPS}
+    for name in RULE_OPS:
+        assert _check(ops[name]) == {"rules"}, name
+
+
+def test_report_fallback_ops():
+    """Which OpInfo ops still take forward_ad's double-backward fallback (printed with ``-s``)."""
+    fallback = sorted({o.name for o in FORWARD_OPS if o.name not in RULE_OPS and _check(o) != {"rules"}})
+    print(f"\nforward AD by double backward ({len(fallback)} of {len({o.name for o in FORWARD_OPS})} ops): {' '.join(fallback)}")
+    assert not set(fallback) & set(RULE_OPS)
+
+
+def _check(op):
+    """Forward AD of ``op``'s first float64 samples against finite differences and reverse mode; returns how
+    the tangents were computed."""
+    paths = set()
     fn = _fn(op)
     rng = np.random.default_rng(0)
     checked = 0
@@ -77,6 +106,7 @@ def test_forward_ad_matches_finite_differences_and_reverse_mode(op):
         with fwAD.dual_level():
             duals = [fwAD.make_dual(leaf.detach(), t) for leaf, t in zip(leaves, tangents)]
             jt = fwAD.unpack_dual(call(duals)).tangent
+        paths.add(fwAD.last_path[0])
         jt = np.zeros(tuple(base.shape)) if jt is None else jt.detach().numpy()
         eps = 1e-6
         plus = call([leaf.detach() + eps * t for leaf, t in zip(leaves, tangents)]).detach().numpy()
@@ -93,6 +123,7 @@ def test_forward_ad_matches_finite_differences_and_reverse_mode(op):
             assert abs(lhs - rhs) <= 1e-8 * max(1.0, abs(lhs)), f"{op.name} {s}: <u, Jt>={lhs} <J^T u, t>={rhs}"
         checked += 1
     assert checked or not any(s.grad for s in samples), f"{op.name}: no float64 sample with a differentiable output was checked"
+    return paths
 
 
 def test_forward_ad_api():

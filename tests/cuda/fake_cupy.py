@@ -42,7 +42,18 @@ first show on a GPU):
   stream, then runs at once).  A pinned host buffer is read or written when
   the copy runs, not when it was queued;
 * pinned memory comes from a pool that hands a freed block to the next
-  allocation of its size, as CuPy's pinned pool does.
+  allocation of its size, as CuPy's pinned pool does;
+* work that depends on other processes (a collective of the NCCL test double,
+  tests/distributed/fake_nccl.py) is a :class:`Blocking` item: it stays at
+  the head of its stream, holding back what is queued after it, until it can
+  run; a host wait on it retries for ``Blocking.host_wait_s`` seconds, then
+  raises instead of hanging;
+* opt-in checks (:class:`Config`, turned on by the NCCL double): queries of
+  ``Stream.done``/``Event.done`` run what they can (a GPU progresses on its
+  own), waiting on a never-recorded event raises, and a buffer that queued
+  work on another stream will still read or write (:func:`guard_inflight`:
+  a collective, an asynchronous host-to-device copy) raises when touched by
+  the host or a stream that did not wait for that work.
 
 What it cannot tell: anything about real kernels, timing, the true
 concurrency of streams (queued work runs in the order the rules above give),
@@ -217,6 +228,8 @@ def _unsupported(v):
 def _check_device(a: ndarray) -> None:
     if _pending[0]:
         _run_current_stream()   # an operation on the current stream runs after what is queued on it
+    if _inflight:
+        _check_inflight(a._a)
     cur = _current()
     if a._dev != cur:
         raise ValueError(f"The device where the array resides ({a._dev}) is different from the current device "
@@ -301,6 +314,9 @@ class ndarray:
     flags = property(lambda self: self._a.flags)
     T = property(lambda self: _wrap_new(self._a.T))
     mT = property(lambda self: _wrap_new(np.swapaxes(self._a, -1, -2)))
+    # views on the device, as CuPy's (NumPy's attribute of the host array would leave the device)
+    real = property(lambda self: _wrap_new(self._a.real))
+    imag = property(lambda self: _wrap_new(self._a.imag))
 
     @property
     def base(self):
@@ -340,9 +356,14 @@ class ndarray:
         src = self._a
         q = _queue_of(stream, self._dev)   # CuPy copies under the array's device
         dst = _raw_host(out)
-        q.enqueue(lambda: np.copyto(dst(), src))
+
+        def copy():
+            if _inflight:
+                _check_inflight(src)
+            np.copyto(dst(), src)
+        q.enqueue(copy)
         if blocking:
-            q.run()
+            q.drain()
         return out
 
     def set(self, arr, stream=None):
@@ -359,7 +380,9 @@ class ndarray:
             raise RuntimeError("Cannot set to non-contiguous array")
         dst = self._a
         if stream is None:
-            _queue_of(None, self._dev).run()
+            _queue_of(None, self._dev).drain()
+            if _inflight:
+                _check_inflight(dst)
             np.copyto(dst, arr)
             return
         if _is_pinned(arr):
@@ -369,27 +392,46 @@ class ndarray:
 
             def src():
                 return snap
+        if Config.guard_async_copies:
+            token = types.SimpleNamespace(done=False)
+
+            def copy():
+                np.copyto(dst, src())
+                token.done = True
+            guard_inflight(_root_of(dst), lambda: token.done, "an asynchronous host-to-device copy", token)
+            _queue_of(stream, self._dev).enqueue(copy)
+            return
         _queue_of(stream, self._dev).enqueue(lambda: np.copyto(dst, src()))
 
     # reading device memory on the host: a blocking copy on the current stream
     def item(self, *args):
         _run_current_stream()
+        if _inflight:
+            _check_inflight(self._a)
         return self._a.item(*args)
 
     def tolist(self):
         _run_current_stream()
+        if _inflight:
+            _check_inflight(self._a)
         return self._a.tolist()
 
     def __bool__(self):
         _run_current_stream()
+        if _inflight:
+            _check_inflight(self._a)
         return bool(self._a)
 
     def __int__(self):
         _run_current_stream()
+        if _inflight:
+            _check_inflight(self._a)
         return int(self._a)
 
     def __float__(self):
         _run_current_stream()
+        if _inflight:
+            _check_inflight(self._a)
         return float(self._a)
 
     def __complex__(self):
@@ -1139,23 +1181,132 @@ class _Queue:
         _pending[0] += 1
 
     def run(self, upto: int | None = None) -> None:
-        """Run queued work, in order, until ``upto`` items have run (all by default)."""
+        """Run queued work, in order, until ``upto`` items have run (all by default)
+        or the head item is blocked (a :class:`Blocking` item that is not ready,
+        or a wait on another stream that is blocked)."""
         if self.running:
             return
         upto = self.enqueued if upto is None else upto
         self.running = True
         try:
             while self.executed < upto and self.items:
-                item = self.items.pop(0)
-                self.executed += 1
-                _pending[0] -= 1
-                if isinstance(item, tuple):
-                    _, other, seq = item
-                    other.run(seq)
-                else:
-                    item()
+                item = self.items[0]
+                try:
+                    if isinstance(item, tuple):
+                        _, other, seq = item
+                        other.run(seq)
+                        if other.executed < seq:
+                            return
+                    elif isinstance(item, Blocking):
+                        if not item.try_run():
+                            return
+                    else:
+                        item()
+                finally:   # an item that ran, or failed, leaves the stream (a failed one raises)
+                    if self.items and self.items[0] is item and (not isinstance(item, (tuple, Blocking))
+                                                                 or _ran(item)):
+                        self.items.pop(0)
+                        self.executed += 1
+                        _pending[0] -= 1
         finally:
             self.running = False
+
+    def drain(self, upto: int | None = None) -> None:
+        """Run queued work up to ``upto`` on behalf of a host thread that waits for it:
+        a blocked item (a collective whose peers have not arrived) is retried until it
+        can run, for at most ``Blocking.host_wait_s`` seconds."""
+        upto = self.enqueued if upto is None else upto
+        self.run(upto)
+        if self.executed >= upto or self.running:
+            return
+        deadline = time.monotonic() + Blocking.host_wait_s
+        while self.executed < upto and self.items:
+            time.sleep(5e-4)
+            self.run(upto)
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"fake CUDA: the host waited {Blocking.host_wait_s:g} s for a stream blocked on "
+                                   f"{self.items[0]!r} (a collective that some rank never reached)")
+
+
+def _ran(item) -> bool:
+    if isinstance(item, tuple):
+        return item[1].executed >= item[2]
+    return item.finished_or_failed
+
+
+class Blocking:
+    """A queued item that can run only once something outside this process's
+    streams has happened (a collective's peers arrived).  ``try_run()`` runs it
+    and returns True, or returns False and leaves it at the head of its stream:
+    later work on that stream waits, as it waits behind a GPU kernel that has
+    not finished.  Host waits give up after ``host_wait_s`` seconds."""
+
+    host_wait_s = 60.0
+    finished_or_failed = False   # set by try_run when it returns True or raises
+
+    def try_run(self) -> bool:
+        raise NotImplementedError
+
+
+class Config:
+    """Opt-in strictness used by the collective test doubles."""
+
+    # Stream.done / Event.done run what they can (the GPU progresses on its own): host code that
+    # polls a collective's event sees it complete once its peers arrive
+    progress_on_query = False
+    # waiting on an event that was never recorded is a no-op in CUDA, and always a bug in fabric
+    strict_event_waits = False
+    # a device array that a queued host-to-device copy will write is guarded until the copy has run
+    guard_async_copies = False
+
+
+# device arrays that queued operations on some stream will still read or write: id(root) ->
+# [(weakref to the root, predicate "that operation has run", description, owner)]
+_inflight: dict = {}
+
+
+def guard_inflight(root: np.ndarray, done, what: str, owner=None) -> None:
+    """Until ``done()`` is true, any access to ``root``'s memory on the host or from
+    another stream raises: the accessing stream did not wait for ``what``'s event.
+    Accesses by ``owner`` itself (see :func:`check_inflight`) are allowed."""
+    _inflight.setdefault(id(root), []).append((weakref.ref(root), done, what, owner))
+
+
+def check_inflight(a: np.ndarray, owner=None) -> None:
+    """Raise if queued work other than ``owner``'s (one owner or a tuple of them) will still touch
+    ``a``'s memory."""
+    if _inflight:
+        _check_inflight(a, owner)
+
+
+def _check_inflight(a: np.ndarray, owner=None) -> None:
+    root = _root_of(a)
+    entries = _inflight.get(id(root))
+    if not entries:
+        return
+    live = [e for e in entries if e[0]() is root and not e[1]()]
+    if live:
+        _inflight[id(root)] = live
+    else:
+        del _inflight[id(root)]
+    owners = owner if isinstance(owner, tuple) else (owner,)
+    for _ref, _done, what, who in live:
+        if who is None or not any(who is o for o in owners):
+            raise RuntimeError(f"fake CUDA: a device buffer was accessed while {what} (queued on another stream) "
+                               "has not run: the accessing stream never waited for its event")
+
+
+def resolve_pointer(ptr: int, nbytes: int):
+    """(root array, device) of the live device allocation holding ``[ptr, ptr + nbytes)``,
+    or None: what a driver would call an invalid device pointer."""
+    for ref, dev, _mp in list(_roots.values()):
+        root = ref()
+        if root is None or isinstance(root, PinnedMemoryPointer):
+            continue
+        start = _addr(root)
+        if start <= ptr and ptr + nbytes <= start + root.nbytes:
+            return root, dev
+    return None
 
 
 _queues: dict = {}
@@ -1174,13 +1325,13 @@ def _queue_of(stream=None, device: int | None = None) -> _Queue:
 
 def _run_current_stream() -> None:
     if _pending[0]:
-        _queue_of().run()
+        _queue_of().drain()
 
 
 def _run_device(device: int) -> None:
     for q in list(_queues.values()):
         if q.device == device:
-            q.run()
+            q.drain()
 
 
 _handles = itertools.count(1)
@@ -1202,10 +1353,12 @@ class Stream:
     @property
     def done(self) -> bool:
         q = _queue_of(self)
+        if Config.progress_on_query:
+            q.run()
         return q.executed == q.enqueued
 
     def synchronize(self):
-        _queue_of(self).run()
+        _queue_of(self).drain()
 
     def use(self):
         _local.streams[_current()] = self
@@ -1220,6 +1373,9 @@ class Stream:
         """Work queued on this stream from now on runs after the event's work."""
         if event._q is not None:
             _queue_of(self).enqueue(("wait", event._q, event._seq))
+        elif Config.strict_event_waits:
+            raise RuntimeError("fake CUDA: wait_event on an event that was never recorded (CUDA makes it a no-op, "
+                               "so the stream would not wait for anything)")
 
     def __enter__(self):
         self._prev.append(_local.streams.get(_current(), Stream.null))
@@ -1264,10 +1420,12 @@ class Event:
 
     def synchronize(self):
         if self._q is not None:
-            self._q.run(self._seq)
+            self._q.drain(self._seq)
 
     @property
     def done(self) -> bool:
+        if self._q is not None and Config.progress_on_query and self._q.executed < self._seq:
+            self._q.run(self._seq)
         return self._q is None or self._q.executed >= self._seq
 
 
@@ -1406,8 +1564,10 @@ def reset(n_devices: int = 1) -> None:
     _local.streams.clear()
     _local.hooks.clear()
     for q in list(_queues.values()):   # nothing queued survives a reset
+        q.items = [i for i in q.items if not isinstance(i, (tuple, Blocking))]
         q.run()
     _queues.clear()
+    _inflight.clear()
     _pending[0] = 0
     _set_allocator(None)
 

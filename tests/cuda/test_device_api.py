@@ -23,6 +23,7 @@ import pytest
 
 import fabric
 from fabric import nn
+from fabric._rng import philox
 from fabric.backends import cupy_backend as cb
 from fabric.backends import fused
 
@@ -121,6 +122,8 @@ def test_fabric_cuda_doctests():
     res = doctest.testmod(fabric.cuda, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert res.failed == 0 and res.attempted >= 3
     res = doctest.testmod(cb, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert res.failed == 0
+    res = doctest.testmod(philox, optionflags=doctest.NORMALIZE_WHITESPACE)  # PhiloxGenerator, philox4x32
     assert res.failed == 0 and res.attempted >= 4
 
 
@@ -509,7 +512,7 @@ def test_training_step_runs_fused_kernels(fake_kernels):
 # the CUDA random stream, on NumPy and on a device
 # ==========================================================================
 def _gen(seed=0):
-    g = cb.PhiloxGenerator(np)
+    g = philox.PhiloxGenerator(np)
     g.manual_seed(seed)
     return g
 
@@ -579,7 +582,7 @@ def test_philox_state_layout():
     g.uniform(3)
     st = g.get_state()
     assert st.dtype == np.uint8 and st.shape == (16,) and st.view("<u8").tolist() == [2 ** 64 - 5, 1]
-    g2 = cb.PhiloxGenerator(np)
+    g2 = philox.PhiloxGenerator(np)
     g2.set_state(st)
     np.testing.assert_array_equal(g2.normal((5,)), g.normal((5,)))
     g.manual_seed(-1)

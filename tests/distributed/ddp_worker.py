@@ -45,6 +45,15 @@ def main(hook):
         err = np.abs(p.grad.numpy() - 2 * q.grad.numpy()).max()
         if err > 2 * tol:
             raise AssertionError(f"rank {r}: no_sync gradient differs by {err}")
+    if os.environ.get("FABRIC_MPI_PROGRESS_THREAD") == "1":   # the progress thread ran, and stopped
+        import threading
+        import time
+
+        time.sleep(0.05)
+        if any(t.name == "fabric-mpi-progress" for t in threading.enumerate()):
+            raise AssertionError(f"rank {r}: the MPI progress thread outlived backward")
+        if ddp.process_group._engine._probe_comm is None:
+            raise AssertionError(f"rank {r}: the MPI progress thread never started")
     dist.destroy_process_group()
     os.write(1, f"OK {r}\n".encode())  # one write: the ranks share the pipe
 

@@ -70,6 +70,14 @@ def test_ddp_matches_single_process_training(n, hook):
     assert out.returncode == 0 and _oks(out, n), out.stdout + out.stderr
 
 
+def test_ddp_with_the_mpi_progress_thread(monkeypatch):
+    """FABRIC_MPI_PROGRESS_THREAD=1: a thread drives MPI's progress while buckets are in flight; the
+    gradients are unchanged and the thread stops with backward."""
+    monkeypatch.setenv("FABRIC_MPI_PROGRESS_THREAD", "1")
+    out = _mpiexec(2, os.path.join(HERE, "ddp_worker.py"), "default")
+    assert out.returncode == 0 and _oks(out, 2), out.stdout + out.stderr
+
+
 def test_launcher_starts_ranks_under_mpiexec(tmp_path):
     script = tmp_path / "train.py"
     script.write_text("import os, torch, torch.distributed as dist\n"
@@ -128,3 +136,62 @@ def test_silent_peer_times_out(tmp_path):
                       "    import os; os._exit(0)\n")
     out = _mpiexec(2, str(script), timeout=60)
     assert "raised DistBackendError True" in out.stdout, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("n", [3])
+def test_join_with_uneven_inputs(n):
+    """DDP.join() and Join with rank r holding 2 + r batches: gradients as PyTorch's semantics give
+    (divide by the initial world size, or by the ranks still training), one model at the end,
+    throw_on_early_termination, a custom Joinable whose Work objects are dropped unwaited."""
+    out = _mpiexec(n, os.path.join(HERE, "join_worker.py"))
+    assert out.returncode == 0 and _oks(out, n), out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("n", [3])
+def test_zero_redundancy_optimizer(n):
+    """PyTorch's partition, the unsharded Adam trajectory bit for bit, consolidate/state_dict/load."""
+    out = _mpiexec(n, os.path.join(HERE, "zero_worker.py"))
+    assert out.returncode == 0 and _oks(out, n), out.stdout + out.stderr
+
+
+_SPAWN_SCRIPT = """
+import os, sys, time
+import fabric, fabric.distributed as dist, fabric.multiprocessing as mp
+
+def worker(rank, world, out_dir, fail):
+    dist.init_process_group("gloo")          # an unmodified PyTorch-style script
+    t = fabric.tensor([rank + 1.0])
+    dist.all_reduce(t)
+    with open(os.path.join(out_dir, f"r{rank}"), "w") as fh:
+        fh.write(f"{dist.get_rank()} {dist.get_world_size()} {t.item()} {dist.group.WORLD.name()}")
+    if fail and rank == 1:
+        raise ValueError("boom in rank 1")
+    if fail:
+        time.sleep(30)                        # the job is aborted: spawn must not wait for this
+
+if __name__ == "__main__":
+    fail = sys.argv[2] == "fail"
+    try:
+        mp.spawn(worker, args=(3, sys.argv[1], fail), nprocs=3)
+    except mp.ProcessRaisedException as e:
+        print("raised", e.error_index, "boom in rank 1" in str(e), flush=True)
+"""
+
+
+@pytest.mark.parametrize("fail", ["ok", "fail"])
+def test_spawn_starts_mpi_ranks(tmp_path, fail):
+    """FABRIC_DISTRIBUTED_ENGINE=mpi: mp.spawn starts its processes with mpiexec (a function of the
+    script's __main__, as multiprocessing's spawn allows); a raising rank stops the job."""
+    script = tmp_path / "spawner.py"
+    script.write_text(_SPAWN_SCRIPT)
+    env = dict(_env(), FABRIC_DISTRIBUTED_ENGINE="mpi")
+    start = time.monotonic()
+    out = subprocess.run([sys.executable, str(script), str(tmp_path), fail], capture_output=True, text=True,
+                         timeout=120, env=env, check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    got = sorted((tmp_path / f"r{r}").read_text() for r in range(3) if (tmp_path / f"r{r}").exists())
+    if fail == "ok":
+        assert got == [f"{r} 3 6.0 mpi" for r in range(3)], out.stdout + out.stderr
+    else:
+        assert "raised 1 True" in out.stdout, out.stdout + out.stderr
+        assert time.monotonic() - start < 25

@@ -6,6 +6,7 @@ import pytest
 
 
 @pytest.mark.parametrize("module", ["fabric.func", "fabric.func._transforms", "fabric.func._vmap",
+                                    "fabric.func._batched", "fabric.func._rules", "fabric.ops._batching",
                                     "fabric.func._stack", "fabric.func._functional_call",
                                     "fabric.autograd.forward_ad", "fabric.autograd.graph",
                                     "fabric.utils.checkpoint"])

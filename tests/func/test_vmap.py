@@ -98,12 +98,16 @@ def test_errors():
 
 
 def test_fallback_op_list():
-    """Every registered op without a batching rule runs per example; today that is all of them."""
+    """vmap_fallback_ops lists the registered ops without a batching rule (they run per example)."""
     from fabric.ops._registry import REGISTRY
 
     ops = vmap_fallback_ops()
-    assert ops == sorted(k for k, d in REGISTRY.items() if d.vmap is None)
-    assert ops and len(ops) == len(REGISTRY)
+    assert set(k for k, d in REGISTRY.items() if d.vmap is None) <= set(ops)
+    for name in ("exp", "hypot", "add", "sum", "matmul", "reshape", "cat", "softmax", "einsum",
+                 "nn.functional.relu", "nn.functional.cross_entropy", "nn.functional.conv2d", "linalg.vector_norm"):
+        assert name not in ops, name   # they have rules
+    for name in ("linalg.det", "scatter", "nn.functional.multi_head_attention_forward", "nn.functional.batch_norm"):
+        assert name in ops, name
 
 
 @pytest.mark.torch

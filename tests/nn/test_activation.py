@@ -473,3 +473,21 @@ def test_gumbel_softmax_matches_torch(hard):
     (y * fabric.from_numpy(w)).sum().backward()
     (ty * torch.from_numpy(w)).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("name", ["gelu", "silu"])
+def test_float32_fast_path_on_transposed_input(name):
+    """The float32 chunked NumPy passes (>= 2048 elements) on a non-contiguous input: their
+    output buffer is C-ordered (bug: ``empty_like`` of a transposed array was F-ordered, the
+    chunks wrote into a reshape copy and the result was uninitialised memory); forward and
+    backward equal those of the contiguous copy."""
+    base = np.random.default_rng(0).standard_normal((300, 40)).astype(np.float32)
+    fn = getattr(F, name)
+    x = fabric.tensor(base, requires_grad=True)
+    xc = fabric.tensor(np.ascontiguousarray(base.T), requires_grad=True)
+    y, yc = fn(x.T), fn(xc)
+    np.testing.assert_allclose(y.detach().numpy(), yc.detach().numpy(), rtol=1e-6, atol=1e-7)
+    g = np.random.default_rng(1).standard_normal((40, 300)).astype(np.float32)
+    y.backward(fabric.tensor(g))
+    yc.backward(fabric.tensor(g))
+    np.testing.assert_allclose(x.grad.numpy().T, xc.grad.numpy(), rtol=1e-6, atol=1e-7)

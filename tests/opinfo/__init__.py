@@ -18,6 +18,7 @@ import numpy as np
 
 FLOATS = (np.float32, np.float64)
 INTS = (np.int64, np.int32)
+COMPLEX = (np.complex64, np.complex128)
 ALL_NUMERIC = FLOATS + INTS
 
 
@@ -48,6 +49,7 @@ class OpInfo:
     ref: Callable | None                        # NumPy reference: ref(*arrays, **kwargs) -> array(s)
     sample_inputs: Callable                     # sample_inputs(dtype, rng) -> list[SampleInput]
     dtypes: tuple = FLOATS
+    complex_dtypes: tuple = ()                  # complex dtypes: forward, gradcheck (complex128) and torch parity
     differentiable: bool = True
     method: str | None = None                   # Tensor method name, "" for none; default: same as name
     inplace: str | None = None                  # in-place method name (e.g. "add_")
@@ -80,7 +82,10 @@ def make(rng, shape, dtype, low=-2.0, high=2.0, noncontig=False, away_from=None,
     """A random array; ``noncontig`` returns a transposed/strided view with
     the same logical shape; ``away_from`` keeps values 0.1 away from kinks."""
     dtype = np.dtype(dtype)
-    if dtype.kind == "f":
+    if dtype.kind == "c":  # real part as a float sample (so ``positive`` keeps off the branch cuts), imag in range
+        re = make(rng, shape, np.float64, low, high, away_from=away_from, positive=positive)
+        a = re + 1j * rng.uniform(low, high, size=shape)
+    elif dtype.kind == "f":
         if positive:
             low, high = max(low, 0.1), max(high, 0.5)
         a = rng.uniform(low, high, size=shape)
@@ -143,7 +148,7 @@ def binary_samples(low=-2.0, high=2.0, positive_rhs=False, away_from=None, rhs_s
     return gen
 
 
-FAMILIES = ("core", "pointwise", "reductions", "shape", "indexing", "linalg", "more")
+FAMILIES = ("core", "pointwise", "reductions", "shape", "indexing", "linalg", "more", "fft")
 
 
 def all_ops():

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import FLOATS, INTS, OpInfo, SampleInput, binary_samples, make, unary_samples
+from . import COMPLEX, FLOATS, INTS, OpInfo, SampleInput, binary_samples, make, unary_samples
 
 
 def _reduce_samples(dtype, rng):
@@ -88,35 +88,35 @@ def _np_mean(x, dim=None, keepdim=False):
 
 
 OPS = [
-    OpInfo("add", np.add, binary_samples(), dtypes=FLOATS + INTS, inplace="add_"),
-    OpInfo("sub", np.subtract, binary_samples(), dtypes=FLOATS + INTS, inplace="sub_"),
-    OpInfo("mul", np.multiply, binary_samples(), dtypes=FLOATS + INTS, inplace="mul_"),
-    OpInfo("div", lambda a, b: np.true_divide(a, b).astype(np.result_type(a, np.float32) if np.asarray(a).dtype.kind == "f" else np.float32),
-           binary_samples(away_from=0.0), inplace="div_"),
-    OpInfo("neg", np.negative, unary_samples(), dtypes=FLOATS + INTS),
-    OpInfo("exp", np.exp, unary_samples()),
-    OpInfo("log", np.log, unary_samples(positive=True)),
-    OpInfo("pow", lambda a, b: np.power(a, b), binary_samples(low=0.5, high=2.0), rtol=1e-5),
-    OpInfo("matmul", np.matmul, _matmul_samples, rtol=1e-5, atol=1e-5),
-    OpInfo("sum", _np_sum, _reduce_samples, dtypes=FLOATS + INTS),
-    OpInfo("mean", _np_mean, _reduce_samples),
-    OpInfo("reshape", lambda x, s: np.reshape(x, s), _reshape_samples, dtypes=FLOATS + INTS),
+    OpInfo("add", np.add, binary_samples(), dtypes=FLOATS + INTS, inplace="add_", complex_dtypes=COMPLEX),
+    OpInfo("sub", np.subtract, binary_samples(), dtypes=FLOATS + INTS, inplace="sub_", complex_dtypes=COMPLEX),
+    OpInfo("mul", np.multiply, binary_samples(), dtypes=FLOATS + INTS, inplace="mul_", complex_dtypes=COMPLEX),
+    OpInfo("div", lambda a, b: np.true_divide(a, b).astype(np.result_type(a, np.float32) if np.asarray(a).dtype.kind in "fc" else np.float32),
+           binary_samples(away_from=0.0), inplace="div_", complex_dtypes=COMPLEX),
+    OpInfo("neg", np.negative, unary_samples(), dtypes=FLOATS + INTS, complex_dtypes=COMPLEX),
+    OpInfo("exp", np.exp, unary_samples(), complex_dtypes=COMPLEX),
+    OpInfo("log", np.log, unary_samples(positive=True), complex_dtypes=COMPLEX),
+    OpInfo("pow", lambda a, b: np.power(a, b), binary_samples(low=0.5, high=2.0), rtol=1e-5, complex_dtypes=COMPLEX),
+    OpInfo("matmul", np.matmul, _matmul_samples, rtol=1e-5, atol=1e-5, complex_dtypes=COMPLEX),
+    OpInfo("sum", _np_sum, _reduce_samples, dtypes=FLOATS + INTS, complex_dtypes=COMPLEX),
+    OpInfo("mean", _np_mean, _reduce_samples, complex_dtypes=COMPLEX),
+    OpInfo("reshape", lambda x, s: np.reshape(x, s), _reshape_samples, dtypes=FLOATS + INTS, complex_dtypes=COMPLEX),
     OpInfo("transpose", lambda x, a, b: np.swapaxes(x, a, b),
-           lambda d, r: [SampleInput(make(r, (2, 3, 4), d), (0, 2)), SampleInput(make(r, (3, 4), d), (-1, 0))]),
+           lambda d, r: [SampleInput(make(r, (2, 3, 4), d), (0, 2)), SampleInput(make(r, (3, 4), d), (-1, 0))], complex_dtypes=COMPLEX),
     OpInfo("permute", lambda x, p: np.transpose(x, p),
            lambda d, r: [SampleInput(make(r, (2, 3, 4), d), ((2, 0, 1),)),
-                         SampleInput(make(r, (4, 3), d, noncontig=True), ((1, 0),))]),
+                         SampleInput(make(r, (4, 3), d, noncontig=True), ((1, 0),))], complex_dtypes=COMPLEX),
     OpInfo("expand", lambda x, s: np.broadcast_to(x, s), torch_name="Tensor.expand", sample_inputs=
-           lambda d, r: [SampleInput(make(r, (3, 1), d), ((2, 3, 4),)), SampleInput(make(r, (), d), ((3,),))]),
+           lambda d, r: [SampleInput(make(r, (3, 1), d), ((2, 3, 4),)), SampleInput(make(r, (), d), ((3,),))], complex_dtypes=COMPLEX),
     OpInfo("squeeze", lambda x, *a: np.squeeze(x, *a),
-           lambda d, r: [SampleInput(make(r, (3, 1, 2, 1), d)), SampleInput(make(r, (3, 1, 2), d), (1,))]),
+           lambda d, r: [SampleInput(make(r, (3, 1, 2, 1), d)), SampleInput(make(r, (3, 1, 2), d), (1,))], complex_dtypes=COMPLEX),
     OpInfo("unsqueeze", np.expand_dims,
            lambda d, r: [SampleInput(make(r, (3, 2), d), (1,)), SampleInput(make(r, (3, 2), d), (-1,)),
-                         SampleInput(make(r, (), d), (0,))]),
-    OpInfo("getitem", lambda x, k: x[k], _getitem_samples, method="__getitem__", torch_name="__getitem__"),
-    OpInfo("cat", lambda xs, d: np.concatenate(xs, axis=d), _cat_samples, method=""),
-    OpInfo("stack", lambda xs, d: np.stack(xs, axis=d), _stack_samples, method=""),
-    OpInfo("clone", np.copy, unary_samples()),
+                         SampleInput(make(r, (), d), (0,))], complex_dtypes=COMPLEX),
+    OpInfo("getitem", lambda x, k: x[k], _getitem_samples, method="__getitem__", torch_name="__getitem__", complex_dtypes=COMPLEX),
+    OpInfo("cat", lambda xs, d: np.concatenate(xs, axis=d), _cat_samples, method="", complex_dtypes=COMPLEX),
+    OpInfo("stack", lambda xs, d: np.stack(xs, axis=d), _stack_samples, method="", complex_dtypes=COMPLEX),
+    OpInfo("clone", np.copy, unary_samples(), complex_dtypes=COMPLEX),
     OpInfo("narrow", lambda x, d, s, n: np.take(x, range(s, s + n), axis=d),
-           lambda d, r: [SampleInput(make(r, (4, 5), d), (1, 1, 3)), SampleInput(make(r, (4, 5), d), (0, 0, 0))]),
+           lambda d, r: [SampleInput(make(r, (4, 5), d), (1, 1, 3)), SampleInput(make(r, (4, 5), d), (0, 0, 0))], complex_dtypes=COMPLEX),
 ]

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from . import FLOATS, INTS, OpInfo, SampleInput, make
+from . import COMPLEX, FLOATS, INTS, OpInfo, SampleInput, make
 
 
 @dataclass
@@ -890,32 +890,32 @@ F64 = (np.float64,)
 
 OPS = [
     # products
-    LinalgOpInfo("mm", np.matmul, _mm_samples, dtypes=FLOATS + INTS),
-    LinalgOpInfo("bmm", np.matmul, _bmm_samples, dtypes=FLOATS + INTS),
-    LinalgOpInfo("mv", np.matmul, _mv_samples, dtypes=FLOATS + INTS),
-    LinalgOpInfo("dot", lambda a, b: np.asarray(np.dot(a, b), a.dtype), _dot_samples, dtypes=FLOATS + INTS),
-    LinalgOpInfo("vdot", lambda a, b: np.asarray(np.vdot(a, b), a.dtype), _dot_samples, dtypes=FLOATS + INTS),
-    LinalgOpInfo("outer", np.outer, _outer_samples, dtypes=FLOATS + INTS),
+    LinalgOpInfo("mm", np.matmul, _mm_samples, dtypes=FLOATS + INTS, complex_dtypes=COMPLEX),
+    LinalgOpInfo("bmm", np.matmul, _bmm_samples, dtypes=FLOATS + INTS, complex_dtypes=COMPLEX),
+    LinalgOpInfo("mv", np.matmul, _mv_samples, dtypes=FLOATS + INTS, complex_dtypes=COMPLEX),
+    LinalgOpInfo("dot", lambda a, b: np.asarray(np.dot(a, b), a.dtype), _dot_samples, dtypes=FLOATS + INTS, complex_dtypes=COMPLEX),
+    LinalgOpInfo("vdot", lambda a, b: np.asarray(np.vdot(a, b), a.dtype), _dot_samples, dtypes=FLOATS + INTS, complex_dtypes=COMPLEX),
+    LinalgOpInfo("outer", np.outer, _outer_samples, dtypes=FLOATS + INTS, complex_dtypes=COMPLEX),
     LinalgOpInfo("ger", np.outer, _outer_samples, dtypes=FLOATS),
-    LinalgOpInfo("inner", np.inner, _inner_samples, dtypes=FLOATS + INTS),
-    LinalgOpInfo("addmm", _np_addmm, _addmm_samples, dtypes=FLOATS + INTS, inplace="addmm_"),
-    LinalgOpInfo("addmv", _np_addmm, _addmv_samples, dtypes=FLOATS + INTS, inplace="addmv_"),
-    LinalgOpInfo("addbmm", _np_addbmm, _addbmm_samples, dtypes=FLOATS + INTS, inplace="addbmm_"),
-    LinalgOpInfo("baddbmm", _np_addmm, _baddbmm_samples, dtypes=FLOATS + INTS, inplace="baddbmm_"),
+    LinalgOpInfo("inner", np.inner, _inner_samples, dtypes=FLOATS + INTS, complex_dtypes=COMPLEX),
+    LinalgOpInfo("addmm", _np_addmm, _addmm_samples, dtypes=FLOATS + INTS, inplace="addmm_", complex_dtypes=COMPLEX),
+    LinalgOpInfo("addmv", _np_addmm, _addmv_samples, dtypes=FLOATS + INTS, inplace="addmv_", complex_dtypes=COMPLEX),
+    LinalgOpInfo("addbmm", _np_addbmm, _addbmm_samples, dtypes=FLOATS + INTS, inplace="addbmm_", complex_dtypes=COMPLEX),
+    LinalgOpInfo("baddbmm", _np_addmm, _baddbmm_samples, dtypes=FLOATS + INTS, inplace="baddbmm_", complex_dtypes=COMPLEX),
     LinalgOpInfo("addr", _np_addr, _addr_samples, dtypes=FLOATS + INTS, inplace="addr_"),
     LinalgOpInfo("einsum", lambda eq, *ops: np.einsum(eq, *(ops[0] if isinstance(ops[0], list) else ops)),
                  _einsum_samples, dtypes=FLOATS + INTS, method="",
                  notes="sublist format supported; integer contractions of several operands keep the input dtype "
                        "(PyTorch promotes some to int64 or raises)"),
-    LinalgOpInfo("tensordot", _np_tensordot, _tensordot_samples, dtypes=FLOATS + INTS, method=""),
-    LinalgOpInfo("kron", _np_kron, _kron_samples, dtypes=FLOATS + INTS),
+    LinalgOpInfo("tensordot", _np_tensordot, _tensordot_samples, dtypes=FLOATS + INTS, method="", complex_dtypes=COMPLEX),
+    LinalgOpInfo("kron", _np_kron, _kron_samples, dtypes=FLOATS + INTS, complex_dtypes=COMPLEX),
     LinalgOpInfo("trace", lambda a: np.asarray(np.trace(a), a.dtype), _trace_samples, dtypes=FLOATS + INTS,
-                 check_dtype=True),
+                 check_dtype=True, complex_dtypes=COMPLEX),
     LinalgOpInfo("cross", _np_cross, _cross_samples, dtypes=FLOATS + INTS),
     LinalgOpInfo("linalg.cross", _np_cross, _linalg_cross_samples, dtypes=FLOATS + INTS),
     LinalgOpInfo("cdist", _np_cdist, _cdist_samples, method="", rtol=1e-5, atol=1e-5,
                  notes="compute_mode selects PyTorch's formulas; p != 2 materializes (..., P, R, M) differences"),
-    LinalgOpInfo("linalg.multi_dot", _np_multi_dot, _multi_dot_samples, dtypes=FLOATS + INTS),
+    LinalgOpInfo("linalg.multi_dot", _np_multi_dot, _multi_dot_samples, dtypes=FLOATS + INTS, complex_dtypes=COMPLEX),
     LinalgOpInfo("chain_matmul", lambda *ms: np.linalg.multi_dot(ms), _chain_matmul_samples, method=""),
     LinalgOpInfo("linalg.vecdot", lambda x, y, dim=-1: (x * y).sum(dim), _vecdot_samples),
     # norms
@@ -930,20 +930,20 @@ OPS = [
                  rtol=1e-5, torch_name="", notes="differentiable for every p (PyTorch's backward fails for "
                                                  "p other than None/2/-2)"),
     # inverses, determinants, solvers
-    LinalgOpInfo("linalg.inv", np.linalg.inv, _square_samples, rtol=1e-5),
-    LinalgOpInfo("inverse", np.linalg.inv, _square_samples, rtol=1e-5),
+    LinalgOpInfo("linalg.inv", np.linalg.inv, _square_samples, rtol=1e-5, complex_dtypes=COMPLEX),
+    LinalgOpInfo("inverse", np.linalg.inv, _square_samples, rtol=1e-5, complex_dtypes=COMPLEX),
     LinalgOpInfo("linalg.inv_ex", lambda A: (np.linalg.inv(A),), _square_ex_samples, output_index=0, rtol=1e-5,
                  notes="failed matrices give NaN (LAPACK leaves partial results)"),
     LinalgOpInfo("linalg.det", lambda A: np.asarray(np.linalg.det(A), A.dtype), _square_samples, rtol=1e-5,
-                 notes="gradient at exactly singular matrices through the SVD (first order only)"),
-    LinalgOpInfo("det", lambda A: np.asarray(np.linalg.det(A), A.dtype), _square_samples, rtol=1e-5),
+                 notes="gradient at exactly singular matrices through the SVD (first order only)", complex_dtypes=COMPLEX),
+    LinalgOpInfo("det", lambda A: np.asarray(np.linalg.det(A), A.dtype), _square_samples, rtol=1e-5, complex_dtypes=COMPLEX),
     LinalgOpInfo("linalg.slogdet", _np_slogdet, _square_samples, output_index=1, rtol=1e-5),
     LinalgOpInfo("slogdet", _np_slogdet, _square_samples, output_index=1, rtol=1e-5),
     LinalgOpInfo("logdet", _np_logdet, _posdet_samples, rtol=1e-5),
-    LinalgOpInfo("linalg.solve", _np_solve, _solve_samples, rtol=1e-5),
+    LinalgOpInfo("linalg.solve", _np_solve, _solve_samples, rtol=1e-5, complex_dtypes=COMPLEX),
     LinalgOpInfo("linalg.solve_ex", lambda A, B: (_np_solve(A, B),), _solve_ex_samples, output_index=0, rtol=1e-5),
     LinalgOpInfo("linalg.solve_triangular", _np_solve_triangular, _solve_triangular_samples, rtol=1e-5,
-                 notes="LU solve of the masked triangle (NumPy has no trsm); substitution when the diagonal has a 0"),
+                 notes="LU solve of the masked triangle (NumPy has no trsm); substitution when the diagonal has a 0", complex_dtypes=COMPLEX),
     # decompositions
     LinalgOpInfo("linalg.cholesky", _np_cholesky, _spd_samples, pre=sym, rtol=1e-5),
     LinalgOpInfo("linalg.cholesky_ex", lambda A: (np.linalg.cholesky(A),), _spd_samples_noupper, pre=sym,
@@ -982,8 +982,7 @@ OPS = [
                  output_index=1, rtol=1e-5),
     LinalgOpInfo("svd", _torch_svd_ref, _torch_svd_samples, post=_svd_V2, torch_name="", method="", rtol=1e-5),
     LinalgOpInfo("linalg.eigh", _np_eigh, _sym_samples, pre=sym, output_index=0, rtol=1e-5,
-                 notes="eigenvectors unique up to sign; gradients need distinct eigenvalues; linalg.eig/eigvals "
-                       "raise NotImplementedError (complex dtypes are out of scope)"),
+                 notes="eigenvectors unique up to sign (a phase for complex); gradients need distinct eigenvalues"),
     LinalgOpInfo("linalg.eigh", _eigh_ref(_eigh_V2), _sym_samples, pre=sym, post=_eigh_V2, torch_name="",
                  rtol=1e-5),
     LinalgOpInfo("linalg.eigh", _eigh_ref(_eigh_recon), _sym_samples, pre=sym, post=_eigh_recon, torch_name="",
@@ -999,9 +998,9 @@ OPS = [
     LinalgOpInfo("linalg.lstsq", _np_lstsq, _lstsq_samples, output_index=0, rtol=1e-5,
                  notes="every driver computed with one SVD (gelsy's QR rank test replaced by singular values); "
                        "residuals get their true gradient (PyTorch ignores it)"),
-    LinalgOpInfo("linalg.matrix_power", _np_matrix_power, _matrix_power_samples, rtol=1e-5),
+    LinalgOpInfo("linalg.matrix_power", _np_matrix_power, _matrix_power_samples, rtol=1e-5, complex_dtypes=COMPLEX),
     LinalgOpInfo("linalg.matrix_power", _np_matrix_power, _int_matrix_power_samples, dtypes=INTS),
-    LinalgOpInfo("matrix_power", _np_matrix_power, _matrix_power_samples, rtol=1e-5),
+    LinalgOpInfo("matrix_power", _np_matrix_power, _matrix_power_samples, rtol=1e-5, complex_dtypes=COMPLEX),
     LinalgOpInfo("linalg.matrix_rank", _np_matrix_rank, _matrix_rank_samples, differentiable=False),
     LinalgOpInfo("linalg.matrix_exp", None, _matrix_exp_samples, rtol=1e-5,
                  notes="Pade-13 scaling and squaring (Higham 2005) in float64"),

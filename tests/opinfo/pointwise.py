@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from . import FLOATS, INTS, OpInfo, SampleInput, binary_samples, make, unary_samples
+from . import COMPLEX, FLOATS, INTS, OpInfo, SampleInput, binary_samples, make, unary_samples
 
 BOOL = (np.bool_,)
 INTS_BOOL = INTS + BOOL
@@ -42,6 +42,8 @@ def _sign(x):
 
 def _np_angle(x):
     """PyTorch's angle of a real number (0 at -0.0, where NumPy's np.angle gives pi)."""
+    if x.dtype.kind == "c":
+        return np.angle(x)
     x = x if x.dtype.kind == "f" else x.astype(np.float32)
     return np.where(np.isnan(x), x, np.where(x < 0, np.pi, 0.0)).astype(x.dtype)
 
@@ -299,39 +301,39 @@ _NOT_DIFF = {"differentiable": False}
 
 OPS = [
     # --- unary ---------------------------------------------------------------------------------
-    _unary("abs", np.abs, away_from=0.0, dtypes=FLOATS + INTS),
-    _unary("absolute", np.abs, away_from=0.0, dtypes=FLOATS + INTS),
+    _unary("abs", np.abs, away_from=0.0, dtypes=FLOATS + INTS, complex_dtypes=COMPLEX),
+    _unary("absolute", np.abs, away_from=0.0, dtypes=FLOATS + INTS, complex_dtypes=COMPLEX),
     _unary("sign", _sign, away_from=0.0, dtypes=FLOATS + INTS),
     _unary("sgn", _sign, away_from=0.0, dtypes=FLOATS + INTS, torch_name="sign",
            notes="compared with torch.sign: torch.sgn's real gradient is a ZeroTensor"),
-    _unary("sqrt", np.sqrt, positive=True),
-    _unary("rsqrt", lambda x: 1 / np.sqrt(x), positive=True, rtol=1e-5),
-    _unary("square", np.square, dtypes=FLOATS + INTS),
-    _unary("reciprocal", np.reciprocal, away_from=0.0, low=-2, high=2),
-    _unary("exp2", np.exp2),
-    _unary("expm1", np.expm1),
-    _unary("log2", np.log2, positive=True),
-    _unary("log10", np.log10, positive=True),
-    _unary("log1p", np.log1p, low=-0.7, high=2.0),
-    _unary("sin", np.sin),
-    _unary("cos", np.cos),
-    _unary("tan", np.tan, low=-1.2, high=1.2),
-    _unary("asin", np.arcsin, low=-0.9, high=0.9),
-    _unary("arcsin", np.arcsin, low=-0.9, high=0.9),
-    _unary("acos", np.arccos, low=-0.9, high=0.9),
-    _unary("arccos", np.arccos, low=-0.9, high=0.9),
-    _unary("atan", np.arctan),
-    _unary("arctan", np.arctan),
-    _unary("sinh", np.sinh),
-    _unary("cosh", np.cosh),
-    _unary("tanh", np.tanh),
-    _unary("asinh", np.arcsinh),
-    _unary("arcsinh", np.arcsinh),
-    _unary("acosh", np.arccosh, low=1.2, high=3.0),
-    _unary("arccosh", np.arccosh, low=1.2, high=3.0),
-    _unary("atanh", np.arctanh, low=-0.9, high=0.9),
-    _unary("arctanh", np.arctanh, low=-0.9, high=0.9),
-    _unary("sigmoid", lambda x: 1 / (1 + np.exp(-x)), low=-5, high=5),
+    _unary("sqrt", np.sqrt, positive=True, complex_dtypes=COMPLEX),
+    _unary("rsqrt", lambda x: 1 / np.sqrt(x), positive=True, rtol=1e-5, complex_dtypes=COMPLEX),
+    _unary("square", np.square, dtypes=FLOATS + INTS, complex_dtypes=COMPLEX),
+    _unary("reciprocal", np.reciprocal, away_from=0.0, low=-2, high=2, complex_dtypes=COMPLEX),
+    _unary("exp2", lambda x: np.power(np.asarray(2, x.dtype), x), complex_dtypes=COMPLEX),
+    _unary("expm1", np.expm1, complex_dtypes=COMPLEX),
+    _unary("log2", np.log2, positive=True, complex_dtypes=COMPLEX),
+    _unary("log10", np.log10, positive=True, complex_dtypes=COMPLEX),
+    _unary("log1p", np.log1p, low=-0.7, high=2.0, complex_dtypes=COMPLEX),
+    _unary("sin", np.sin, complex_dtypes=COMPLEX),
+    _unary("cos", np.cos, complex_dtypes=COMPLEX),
+    _unary("tan", np.tan, low=-1.2, high=1.2, complex_dtypes=COMPLEX),
+    _unary("asin", np.arcsin, low=-0.9, high=0.9, complex_dtypes=COMPLEX),
+    _unary("arcsin", np.arcsin, low=-0.9, high=0.9, complex_dtypes=COMPLEX),
+    _unary("acos", np.arccos, low=-0.9, high=0.9, complex_dtypes=COMPLEX),
+    _unary("arccos", np.arccos, low=-0.9, high=0.9, complex_dtypes=COMPLEX),
+    _unary("atan", np.arctan, complex_dtypes=COMPLEX),
+    _unary("arctan", np.arctan, complex_dtypes=COMPLEX),
+    _unary("sinh", np.sinh, complex_dtypes=COMPLEX),
+    _unary("cosh", np.cosh, complex_dtypes=COMPLEX),
+    _unary("tanh", np.tanh, complex_dtypes=COMPLEX),
+    _unary("asinh", np.arcsinh, complex_dtypes=COMPLEX),
+    _unary("arcsinh", np.arcsinh, complex_dtypes=COMPLEX),
+    _unary("acosh", np.arccosh, low=1.2, high=3.0, complex_dtypes=COMPLEX),
+    _unary("arccosh", np.arccosh, low=1.2, high=3.0, complex_dtypes=COMPLEX),
+    _unary("atanh", np.arctanh, low=-0.9, high=0.9, complex_dtypes=COMPLEX),
+    _unary("arctanh", np.arctanh, low=-0.9, high=0.9, complex_dtypes=COMPLEX),
+    _unary("sigmoid", lambda x: 1 / (1 + np.exp(-x)), low=-5, high=5, complex_dtypes=COMPLEX),
     OpInfo("logit", _np_logit, _logit_samples, inplace="logit_", rtol=1e-5),
     _unary("erf", _vec(math.erf), low=-3, high=3),
     _unary("erfc", _vec(math.erfc), low=-3, high=3, rtol=1e-5),
@@ -351,8 +353,8 @@ OPS = [
     _unary("positive", lambda x: x, dtypes=FLOATS + INTS, inplace=False),
     _unary("deg2rad", np.deg2rad, low=-360, high=360),
     _unary("rad2deg", np.rad2deg),
-    _unary("sinc", _np_sinc, away_from=0.0, rtol=1e-5),
-    _unary("angle", _np_angle, away_from=0.0, inplace=False, dtypes=FLOATS + INTS),
+    _unary("sinc", _np_sinc, away_from=0.0, rtol=1e-5, complex_dtypes=COMPLEX),
+    _unary("angle", _np_angle, away_from=0.0, inplace=False, dtypes=FLOATS + INTS, complex_dtypes=COMPLEX),
     OpInfo("isnan", np.isnan, _with_specials, dtypes=FLOATS + INTS, **_NOT_DIFF),
     OpInfo("isinf", np.isinf, _with_specials, dtypes=FLOATS + INTS, **_NOT_DIFF),
     OpInfo("isposinf", np.isposinf, _with_specials, dtypes=FLOATS + INTS, **_NOT_DIFF),

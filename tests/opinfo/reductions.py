@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from . import FLOATS, INTS, OpInfo, SampleInput, make
+from . import COMPLEX, FLOATS, INTS, OpInfo, SampleInput, make
 
 ALL = FLOATS + INTS
 BOOL = (np.bool_,)
@@ -412,7 +412,7 @@ def _np_var(x, dim=None, unbiased=None, keepdim=False, *, correction=None, std=F
     ax = _ax(dim)
     n = x.size if ax is None else np.prod([x.shape[d] for d in np.atleast_1d(ax)])
     m = x.mean(axis=ax, keepdims=True)
-    v = ((x - m) ** 2).sum(axis=ax, keepdims=keepdim) / max(n - c, 0)
+    v = (np.abs(x - m) ** 2).sum(axis=ax, keepdims=keepdim) / max(n - c, 0)
     return np.sqrt(v) if std else v
 
 
@@ -431,7 +431,7 @@ def _np_norm(x, p="fro", dim=None, keepdim=False):
     ax = _ax(dim)
     a = np.abs(x)
     if p in ("fro", 2):
-        r = np.sqrt((x * x).sum(axis=ax, keepdims=keepdim))
+        r = np.sqrt((a * a).sum(axis=ax, keepdims=keepdim))
     elif p == float("inf"):
         r = a.max(axis=ax, keepdims=keepdim)
     elif p == -float("inf"):
@@ -661,7 +661,7 @@ def _np_nanmedian_dim(x, dim, keepdim=False):
 OPS = [
     OpInfo("nansum", _np_nansum, _nan_grad_samples(_dims_samples()), dtypes=ALL),
     OpInfo("nanmean", _np_nanmean, _nan_grad_samples(_dims_samples(empty=False))),
-    OpInfo("prod", _np_prod, _prod_samples, dtypes=ALL, rtol=1e-5),
+    OpInfo("prod", _np_prod, _prod_samples, dtypes=ALL, rtol=1e-5, complex_dtypes=COMPLEX),
     OpInfo("max", lambda x: np.max(x), _nan_samples(_all_samples), dtypes=ALL, notes="max(a, b) is maximum"),
     OpInfo("max", _np_extreme_dim(np.max, np.argmax), _nan_samples(_dim_int_samples()), dtypes=ALL,
            output_index=0),
@@ -674,16 +674,16 @@ OPS = [
     OpInfo("aminmax", _np_aminmax, _aminmax_samples, dtypes=ALL, output_index=1),
     OpInfo("argmax", _np_arg(np.argmax), _dim_int_samples(none=True), dtypes=ALL, differentiable=False),
     OpInfo("argmin", _np_arg(np.argmin), _dim_int_samples(none=True), dtypes=ALL, differentiable=False),
-    OpInfo("var", _np_var, _var_samples, rtol=1e-5),
-    OpInfo("std", lambda *a, **k: _np_var(*a, std=True, **k), _var_samples, rtol=1e-5),
+    OpInfo("var", _np_var, _var_samples, rtol=1e-5, complex_dtypes=COMPLEX),
+    OpInfo("std", lambda *a, **k: _np_var(*a, std=True, **k), _var_samples, rtol=1e-5, complex_dtypes=COMPLEX),
     OpInfo("var_mean", _np_var_mean(False), _var_samples, output_index=0, method="", rtol=1e-5),
     OpInfo("var_mean", _np_var_mean(False), _var_samples, output_index=1, method="", rtol=1e-5),
     OpInfo("std_mean", _np_var_mean(True), _var_samples, output_index=0, method="", rtol=1e-5),
     OpInfo("logsumexp", _np_logsumexp, _lse_samples, dtypes=ALL, rtol=1e-5),
     OpInfo("norm", _np_norm, _norm_samples, rtol=1e-5,
-           notes="vector norms here; 'nuc' and other matrix norms call fabric.linalg.matrix_norm"),
-    OpInfo("cumsum", _np_cum(np.cumsum), _scan_samples(), dtypes=ALL + BOOL, rtol=1e-5),
-    OpInfo("cumprod", _np_cum(np.cumprod), _scan_samples(low=0.5, high=1.5, zeros=True), dtypes=ALL, rtol=1e-5),
+           notes="vector norms here; 'nuc' and other matrix norms call fabric.linalg.matrix_norm", complex_dtypes=COMPLEX),
+    OpInfo("cumsum", _np_cum(np.cumsum), _scan_samples(), dtypes=ALL + BOOL, rtol=1e-5, complex_dtypes=COMPLEX),
+    OpInfo("cumprod", _np_cum(np.cumprod), _scan_samples(low=0.5, high=1.5, zeros=True), dtypes=ALL, rtol=1e-5, complex_dtypes=COMPLEX),
     OpInfo("cummax", _np_cumextreme(np.maximum.accumulate), _nan_samples(_scan_samples()), dtypes=ALL,
            output_index=0),
     OpInfo("cummin", _np_cumextreme(np.minimum.accumulate), _nan_samples(_scan_samples()), dtypes=ALL,

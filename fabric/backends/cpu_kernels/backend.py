@@ -17,12 +17,14 @@ import math
 
 import numpy as np
 
+from ..._rng import mt19937 as _mt19937
 from .. import fused
 from ..numpy_backend import NumpyBackend
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _ACTS = {"none": 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4}
-_k = None
+_F32 = np.dtype(np.float32)
+_k = _k32 = None
 
 
 def kernels():
@@ -32,6 +34,33 @@ def kernels():
         from . import kernels as module
         _k = module
     return _k
+
+
+def kernels32():
+    """The vectorised float32 kernels (:mod:`.kernels32`; imports numba on first use)."""
+    global _k32
+    if _k32 is None:
+        from . import kernels32 as module
+        _k32 = module
+    return _k32
+
+
+# float64 ops the NumPy reference runs faster than a numba kernel could here: their cost is
+# exp, one libm call per element in numba against NumPy's SIMD exp (measured 1.5-2.5x slower,
+# see docs/performance.md); float64 is the gradcheck dtype, so these stay on the reference.
+# Named as the CUDA kernels are (the agreement tests' ``ran`` reads it).
+REFERENCE_FLOAT64 = frozenset({"softmax_fwd", "log_softmax_fwd", "log_softmax_bwd", "safe_softmax_inplace",
+                               "cross_entropy_fwd", "cross_entropy_bwd"})
+
+
+def _for(dtype):
+    """The kernel set for ``dtype``: the vectorised float32 one, else the float64-arithmetic one."""
+    return kernels32() if dtype == _F32 else kernels()
+
+
+def _flat(a):
+    """``a`` as a C-contiguous flat array (a view when already contiguous)."""
+    return np.ascontiguousarray(a).reshape(-1)
 
 
 def _ok(*arrays) -> bool:
@@ -56,10 +85,20 @@ def _vec(a, n, dtype):
     return np.ascontiguousarray(a.reshape(-1), dtype=dtype)
 
 
+def _bernoulli53(key, pos, threshold, out):
+    """The CPU generator's bernoulli masks in compiled code (see ``fabric._rng.mt19937``)."""
+    return kernels().mt19937_bernoulli53(key, pos, threshold, out)
+
+
 class NumbaBackend(NumpyBackend):
-    """NumPy backend plus compiled fused kernels (see the module docstring)."""
+    """NumPy backend plus compiled fused kernels (see the module docstring).  Creating one
+    hands the CPU generator its compiled bernoulli masks (dropout's: the same mt19937 draws)."""
 
     kernels_enabled = True
+
+    def __init__(self):
+        super().__init__()
+        _mt19937.register_compiled_bernoulli53(_bernoulli53)
 
     # --- softmax family (any axis: moved last, rows contiguous) ------------------------------
     @staticmethod
@@ -74,53 +113,55 @@ class NumbaBackend(NumpyBackend):
         return np.moveaxis(out, -1, axis) if axis != ndim - 1 else out
 
     def softmax(self, x, axis=-1):
-        if not (_ok(x) and _axis_ok(axis, x.ndim)):
+        if not (_ok(x) and x.dtype == _F32 and _axis_ok(axis, x.ndim)):
             return super().softmax(x, axis)
-        return self._rowwise(kernels().softmax_fwd, axis, x)
+        return self._rowwise(kernels32().softmax_fwd, axis, x)
 
     def safe_softmax_(self, s):
-        if not (_ok(s) and s.ndim >= 1 and s.flags.c_contiguous and s.flags.writeable):
+        if not (_ok(s) and s.dtype == _F32 and s.ndim >= 1 and s.flags.c_contiguous and s.flags.writeable):
             return super().safe_softmax_(s)
-        kernels().safe_softmax_inplace(s.reshape(-1, s.shape[-1]))
+        kernels32().safe_softmax_inplace(s.reshape(-1, s.shape[-1]))
         return s
 
     def log_softmax(self, x, axis=-1):
-        if not (_ok(x) and _axis_ok(axis, x.ndim)):
+        if not (_ok(x) and x.dtype == _F32 and _axis_ok(axis, x.ndim)):
             return super().log_softmax(x, axis)
-        return self._rowwise(kernels().log_softmax_fwd, axis, x)
+        return self._rowwise(kernels32().log_softmax_fwd, axis, x)
 
     def softmax_backward(self, y, gy, axis=-1):
         if not (_ok(y, gy) and y.shape == gy.shape and _axis_ok(axis, y.ndim)):
             return super().softmax_backward(y, gy, axis)
-        return self._rowwise(kernels().softmax_bwd, axis, y, gy)
+        return self._rowwise(_for(y.dtype).softmax_bwd, axis, y, gy)
 
     def log_softmax_backward(self, y, gy, axis=-1):
-        if not (_ok(y, gy) and y.shape == gy.shape and _axis_ok(axis, y.ndim)):
+        if not (_ok(y, gy) and y.dtype == _F32 and y.shape == gy.shape and _axis_ok(axis, y.ndim)):
             return super().log_softmax_backward(y, gy, axis)
-        return self._rowwise(kernels().log_softmax_bwd, axis, y, gy)
+        return self._rowwise(kernels32().log_softmax_bwd, axis, y, gy)
 
     # --- cross entropy ---------------------------------------------------------------------
     def cross_entropy(self, logits, target, weight=None, ignore_index=-100, label_smoothing=0.0):
-        if not (_ok(logits) and logits.ndim == 2 and logits.shape[1] > 0 and target.dtype.kind in "iu"):
+        if not (_ok(logits) and logits.dtype == _F32 and logits.ndim == 2 and logits.shape[1] > 0
+                and target.dtype.kind in "iu"):
             return super().cross_entropy(logits, target, weight, ignore_index, label_smoothing)
         n, c = logits.shape
         x = np.ascontiguousarray(logits)
         w = np.ones(c, x.dtype) if weight is None else _vec(weight, c, x.dtype)
         loss, lse = np.empty(n, x.dtype), np.empty(n, x.dtype)
-        kernels().cross_entropy_fwd(x, np.ascontiguousarray(target, np.int64), w, int(ignore_index),
+        kernels32().cross_entropy_fwd(x, np.ascontiguousarray(target, np.int64), w, int(ignore_index),
                                     float(label_smoothing), loss, lse)
         return loss, (logits, lse)
 
     def cross_entropy_backward(self, saved, target, weight, ignore_index, label_smoothing, g_loss):
         logits, lse = saved
-        if not (_ok(logits, lse) and logits.ndim == 2 and logits.shape[1] > 0 and target.dtype.kind in "iu"):
+        if not (_ok(logits, lse) and logits.dtype == _F32 and logits.ndim == 2 and logits.shape[1] > 0
+                and target.dtype.kind in "iu"):
             return super().cross_entropy_backward(saved, target, weight, ignore_index, label_smoothing, g_loss)
         n, c = logits.shape
         x = np.ascontiguousarray(logits)
         w = np.ones(c, x.dtype) if weight is None else _vec(weight, c, x.dtype)
         g = np.ascontiguousarray(np.broadcast_to(g_loss, (n,)), x.dtype)
         out = np.empty_like(x)
-        kernels().cross_entropy_bwd(x, lse, np.ascontiguousarray(target, np.int64), w, int(ignore_index),
+        kernels32().cross_entropy_bwd(x, lse, np.ascontiguousarray(target, np.int64), w, int(ignore_index),
                                     float(label_smoothing), g, out)
         return out
 
@@ -133,7 +174,7 @@ class NumbaBackend(NumpyBackend):
         c = x2.shape[1]
         out = np.empty_like(x2)
         mean, rstd = np.empty(x2.shape[0], x.dtype), np.empty(x2.shape[0], x.dtype)
-        kernels().layer_norm_fwd(x2, _vec(weight, c, x.dtype), _vec(bias, c, x.dtype), float(eps), out, mean, rstd)
+        _for(x.dtype).layer_norm_fwd(x2, _vec(weight, c, x.dtype), _vec(bias, c, x.dtype), float(eps), out, mean, rstd)
         lead = x.shape[:-1]
         return out.reshape(x.shape), mean.reshape(lead), rstd.reshape(lead)
 
@@ -146,7 +187,7 @@ class NumbaBackend(NumpyBackend):
         c = x2.shape[1]
         m, r = _vec(mean, 0, x.dtype), _vec(rstd, 0, x.dtype)
         gx = np.empty_like(x2)
-        k.layer_norm_bwd(g2, x2, _vec(weight, c, x.dtype), m, r, gx)
+        _for(x.dtype).layer_norm_bwd(g2, x2, _vec(weight, c, x.dtype), m, r, gx)
         gw = gb = None
         if weight is not None or has_bias:
             gw_buf, gb_buf = np.empty(c, x.dtype), np.empty(c if has_bias else 0, x.dtype)
@@ -194,24 +235,37 @@ class NumbaBackend(NumpyBackend):
         kernels().act_bwd(xf, np.ascontiguousarray(gy).reshape(-1), code, out)
         return out.reshape(gy.shape)
 
+    def _act32(self, kernel, x, *more):
+        out = np.empty(x.shape, x.dtype)
+        kernel(_flat(x), *[_flat(a) for a in more], out.reshape(-1))
+        return out
+
     def gelu(self, x, approximate="none"):
         if not (_ok(x) and approximate in ("none", "tanh")):
             return super().gelu(x, approximate)
+        if x.dtype == _F32 and approximate == "none":
+            return self._act32(kernels32().gelu_fwd, x)
         return self._act(x, _ACTS["gelu" if approximate == "none" else "gelu_tanh"])
 
     def gelu_backward(self, x, gy, approximate="none"):
         if not (_ok(x, gy) and x.shape == gy.shape and approximate in ("none", "tanh")):
             return super().gelu_backward(x, gy, approximate)
+        if x.dtype == _F32 and approximate == "none":
+            return self._act32(kernels32().gelu_bwd, x, gy)
         return self._act_backward(x, gy, _ACTS["gelu" if approximate == "none" else "gelu_tanh"])
 
     def silu(self, x):
         if not _ok(x):
             return super().silu(x)
+        if x.dtype == _F32:
+            return self._act32(kernels32().silu_fwd, x)
         return self._act(x, _ACTS["silu"])
 
     def silu_backward(self, x, gy):
         if not (_ok(x, gy) and x.shape == gy.shape):
             return super().silu_backward(x, gy)
+        if x.dtype == _F32:
+            return self._act32(kernels32().silu_bwd, x, gy)
         return self._act_backward(x, gy, _ACTS["silu"])
 
     def bias_act(self, x, bias, act):
@@ -312,11 +366,12 @@ class NumbaBackend(NumpyBackend):
             return super().sgd_step(params, grads, momentum_bufs, lr, momentum, dampening, weight_decay,
                                     nesterov, maximize, first_step)
         k = kernels()
+        dt = params[0].dtype.type
         empty = np.empty(0, params[0].dtype)
         for i, p in enumerate(params):
             buf = momentum_bufs[i].reshape(-1) if momentum else empty
-            k.sgd_update(p.reshape(-1), grads[i].reshape(-1), buf, float(lr), float(momentum), float(dampening),
-                         float(weight_decay), bool(nesterov), bool(maximize), bool(first_step))
+            k.sgd_update(p.reshape(-1), grads[i].reshape(-1), buf, dt(lr), dt(momentum), dt(1.0 - dampening),
+                         dt(weight_decay), bool(momentum), bool(nesterov), bool(maximize), bool(first_step))
 
     def adam_step(self, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, lr=1e-3,
                   beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, amsgrad=False,
@@ -326,11 +381,14 @@ class NumbaBackend(NumpyBackend):
             return super().adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, lr, beta1,
                                      beta2, eps, weight_decay, amsgrad, maximize, decoupled_weight_decay)
         k = kernels()
-        step_size = lr / (1.0 - beta1 ** step)
-        bc2_sqrt = math.sqrt(1.0 - beta2 ** step)
+        dt = params[0].dtype.type
+        scalars = (dt(1.0 - beta1), dt(beta2), dt(1.0 - beta2), dt(eps), dt(weight_decay),
+                   dt(1.0 - lr * weight_decay))
+        flags = (bool(amsgrad), bool(maximize), bool(decoupled_weight_decay))
+        step_size = dt(lr / (1.0 - beta1 ** step))
+        bc2_sqrt = dt(math.sqrt(1.0 - beta2 ** step))
         empty = np.empty(0, params[0].dtype)
         for i, p in enumerate(params):
             vmax = max_exp_avg_sqs[i].reshape(-1) if amsgrad else empty
             k.adam_update(p.reshape(-1), grads[i].reshape(-1), exp_avgs[i].reshape(-1), exp_avg_sqs[i].reshape(-1),
-                          vmax, float(lr), float(beta1), float(beta2), float(eps), float(weight_decay), bool(amsgrad),
-                          bool(maximize), bool(decoupled_weight_decay), float(step_size), float(bc2_sqrt))
+                          vmax, *scalars, *flags, step_size, bc2_sqrt)

@@ -9,13 +9,13 @@ run rows in parallel (``prange``).  They are compiled on first use and cached on
 """
 from __future__ import annotations
 
-from math import erfc, exp, log, sqrt, tanh
+from math import erfc, exp, sqrt, tanh
 
 import numba
 import numpy as np
 from numba import prange
 
-_jit = numba.njit(cache=True, nogil=True)
+_jit = numba.njit(cache=True, nogil=True, error_model="numpy")
 # Row loops are written with ``prange`` but compiled serially for now: numba's default
 # threading layer here (workqueue) aborts on concurrent launches from two Python threads
 # (DataParallel, data-loader threads), and the fusion, not the core count, is the win on a
@@ -28,62 +28,8 @@ _INV_SQRT_2PI = 0.3989422804014327
 _GELU_C = 0.044715
 
 
-@_jit
-def _row_max(x, i):
-    m = -np.inf
-    for j in range(x.shape[1]):
-        v = x[i, j]
-        if v > m or v != v:
-            m = v
-            if v != v:
-                break
-    return m
-
-
-# --- softmax family -------------------------------------------------------------------------
-@_pjit
-def softmax_fwd(x, out):
-    for i in prange(x.shape[0]):
-        m = _row_max(x, i)
-        s = 0.0
-        for j in range(x.shape[1]):
-            e = exp(x[i, j] - m)
-            out[i, j] = e
-            s += e
-        for j in range(x.shape[1]):
-            out[i, j] = out[i, j] / s
-
-
-@_pjit
-def safe_softmax_inplace(s):
-    """Softmax of each row of ``s`` in place; a row of all -inf gives zeros."""
-    for i in prange(s.shape[0]):
-        m = _row_max(s, i)
-        if m == -np.inf:
-            m = 0.0
-        t = 0.0
-        for j in range(s.shape[1]):
-            e = exp(s[i, j] - m)
-            s[i, j] = e
-            t += e
-        if t == 0.0:
-            t = 1.0
-        for j in range(s.shape[1]):
-            s[i, j] = s[i, j] / t
-
-
-@_pjit
-def log_softmax_fwd(x, out):
-    for i in prange(x.shape[0]):
-        m = _row_max(x, i)
-        s = 0.0
-        for j in range(x.shape[1]):
-            s += exp(x[i, j] - m)
-        ls = log(s)
-        for j in range(x.shape[1]):
-            out[i, j] = (x[i, j] - m) - ls
-
-
+# --- softmax backward (the softmax forward, log-softmax and cross entropy: kernels32 for float32,
+# the NumPy reference for float64, whose SIMD exp beats a libm call per element) ------------
 @_pjit
 def softmax_bwd(y, gy, out):
     for i in prange(y.shape[0]):
@@ -92,74 +38,6 @@ def softmax_bwd(y, gy, out):
             d += gy[i, j] * y[i, j]
         for j in range(y.shape[1]):
             out[i, j] = (gy[i, j] - d) * y[i, j]
-
-
-@_pjit
-def log_softmax_bwd(y, gy, out):
-    for i in prange(y.shape[0]):
-        s = 0.0
-        for j in range(y.shape[1]):
-            s += gy[i, j]
-        for j in range(y.shape[1]):
-            out[i, j] = gy[i, j] - exp(y[i, j]) * s
-
-
-# --- cross entropy --------------------------------------------------------------------------
-@_pjit
-def cross_entropy_fwd(x, target, w, ignore_index, eps, loss, lse):
-    """Per-row loss and shifted log-sum-exp; ``w`` are the class weights (ones when unweighted)."""
-    n, c = x.shape
-    wsum = 0.0
-    for j in range(c):
-        wsum += w[j]
-    for i in prange(n):
-        m = _row_max(x, i)
-        s = 0.0
-        zs = 0.0
-        for j in range(c):
-            z = x[i, j] - m
-            s += exp(z)
-            if eps != 0.0:
-                zs += w[j] * z
-        ls = log(s)
-        lse[i] = ls
-        t = target[i]
-        if t == ignore_index:
-            loss[i] = 0.0
-        elif t < 0 or t >= c:
-            loss[i] = np.nan
-        else:
-            li = (ls - (x[i, t] - m)) * w[t]
-            if eps != 0.0:
-                li = li * (1.0 - eps) + (eps / c) * (wsum * ls - zs)
-            loss[i] = li
-
-
-@_pjit
-def cross_entropy_bwd(x, lse, target, w, ignore_index, eps, g_loss, out):
-    n, c = x.shape
-    wsum = 0.0
-    for j in range(c):
-        wsum += w[j]
-    for i in prange(n):
-        t = target[i]
-        if t == ignore_index:
-            for j in range(c):
-                out[i, j] = 0.0
-            continue
-        g = float(g_loss[i])
-        valid = 0 <= t < c
-        wt = w[t] if valid else 1.0
-        a = g * ((1.0 - eps) * wt + eps * wsum / c)
-        m = _row_max(x, i)
-        ls = float(lse[i])
-        for j in range(c):
-            v = a * exp((x[i, j] - m) - ls)
-            if eps != 0.0:
-                v -= g * (eps / c) * w[j]
-            out[i, j] = v
-        if valid:
-            out[i, t] -= g * (1.0 - eps) * wt
 
 
 # --- layer / RMS norm -----------------------------------------------------------------------
@@ -400,12 +278,45 @@ def embedding_bwd(idx, gy, out):
             out[idx[k], j] += gy[k, j]
 
 
+@_jit
+def _max_pool2x2(x, out, ind):
+    """The 2x2 stride-2 unpadded windows (every window in bounds): the general kernel's
+    rule as branch-free selects over the four positions, so the row loop vectorises."""
+    p_, h, w = x.shape
+    oh, ow = out.shape[1], out.shape[2]
+    for p in range(p_):
+        for oy in range(oh):
+            r0, r1 = 2 * oy, 2 * oy + 1
+            for ox in range(ow):
+                c0 = 2 * ox
+                best = x[p, r0, c0]
+                bi = r0 * w + c0
+                v = x[p, r0, c0 + 1]
+                take = v > best or v != v
+                best = v if take else best
+                bi = r0 * w + c0 + 1 if take else bi
+                v = x[p, r1, c0]
+                take = v > best or v != v
+                best = v if take else best
+                bi = r1 * w + c0 if take else bi
+                v = x[p, r1, c0 + 1]
+                take = v > best or v != v
+                best = v if take else best
+                bi = r1 * w + c0 + 1 if take else bi
+                out[p, oy, ox] = best
+                ind[p, oy, ox] = bi
+
+
 @_pjit
 def max_pool2d_fwd(x, kh, kw, sh, sw, ph, pw, dh, dw, out, ind):
     """``x`` (planes, H, W); windows that see only padding or -inf report their first
     in-bounds position; NaN wins (the last one), ties keep the first maximum."""
     p_, h, w = x.shape
     oh, ow = out.shape[1], out.shape[2]
+    if (kh == 2 and kw == 2 and sh == 2 and sw == 2 and ph == 0 and pw == 0 and dh == 1 and dw == 1
+            and 2 * oh <= h and 2 * ow <= w):
+        _max_pool2x2(x, out, ind)
+        return
     for p in prange(p_):
         for oy in range(oh):
             h0 = oy * sh - ph
@@ -462,40 +373,106 @@ def col2im_2d(cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, out):
 
 
 # --- optimizers (one flat parameter at a time) ----------------------------------------------
-@_pjit
-def sgd_update(p, g, buf, lr, momentum, dampening, weight_decay, nesterov, maximize, first_step):
+# The scalars arrive in the parameters' dtype (the backend casts them), so a float32 update is
+# float32 arithmetic throughout, in the reference's operation order: the same bits as the NumPy
+# twin (which rounds each Python scalar to float32 too), and a loop LLVM vectorises (float64
+# scalars made every element a float64 computation with scalar sqrt and division: slower than
+# NumPy's ~13 float32 SIMD passes).  The flags are loop-invariant branches LLVM unswitches.
+@_jit
+def sgd_update(p, g, buf, lr, momentum, one_minus_dampening, weight_decay, has_momentum, nesterov,
+               maximize, first_step):
     """``buf`` of length 0 when ``momentum == 0``."""
-    for i in prange(p.shape[0]):
+    for i in range(p.shape[0]):
         gi = -g[i] if maximize else g[i]
-        if weight_decay != 0.0:
+        if weight_decay != 0:
             gi = gi + weight_decay * p[i]
-        if momentum != 0.0:
+        if has_momentum:
             if first_step:
                 b = gi
             else:
-                b = momentum * buf[i] + (1.0 - dampening) * gi
+                b = buf[i] * momentum + one_minus_dampening * gi
             buf[i] = b
-            gi = gi + momentum * buf[i] if nesterov else buf[i]
+            gi = gi + momentum * b if nesterov else b
         p[i] = p[i] - lr * gi
 
 
-@_pjit
-def adam_update(p, g, m, v, vmax, lr, beta1, beta2, eps, weight_decay, amsgrad, maximize, decoupled,
-                step_size, bc2_sqrt):
-    """``vmax`` of length 0 unless ``amsgrad``."""
-    for i in prange(p.shape[0]):
+@_jit
+def adam_update(p, g, m, v, vmax, one_minus_beta1, beta2, one_minus_beta2, eps, weight_decay, decay,
+                amsgrad, maximize, decoupled, step_size, bc2_sqrt):
+    """``vmax`` of length 0 unless ``amsgrad``; ``decay = 1 - lr * weight_decay`` (AdamW)."""
+    for i in range(p.shape[0]):
         gi = -g[i] if maximize else g[i]
-        if weight_decay != 0.0:
+        pi = p[i]
+        if weight_decay != 0:
             if decoupled:
-                p[i] = p[i] * (1.0 - lr * weight_decay)
+                pi = pi * decay
             else:
-                gi = gi + weight_decay * p[i]
-        m[i] = m[i] + (1.0 - beta1) * (gi - m[i])
-        v[i] = beta2 * v[i] + (1.0 - beta2) * (gi * gi)
+                gi = gi + weight_decay * pi
+        mi = m[i] + (gi - m[i]) * one_minus_beta1
+        vi = v[i] * beta2 + (gi * gi) * one_minus_beta2
+        m[i] = mi
+        v[i] = vi
         if amsgrad:
-            if v[i] > vmax[i] or v[i] != v[i]:
-                vmax[i] = v[i]
-            den = sqrt(vmax[i])
-        else:
-            den = sqrt(v[i])
-        p[i] = p[i] - step_size * (m[i] / (den / bc2_sqrt + eps))
+            if vi > vmax[i] or vi != vi:   # NaN in either propagates, as np.maximum
+                vmax[i] = vi
+            vi = vmax[i]
+        p[i] = pi - (mi / (sqrt(vi) / bc2_sqrt + eps)) * step_size
+
+
+# --- the CPU generator's mt19937 stream: bernoulli masks in compiled code --------------------
+# Bit for bit NumPy's MT19937 (the engine behind fabric's PyTorch-exact CPU generator): the
+# reference twist and tempering, words drawn from ``key[pos:]`` and a twist whenever pos
+# reaches 624.  Both twist loops and the tempering vectorise (the recurrence reads words 1 and
+# 397 ahead, or 227 behind).
+_U32 = np.uint64(0xFFFFFFFF)
+_UPPER, _LOWER, _MATRIX = np.uint64(0x80000000), np.uint64(0x7FFFFFFF), np.uint64(0x9908B0DF)
+_ONE_U, _SHIFT_1 = np.uint64(1), np.uint64(1)
+
+
+@_jit
+def _mt_twist(mt):
+    for i in range(227):
+        y = (np.uint64(mt[i]) & _UPPER) | (np.uint64(mt[i + 1]) & _LOWER)
+        mt[i] = np.uint64(mt[i + 397]) ^ (y >> _SHIFT_1) ^ ((y & _ONE_U) * _MATRIX)
+    for i in range(227, 623):
+        y = (np.uint64(mt[i]) & _UPPER) | (np.uint64(mt[i + 1]) & _LOWER)
+        mt[i] = np.uint64(mt[i - 227]) ^ (y >> _SHIFT_1) ^ ((y & _ONE_U) * _MATRIX)
+    y = (np.uint64(mt[623]) & _UPPER) | (np.uint64(mt[0]) & _LOWER)
+    mt[623] = np.uint64(mt[396]) ^ (y >> _SHIFT_1) ^ ((y & _ONE_U) * _MATRIX)
+
+
+@_jit
+def mt19937_words(key, pos, out):
+    """Fill ``out`` (uint32) with the next tempered words of the state ``(key, pos)``; ``key``
+    is advanced in place and the new ``pos`` returned."""
+    n = out.shape[0]
+    k = 0
+    while k < n:
+        if pos == 624:
+            _mt_twist(key)
+            pos = 0
+        m = min(624 - pos, n - k)
+        for j in range(m):
+            y = np.uint64(key[pos + j])
+            y ^= y >> np.uint64(11)
+            y ^= (y << np.uint64(7)) & np.uint64(0x9D2C5680)
+            y ^= (y << np.uint64(15)) & np.uint64(0xEFC60000)
+            y ^= y >> np.uint64(18)
+            out[k + j] = y & _U32
+        pos += m
+        k += m
+    return pos
+
+
+@_jit
+def mt19937_bernoulli53(key, pos, threshold, out):
+    """``out[i] = 1`` where the i-th 53-bit uniform (two words, the first one's low 21 bits
+    high) is below ``threshold / 2**53``, else 0: ``(uniform53(n) < p).astype(out.dtype)``
+    with ``threshold = p * 2**53`` (exact: a power-of-two scaling).  Returns the new pos."""
+    n = out.shape[0]
+    words = np.empty(2 * n, np.uint32)
+    pos = mt19937_words(key, pos, words)
+    for i in range(n):
+        v = ((np.uint64(words[2 * i]) & np.uint64(0x1FFFFF)) << np.uint64(32)) | np.uint64(words[2 * i + 1])
+        out[i] = 1 if np.float64(v) < threshold else 0
+    return pos

@@ -36,7 +36,7 @@ from ...autograd.function import Function, _apply, _check_inplace
 from ...autograd.grad_mode import no_grad
 from ...autograd.grad_mode import state as _grad_state
 from ...backends import backend_of
-from ...ops import _autocast as _amp
+from ...ops._registry import declare_op
 from ...ops._util import xp_of
 
 __all__ = [
@@ -56,7 +56,8 @@ _GELU_C = 0.044715
 _ONE_SIXTH_F32 = float(np.float32(1.0) / np.float32(6.0))
 
 _TORCH_TYPE = {"float16": "Half", "float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int",
-               "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool", "bfloat16": "BFloat16"}
+               "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool", "bfloat16": "BFloat16",
+               "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
 
 # --------------------------------------------------------------------------
@@ -353,6 +354,7 @@ class Hardshrink(_Elementwise):
         return _mask_scale(gy, ~((xd >= -lambd) & (xd <= lambd)))
 
 
+@declare_op()
 def hardshrink(input, lambd=0.5):
     """``input`` where ``|input| > lambd``, else 0.
 
@@ -647,6 +649,7 @@ class Softplus(_Elementwise):
         return gy * d
 
 
+@declare_op(method=False)
 def softplus(input, beta=1.0, threshold=20.0):
     """``log(1 + exp(beta * x)) / beta``, linear where ``beta * x > threshold``.
 
@@ -654,8 +657,6 @@ def softplus(input, beta=1.0, threshold=20.0):
     >>> F.softplus(fabric.tensor([0.0, 30.0]))
     tensor([ 0.6931, 30.0000])
     """
-    if _amp.active and (c := _amp.cast("softplus", input)):
-        input, = c
     _float_input(input, "softplus", "softplus_cpu")
     return _unary(Softplus, input, beta, threshold)
 
@@ -755,6 +756,7 @@ class Prelu(Function):
         return gx, gw
 
 
+@declare_op()
 def prelu(input, weight):
     """``max(0, x) + weight * min(0, x)``, ``weight`` per channel (dim 1).
 
@@ -762,8 +764,6 @@ def prelu(input, weight):
     >>> F.prelu(fabric.tensor([[-2.0, 1.0]]), fabric.tensor([0.25]))
     tensor([[-0.5000,  1.0000]])
     """
-    if _amp.active and (c := _amp.cast("prelu", input, weight)):
-        input, weight = c
     _check_tensor(input, "prelu")
     _check_tensor(weight, "prelu", "weight")
     x, w = input._data, weight._data
@@ -878,6 +878,14 @@ class Softmax(Function):
         gyy = gy * y
         return gyy - y * gyy.sum(axis, keepdim=True), None
 
+    @staticmethod
+    def jvp(ctx, t, _):
+        y, = ctx.saved_tensors
+        if y.dim() == 0:
+            return t * 0
+        ty = t * y
+        return ty - y * ty.sum(ctx.axis, keepdim=True)
+
 
 class LogSoftmax(Function):
     _array_forward = True
@@ -903,6 +911,13 @@ class LogSoftmax(Function):
             return _const(backend_of(yd).log_softmax_backward(yd, gd, axis)), None
         return gy - _ops.exp(y) * gy.sum(axis, keepdim=True), None
 
+    @staticmethod
+    def jvp(ctx, t, _):
+        y, = ctx.saved_tensors
+        if y.dim() == 0:
+            return t * 0
+        return t - (_ops.exp(y) * t).sum(ctx.axis, keepdim=True)
+
 
 def _get_softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
     warnings.warn(f"Implicit dimension choice for {name} has been deprecated. "
@@ -912,8 +927,6 @@ def _get_softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
 
 def _softmax_input(input, name, kernel, dtype):
     _check_tensor(input, name)
-    if dtype is None and _amp.active and (c := _amp.cast(name, input)):  # CUDA: fp32 unless dtype is given
-        input, = c
     if dtype is not None:
         input = input.to(D.to_dtype(dtype))
     x = input._data
@@ -922,6 +935,7 @@ def _softmax_input(input, name, kernel, dtype):
     return input, x
 
 
+@declare_op(name="softmax", namespace="")
 def _softmax(input, dim, dtype=None):
     """``fabric.softmax(input, dim, dtype=None)`` / ``Tensor.softmax``."""
     input, x = _softmax_input(input, "softmax", "softmax_lastdim_kernel_impl", dtype)
@@ -929,6 +943,7 @@ def _softmax(input, dim, dtype=None):
     return _apply(Softmax, (input, axis), (x, axis))
 
 
+@declare_op(name="log_softmax", namespace="")
 def _log_softmax(input, dim, dtype=None):
     """``fabric.log_softmax(input, dim, dtype=None)`` / ``Tensor.log_softmax``."""
     input, x = _softmax_input(input, "log_softmax", "log_softmax_lastdim_kernel_impl", dtype)
@@ -1004,7 +1019,3 @@ def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
     y_hard = _const((classes == index).astype(y.dtype))
     return y_hard - y_soft.detach() + y_soft
 
-
-# Tensor.hardshrink / Tensor.prelu: installed from here, above Tensor (ops import nothing from nn).
-Tensor.hardshrink = hardshrink
-Tensor.prelu = prelu

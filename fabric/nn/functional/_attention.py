@@ -34,7 +34,7 @@ from ..._tensor import Tensor
 from ...autograd.function import Function, _apply
 from ...autograd.grad_mode import state as _grad_state
 from ...backends import backend_of
-from ...ops import _autocast as _amp
+from ...ops._registry import declare_op
 from ...ops._util import xp_of
 from ._dropout import _bernoulli
 from ._linear import linear
@@ -205,6 +205,7 @@ def _sdpa_backward_graph(ctx, q, k, v, fmask, need, gout):
     return tuple(next(res) if (n and t is not None) else None for t, n in zip(ins, need)) + (None,) * 4
 
 
+@declare_op(method=False)
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
     """``softmax(query @ key^T * scale + mask) @ value`` over the last two
@@ -226,10 +227,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         >>> bool(out[:, 0].allclose(q[:, 0]))
         True
     """
-    if _amp.active and (c := _amp.cast("scaled_dot_product_attention", query, key, value, attn_mask, dropout_p,
-                                       is_causal, scale, enable_gqa)):
-        with _amp.excluded():
-            return scaled_dot_product_attention(*c)
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, Tensor):
             raise TypeError(f"scaled_dot_product_attention(): argument '{name}' (position "

@@ -36,13 +36,14 @@ from ..._tensor import Tensor
 from ...autograd.function import Function, _apply
 from ...backends import backend_of
 from ...backends.fused import conv_output_size
-from ...ops import _autocast as _amp
+from ...ops._registry import declare_op
 from ...ops._util import device_mismatch, xp_of
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
 
 _TYPE_NAMES = {"float16": "Half", "float32": "Float", "float64": "Double", "bfloat16": "BFloat16", "int64": "Long",
-               "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+               "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+               "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
 
 def _prod(values) -> int:
@@ -651,6 +652,7 @@ def _conv_transposend(input, weight, bias, stride, padding, output_padding, grou
     return y.squeeze(0) if unbatched else y
 
 
+@declare_op(method=False)
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D convolution over ``input`` (N, C_in, L) or (C_in, L) with
     ``weight`` (C_out, C_in / groups, k); ``padding`` may be an int, a tuple,
@@ -662,11 +664,10 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         >>> fabric.nn.functional.conv1d(fabric.ones(1, 2, 5), fabric.ones(3, 2, 3), padding='same').shape
         fabric.Size([1, 3, 5])
     """
-    if _amp.active and (c := _amp.cast("conv1d", input, weight, bias)):
-        input, weight, bias = c
     return _convnd(input, weight, bias, stride, padding, dilation, groups, 1)
 
 
+@declare_op(method=False)
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution over ``input`` (N, C_in, H, W) or (C_in, H, W) with
     ``weight`` (C_out, C_in / groups, kH, kW).
@@ -677,11 +678,10 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         >>> fabric.nn.functional.conv2d(fabric.ones(2, 4, 8, 8), fabric.ones(6, 2, 3, 3), stride=2, groups=2).shape
         fabric.Size([2, 6, 3, 3])
     """
-    if _amp.active and (c := _amp.cast("conv2d", input, weight, bias)):
-        input, weight, bias = c
     return _convnd(input, weight, bias, stride, padding, dilation, groups, 2)
 
 
+@declare_op(method=False)
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-D convolution over ``input`` (N, C_in, D, H, W) or (C_in, D, H, W)
     with ``weight`` (C_out, C_in / groups, kD, kH, kW).
@@ -692,11 +692,10 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         >>> fabric.nn.functional.conv3d(fabric.ones(1, 1, 4, 4, 4), fabric.ones(2, 1, 3, 3, 3)).shape
         fabric.Size([1, 2, 2, 2, 2])
     """
-    if _amp.active and (c := _amp.cast("conv3d", input, weight, bias)):
-        input, weight, bias = c
     return _convnd(input, weight, bias, stride, padding, dilation, groups, 3)
 
 
+@declare_op(method=False)
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """1-D transposed convolution ("deconvolution"): ``weight`` is
     (C_in, C_out / groups, k); the output length is
@@ -708,11 +707,10 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
         >>> fabric.nn.functional.conv_transpose1d(fabric.ones(1, 1, 3), fabric.ones(1, 1, 2), stride=2)
         tensor([[[1., 1., 1., 1., 1., 1.]]])
     """
-    if _amp.active and (c := _amp.cast("conv_transpose1d", input, weight, bias)):
-        input, weight, bias = c
     return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, 1)
 
 
+@declare_op(method=False)
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """2-D transposed convolution: ``weight`` is (C_in, C_out / groups, kH, kW).
 
@@ -723,11 +721,10 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
         ...                                       padding=1, output_padding=1).shape
         fabric.Size([1, 2, 10, 10])
     """
-    if _amp.active and (c := _amp.cast("conv_transpose2d", input, weight, bias)):
-        input, weight, bias = c
     return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, 2)
 
 
+@declare_op(method=False)
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """3-D transposed convolution: ``weight`` is (C_in, C_out / groups, kD, kH, kW).
 
@@ -738,6 +735,4 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
         ...                                       stride=2).shape
         fabric.Size([1, 1, 4, 4, 4])
     """
-    if _amp.active and (c := _amp.cast("conv_transpose3d", input, weight, bias)):
-        input, weight, bias = c
     return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, 3)

@@ -18,7 +18,7 @@ import numpy as np
 from ... import _dtype as D
 from ..._tensor import Tensor, _wrap_dim
 from ...autograd.function import _apply1
-from ...ops import _autocast as _amp
+from ...ops._registry import declare_op
 from ...ops._util import xp_of
 from ...ops.reduce import VectorNorm
 
@@ -76,6 +76,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return _vector_norm(d, p, out_dim - 1 if out_dim else 0, keepdim)
 
 
+@declare_op(method=False)
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """``<x1, x2> / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim``; each
     input is divided by its (clamped) norm first, as in PyTorch, so the result
@@ -85,8 +86,6 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     >>> F.cosine_similarity(fabric.tensor([[1.0, 0.0]]), fabric.tensor([[1.0, 1.0]]))
     tensor([0.7071])
     """
-    if _amp.active and (c := _amp.cast("cosine_similarity", x1, x2)):
-        x1, x2 = c
     for name, t in (("x1", x1), ("x2", x2)):
         if not isinstance(t, Tensor):
             raise TypeError(f"cosine_similarity(): argument '{name}' (position {1 if name == 'x1' else 2}) must be "
@@ -113,6 +112,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 
+@declare_op(method=False)
 def pdist(input, p=2):
     """p-norm distances between all pairs of rows (i < j) of a 2-D ``input``,
     in row-major order.
@@ -121,8 +121,6 @@ def pdist(input, p=2):
     >>> F.pdist(fabric.tensor([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]]))
     tensor([5.0000, 1.0000, 4.2426])
     """
-    if _amp.active and (c := _amp.cast("pdist", input)):
-        input, = c
     if not isinstance(input, Tensor):
         raise TypeError(f"pdist(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     if input.dim() != 2:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..._tensor import Tensor
 from ...autograd.function import Function, _apply
-from ...ops import _autocast as _amp
+from ...ops._registry import declare_op
 from ...ops._util import device_mismatch
 
 __all__ = ["linear", "bilinear"]
@@ -61,6 +61,18 @@ class Linear(Function):
             gb = g2.sum(0)
         return gx, gw, gb
 
+    @staticmethod
+    def jvp(ctx, tx, tw, tb):
+        x, w = ctx.saved_tensors
+        terms = [None if tx is None else tx.matmul(w.mT if w.ndim == 2 else w),
+                 None if tw is None else x.matmul(tw.mT if tw.ndim == 2 else tw), tb]
+        out = None
+        for term in terms:
+            if term is not None:
+                out = term if out is None else out + term
+        shape = tuple(x.shape[:-1]) + tuple(w.shape[:-1])
+        return out if tuple(out.shape) == shape else out.expand(shape)
+
 
 def _check_linear(input, weight, bias):
     if not isinstance(input, Tensor) or not isinstance(weight, Tensor):
@@ -103,6 +115,7 @@ def _check_linear(input, weight, bias):
                                f"{_dtype_word(x.dtype)}")
 
 
+@declare_op(method=False)
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias``: input ``(*, in)``, weight ``(out, in)``
     (or ``(in,)``), bias ``(out,)``; returns ``(*, out)``.
@@ -113,8 +126,6 @@ def linear(input, weight, bias=None):
         >>> fabric.nn.functional.linear(fabric.ones(3), fabric.eye(3) * 2)
         tensor([2., 2., 2.])
     """
-    if _amp.active and (c := _amp.cast("linear", input, weight, bias)):
-        input, weight, bias = c
     _check_linear(input, weight, bias)
     if weight._data.ndim == 1:  # (in,) weight: a dot product over the last dim
         out = input.matmul(weight)
@@ -123,6 +134,7 @@ def linear(input, weight, bias=None):
     return _apply(Linear, (input, weight, bias), (input._data, weight._data, b))
 
 
+@declare_op(method=False)
 def bilinear(input1, input2, weight, bias=None):
     """``y[..., k] = input1 @ weight[k] @ input2 + bias[k]``: inputs
     ``(*, in1)`` and ``(*, in2)`` with equal leading dims, weight
@@ -134,9 +146,6 @@ def bilinear(input1, input2, weight, bias=None):
         >>> fabric.nn.functional.bilinear(fabric.ones(2, 3), fabric.ones(2, 4), fabric.ones(5, 3, 4)).shape
         fabric.Size([2, 5])
     """
-    if _amp.active and (c := _amp.cast("bilinear", input1, input2, weight, bias)):
-        with _amp.excluded():
-            return bilinear(*c)
     x1, x2, w = input1._data, input2._data, weight._data
     if x1.ndim != x2.ndim:
         raise RuntimeError(f"bilinear(): input dimensions do not match: got {x1.ndim} and {x2.ndim}")

@@ -30,7 +30,7 @@ from ... import ops as _ops
 from ..._tensor import Tensor
 from ...autograd.function import Function, _apply, once_differentiable
 from ...backends import backend_of
-from ...ops import _autocast as _amp
+from ...ops._registry import declare_op
 from ...ops._util import xp_of
 from ._activation import _const, _grad_mode, _log_softmax, _mask_scale, _softmax, _type_name, logsigmoid, threshold
 from ._activation import _where as _select
@@ -270,6 +270,7 @@ def _nll_prepare(input, target, weight, ignore_index, reduction):
     return input, _Targets(t_safe, wt, valid, x.shape, total), out_shape
 
 
+@declare_op(method=False)
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Negative log likelihood of log-probabilities ``input`` (N, C, *d) at
     class indices ``target`` (N, *d), with class ``weight`` and ``ignore_index``;
@@ -279,10 +280,6 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     >>> F.nll_loss(fabric.tensor([[-1.0, -2.0], [-3.0, -4.0]]), fabric.tensor([1, 0]))
     tensor(2.5000)
     """
-    if _amp.active and (c := _amp.cast("nll_loss", input, target, weight, size_average, ignore_index, reduce,
-                                       reduction)):
-        with _amp.excluded():
-            return nll_loss(*c)
     _check_tensor(input, "nll_loss", "input", 1)
     _check_tensor(target, "nll_loss", "target", 2)
     reduction = _reduction(size_average, reduce, reduction)
@@ -372,6 +369,7 @@ def _cross_entropy_probs(input, target, weight, reduction, label_smoothing):
     return s / (x.size // c)
 
 
+@declare_op(method=False)
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
     """Cross entropy between logits ``input`` (N, C, *d) or (C,) and class
@@ -383,10 +381,6 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     >>> F.cross_entropy(fabric.tensor([[0.0, 0.0]]), fabric.tensor([1]))
     tensor(0.6931)
     """
-    if _amp.active and (c := _amp.cast("cross_entropy", input, target, weight, size_average, ignore_index, reduce,
-                                       reduction, label_smoothing)):
-        with _amp.excluded():
-            return cross_entropy(*c)
     _check_tensor(input, "cross_entropy", "input", 1)
     _check_tensor(target, "cross_entropy", "target", 2)
     reduction = _reduction(size_average, reduce, reduction)
@@ -432,6 +426,7 @@ def _weighted(loss, weight, input, reduction):
     return loss.sum() / weight.sum()
 
 
+@declare_op(method=False)
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error ``(input - target) ** 2``, reduced.
 
@@ -439,9 +434,6 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     >>> F.mse_loss(fabric.tensor([1.0, 3.0]), fabric.tensor([0.0, 0.0]))
     tensor(5.)
     """
-    if _amp.active and (c := _amp.cast("mse_loss", input, target, size_average, reduce, reduction, weight)):
-        with _amp.excluded():
-            return mse_loss(*c)
     _check_tensor(input, "mse_loss", "input", 1)
     _check_tensor(target, "mse_loss", "target", 2)
     _size_warning(input, target)
@@ -456,6 +448,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     return _apply_reduction(loss, reduction)
 
 
+@declare_op(method=False)
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean absolute error ``|input - target|``, reduced.
 
@@ -463,9 +456,6 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     >>> F.l1_loss(fabric.tensor([1.0, -3.0]), fabric.tensor([0.0, 0.0]))
     tensor(2.)
     """
-    if _amp.active and (c := _amp.cast("l1_loss", input, target, size_average, reduce, reduction, weight)):
-        with _amp.excluded():
-            return l1_loss(*c)
     _check_tensor(input, "l1_loss", "input", 1)
     _check_tensor(target, "l1_loss", "target", 2)
     _size_warning(input, target)
@@ -487,6 +477,7 @@ def _smooth(d, beta, scale):
     return _where(quad, d * d * 0.5, (ad - 0.5 * beta) * scale)
 
 
+@declare_op(method=False)
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """``0.5 d^2 / beta`` for ``|d| < beta``, else ``|d| - 0.5 beta`` (``d = input - target``).
 
@@ -494,9 +485,6 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     >>> F.smooth_l1_loss(fabric.tensor([0.5, 3.0]), fabric.tensor([0.0, 0.0]), reduction="none")
     tensor([0.1250, 2.5000])
     """
-    if _amp.active and (c := _amp.cast("smooth_l1_loss", input, target, size_average, reduce, reduction, beta)):
-        with _amp.excluded():
-            return smooth_l1_loss(*c)
     _check_tensor(input, "smooth_l1_loss", "input", 1)
     _check_tensor(target, "smooth_l1_loss", "target", 2)
     _size_warning(input, target)
@@ -509,6 +497,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return _apply_reduction(_smooth(input - target, beta, 1.0), reduction)
 
 
+@declare_op(method=False)
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """``0.5 d^2`` for ``|d| < delta``, else ``delta * (|d| - 0.5 delta)``.
 
@@ -516,9 +505,6 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     >>> F.huber_loss(fabric.tensor([0.5, 3.0]), fabric.tensor([0.0, 0.0]), reduction="none", delta=2.0)
     tensor([0.1250, 4.0000])
     """
-    if _amp.active and (c := _amp.cast("huber_loss", input, target, reduction, delta, weight)):
-        with _amp.excluded():
-            return huber_loss(*c)
     _check_tensor(input, "huber_loss", "input", 1)
     _check_tensor(target, "huber_loss", "target", 2)
     _size_warning(input, target)
@@ -580,6 +566,7 @@ class BinaryCrossEntropy(Function):
         return gx, gt, None
 
 
+@declare_op(method=False)
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """Binary cross entropy between probabilities ``input`` and ``target``
     (logs clamped at -100 as in PyTorch, so ``input`` 0 or 1 gives 100).
@@ -588,9 +575,6 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     >>> F.binary_cross_entropy(fabric.tensor([0.5, 1.0]), fabric.tensor([1.0, 0.0]), reduction="none")
     tensor([  0.6931, 100.0000])
     """
-    if _amp.active and (c := _amp.cast("binary_cross_entropy", input, target, weight, size_average, reduce, reduction)):
-        with _amp.excluded():
-            return binary_cross_entropy(*c)
     _check_tensor(input, "binary_cross_entropy", "input", 1)
     _check_tensor(target, "binary_cross_entropy", "target", 2)
     reduction = _reduction(size_average, reduce, reduction)
@@ -616,6 +600,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return _apply_reduction(loss, reduction)
 
 
+@declare_op(method=False)
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
                                      pos_weight=None):
     """``BCE(sigmoid(input), target)`` computed stably from logits:
@@ -625,10 +610,6 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     >>> F.binary_cross_entropy_with_logits(fabric.tensor([1e4, -1e4]), fabric.tensor([1.0, 0.0]))
     tensor(0.)
     """
-    if _amp.active and (c := _amp.cast("binary_cross_entropy_with_logits", input, target, weight, size_average,
-                                       reduce, reduction, pos_weight)):
-        with _amp.excluded():
-            return binary_cross_entropy_with_logits(*c)
     _check_tensor(input, "binary_cross_entropy_with_logits", "input", 1)
     _check_tensor(target, "binary_cross_entropy_with_logits", "target", 2)
     reduction = _reduction(size_average, reduce, reduction)
@@ -646,6 +627,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 # --------------------------------------------------------------------------
 # divergences and likelihoods
 # --------------------------------------------------------------------------
+@declare_op(method=False)
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """Pointwise KL divergence ``target * (log(target) - input)`` (``input``
     holds log-probabilities); ``reduction='batchmean'`` divides the sum by
@@ -655,9 +637,6 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     >>> F.kl_div(fabric.tensor([[-1.0, -1.0]]), fabric.tensor([[0.5, 0.5]]), reduction="batchmean")
     tensor(0.3069)
     """
-    if _amp.active and (c := _amp.cast("kl_div", input, target, size_average, reduce, reduction, log_target)):
-        with _amp.excluded():
-            return kl_div(*c)
     _check_tensor(input, "kl_div", "input", 1)
     _check_tensor(target, "kl_div", "target", 2)
     if size_average is not None or reduce is not None:
@@ -681,6 +660,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     return out
 
 
+@declare_op(method=False)
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
                      reduction="mean"):
     """Poisson negative log likelihood: ``exp(input) - target * input``
@@ -691,10 +671,6 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     >>> F.poisson_nll_loss(fabric.tensor([0.0]), fabric.tensor([2.0]))
     tensor(1.)
     """
-    if _amp.active and (c := _amp.cast("poisson_nll_loss", input, target, log_input, full, size_average, eps, reduce,
-                                       reduction)):
-        with _amp.excluded():
-            return poisson_nll_loss(*c)
     _check_tensor(input, "poisson_nll_loss", "input", 1)
     _check_tensor(target, "poisson_nll_loss", "target", 2)
     if size_average is not None or reduce is not None:
@@ -750,6 +726,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
 # --------------------------------------------------------------------------
 # margin and embedding losses
 # --------------------------------------------------------------------------
+@declare_op(method=False)
 def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
     """``1 - cos(x1, x2)`` for target 1, ``max(0, cos(x1, x2) - margin)`` for -1.
 
@@ -757,10 +734,6 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     >>> F.cosine_embedding_loss(fabric.tensor([[1.0, 0.0]]), fabric.tensor([[0.0, 1.0]]), fabric.tensor([1]))
     tensor(1.)
     """
-    if _amp.active and (c := _amp.cast("cosine_embedding_loss", input1, input2, target, margin, size_average, reduce,
-                                       reduction)):
-        with _amp.excluded():
-            return cosine_embedding_loss(*c)
     reduction = _reduction(size_average, reduce, reduction)
     td = target.dim()
     if td not in (0, 1):
@@ -784,6 +757,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     return _apply_reduction(out, reduction)
 
 
+@declare_op(method=False)
 def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
     """``max(0, -target * (input1 - input2) + margin)``.
 
@@ -791,10 +765,6 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
     >>> F.margin_ranking_loss(fabric.tensor([1.0]), fabric.tensor([2.0]), fabric.tensor([1.0]))
     tensor(1.)
     """
-    if _amp.active and (c := _amp.cast("margin_ranking_loss", input1, input2, target, margin, size_average, reduce,
-                                       reduction)):
-        with _amp.excluded():
-            return margin_ranking_loss(*c)
     reduction = _reduction(size_average, reduce, reduction)
     if input1.dim() != input2.dim() or input1.dim() != target.dim():
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
@@ -802,6 +772,7 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
     return _apply_reduction(_relu(-target * (input1 - input2) + margin), reduction)
 
 
+@declare_op(method=False)
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
     """``input`` where target is 1, ``max(0, margin - input)`` where it is -1.
 
@@ -809,9 +780,6 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     >>> F.hinge_embedding_loss(fabric.tensor([0.3, 2.0]), fabric.tensor([-1, 1]), reduction="none")
     tensor([0.7000, 2.0000])
     """
-    if _amp.active and (c := _amp.cast("hinge_embedding_loss", input, target, margin, size_average, reduce, reduction)):
-        with _amp.excluded():
-            return hinge_embedding_loss(*c)
     reduction = _reduction(size_average, reduce, reduction)
     input, target = _broadcast_pair(input, target)
     t = target._data
@@ -819,6 +787,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     return _apply_reduction(out, reduction)
 
 
+@declare_op(method=False)
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """``log(1 + exp(-target * input))``, computed stably.
 
@@ -826,9 +795,6 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     >>> F.soft_margin_loss(fabric.tensor([0.0]), fabric.tensor([1.0]))
     tensor(0.6931)
     """
-    if _amp.active and (c := _amp.cast("soft_margin_loss", input, target, size_average, reduce, reduction)):
-        with _amp.excluded():
-            return soft_margin_loss(*c)
     reduction = _reduction(size_average, reduce, reduction)
     return _apply_reduction(-logsigmoid(input * target), reduction)
 
@@ -861,6 +827,7 @@ def _onehot_rows(xp, t, c):
     return t[:, None] == xp.arange(c)[None, :]
 
 
+@declare_op(method=False)
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
                       reduction="mean"):
     """Multi-class hinge loss: ``sum_{j != y} max(0, margin - x[y] + x[j])^p / C``,
@@ -870,10 +837,6 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     >>> F.multi_margin_loss(fabric.tensor([[0.1, 0.2, 0.4, 0.8]]), fabric.tensor([3]))
     tensor(0.3250)
     """
-    if _amp.active and (c := _amp.cast("multi_margin_loss", input, target, p, margin, weight, size_average, reduce,
-                                       reduction)):
-        with _amp.excluded():
-            return multi_margin_loss(*c)
     reduction = _reduction(size_average, reduce, reduction)
     if p != 1 and p != 2:
         raise ValueError("only p == 1 and p == 2 supported")
@@ -911,6 +874,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     return _apply_reduction(loss, reduction)
 
 
+@declare_op(method=False)
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """Multi-label hinge loss over (target class, non-target class) pairs;
     ``target`` lists class indices, ended by the first -1.
@@ -919,9 +883,6 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     >>> F.multilabel_margin_loss(fabric.tensor([[0.1, 0.2, 0.4, 0.8]]), fabric.tensor([[3, 0, -1, 1]]))
     tensor(0.8500)
     """
-    if _amp.active and (c := _amp.cast("multilabel_margin_loss", input, target, size_average, reduce, reduction)):
-        with _amp.excluded():
-            return multilabel_margin_loss(*c)
     reduction = _reduction(size_average, reduce, reduction)
     x = input._data
     t = target._data
@@ -952,6 +913,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     return _apply_reduction(loss, reduction)
 
 
+@declare_op(method=False)
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
                         reduce=None, reduction="mean"):
     """``max(d(a, p) - d(a, n) + margin, 0)`` with the pairwise p-norm distance.
@@ -961,10 +923,6 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     >>> F.triplet_margin_loss(a, fabric.tensor([[1.0, 0.0]]), fabric.tensor([[3.0, 0.0]]))
     tensor(0.)
     """
-    if _amp.active and (c := _amp.cast("triplet_margin_loss", anchor, positive, negative, margin, p, eps, swap,
-                                       size_average, reduce, reduction)):
-        with _amp.excluded():
-            return triplet_margin_loss(*c)
     reduction = _reduction(size_average, reduce, reduction)
     if margin <= 0:
         raise ValueError(f"margin must be greater than 0, got {margin}")
@@ -1152,6 +1110,7 @@ def _lengths(v, n, name):
 _CTC_CHECK = "(while checking arguments for ctc_loss_allocate_outputs)"
 
 
+@declare_op(method=False)
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean", zero_infinity=False):
     """Connectionist Temporal Classification loss of ``log_probs`` (T, N, C)
     (or (T, C) unbatched) against ``targets`` (N, S) padded or 1-D
@@ -1163,10 +1122,6 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     >>> F.ctc_loss(lp, fabric.tensor([[1]]), [2], [1], reduction="sum")
     tensor(0.2877)
     """
-    if _amp.active and (c := _amp.cast("ctc_loss", log_probs, targets, input_lengths, target_lengths, blank,
-                                       reduction, zero_infinity)):
-        with _amp.excluded():
-            return ctc_loss(*c)
     _check_tensor(log_probs, "ctc_loss", "log_probs", 1)
     _check_tensor(targets, "ctc_loss", "targets", 2)
     reduction = get_reduction(reduction)

@@ -25,8 +25,8 @@ from ...autograd.grad_mode import no_grad
 from ...autograd.grad_mode import state as _grad_state
 from ...backends import backend_of
 from ...backends.fused import acc_dtype
-from ...ops import _autocast as _amp
-from ...ops._util import xp_of
+from ...ops._registry import declare_op
+from ...ops._util import reject_complex, xp_of
 from ...ops.reduce import VectorNorm
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "local_response_norm",
@@ -122,6 +122,7 @@ def _layer_norm_backward_graph(gy, x, w, n, eps, need_w, need_b):
     return gx, gw, gb
 
 
+@declare_op(method=False)
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
     """Normalise over the trailing ``normalized_shape`` dims to zero mean
     and unit (biased) variance, then apply ``weight`` and ``bias``.
@@ -133,9 +134,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
         >>> bool(y.mean(-1).abs().sum() < 1e-5)
         True
     """
-    if _amp.active and (c := _amp.cast("layer_norm", input, weight, bias)):
-        input, weight, bias = c
     shape = _normalized_shape(normalized_shape, "layer_norm")
+    reject_complex(input, NotImplementedError, "\"LayerNormKernelImpl\" not implemented for '{dtype}'")
     _check_last_dims(input, shape, weight, bias, "layer_norm")
     w = None if weight is None else weight._data
     b = None if bias is None else bias._data
@@ -378,6 +378,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     return out.reshape(x.shape)
 
 
+@declare_op(method=False)
 def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
     """Normalise groups of ``C // num_groups`` channels of each sample, then
     apply the per-channel ``weight`` and ``bias``.
@@ -388,8 +389,6 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
         >>> fabric.nn.functional.group_norm(fabric.randn(2, 4, 3), 2).shape
         fabric.Size([2, 4, 3])
     """
-    if _amp.active and (c := _amp.cast("group_norm", input, weight, bias)):
-        input, weight, bias = c
     x = input._data
     if x.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {x.ndim}")

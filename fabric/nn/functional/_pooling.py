@@ -37,7 +37,7 @@ from ..._tensor import Tensor
 from ...autograd.function import Function, _apply
 from ...backends import backend_of
 from ...backends.fused import pool_output_size
-from ...ops import _autocast as _amp
+from ...ops._registry import declare_op
 from ...ops._util import xp_of
 from ._conv import _TYPE_NAMES, _Geom, _prod
 
@@ -782,6 +782,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2)
 
 
+@declare_op(method=False)
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """3-D max pooling over ``input`` (N, C, D, H, W) or (C, D, H, W).
 
@@ -791,8 +792,6 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         >>> fabric.nn.functional.max_pool3d(fabric.ones(1, 2, 4, 4, 4), 2).shape
         fabric.Size([1, 2, 2, 2, 2])
     """
-    if _amp.active and (c := _amp.cast("max_pool3d", input)):
-        input, = c
     return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 3)
 
 
@@ -886,6 +885,7 @@ def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_siz
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1)
 
 
+@declare_op(method=False)
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """The partial inverse of :func:`max_pool2d`.
 
@@ -897,11 +897,10 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
         >>> F.max_unpool2d(y, i, 2).shape
         fabric.Size([1, 1, 4, 4])
     """
-    if _amp.active and (c := _amp.cast("max_unpool2d", input)):
-        input, = c
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2)
 
 
+@declare_op(method=False)
 def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """The partial inverse of :func:`max_pool3d`.
 
@@ -913,8 +912,6 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
         >>> F.max_unpool3d(y, i, 2).shape
         fabric.Size([1, 1, 4, 4, 4])
     """
-    if _amp.active and (c := _amp.cast("max_unpool3d", input)):
-        input, = c
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3)
 
 
@@ -971,6 +968,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2)
 
 
+@declare_op(method=False)
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """3-D average pooling over ``input`` (N, C, D, H, W) or (C, D, H, W).
@@ -981,8 +979,6 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
         >>> fabric.nn.functional.avg_pool3d(fabric.ones(1, 1, 4, 4, 4), 2).shape
         fabric.Size([1, 1, 2, 2, 2])
     """
-    if _amp.active and (c := _amp.cast("avg_pool3d", input)):
-        input, = c
     return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 3)
 
 
@@ -1099,6 +1095,7 @@ def adaptive_avg_pool2d(input, output_size):
     return _adaptive_avg(input, output_size, 2)
 
 
+@declare_op(method=False)
 def adaptive_avg_pool3d(input, output_size):
     """Average pooling to a fixed (D, H, W) output size.
 
@@ -1108,8 +1105,6 @@ def adaptive_avg_pool3d(input, output_size):
         >>> fabric.nn.functional.adaptive_avg_pool3d(fabric.ones(1, 2, 5, 4, 3), (2, None, 1)).shape
         fabric.Size([1, 2, 2, 4, 1])
     """
-    if _amp.active and (c := _amp.cast("adaptive_avg_pool3d", input)):
-        input, = c
     return _adaptive_avg(input, output_size, 3)
 
 
@@ -1223,6 +1218,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     return _adaptive_max(input, output_size, return_indices, 2)
 
 
+@declare_op(method=False)
 def adaptive_max_pool3d(input, output_size, return_indices=False):
     """Max pooling to a fixed (D, H, W) output size.
 
@@ -1232,8 +1228,6 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
         >>> fabric.nn.functional.adaptive_max_pool3d(fabric.ones(1, 2, 5, 4, 3), 2).shape
         fabric.Size([1, 2, 2, 2, 2])
     """
-    if _amp.active and (c := _amp.cast("adaptive_max_pool3d", input)):
-        input, = c
     return _adaptive_max(input, output_size, return_indices, 3)
 
 

@@ -31,7 +31,7 @@ import numpy as np
 from ... import ops as _ops
 from ..._tensor import Tensor
 from ...autograd.function import Function, _apply
-from ...ops import _autocast as _amp
+from ...ops._registry import declare_op
 from ...ops._util import xp_of
 from ._conv import _TYPE_NAMES, _col2im, _Geom, _im2col, _prod
 
@@ -419,6 +419,7 @@ def _is_integer(v) -> bool:
     return isinstance(v, (builtins.int, np.integer)) and not isinstance(v, builtins.bool)
 
 
+@declare_op(method=False)
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None,
                 antialias=False):
     """Resize ``input`` (N, C, *spatial) with 1 to 3 spatial dims to ``size``
@@ -437,8 +438,6 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                 [2., 2., 3., 3.],
                 [2., 2., 3., 3.]])
     """
-    if _amp.active and (c := _amp.cast("interpolate", input)):
-        input, = c
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError("align_corners option can only be set with the interpolating modes: "
@@ -813,6 +812,7 @@ def _gather_points(flat, lin):
     return flat.gather(2, _const(idx))
 
 
+@declare_op(autocast="grid_sampler", method=False)
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """Sample ``input`` (N, C, H, W) [or (N, C, D, H, W)] at the normalised
     positions ``grid`` (N, H_out, W_out, 2) [(N, D, H, W, 3)] in [-1, 1],

@@ -644,15 +644,22 @@ class Module:
         kwargs = dict(kwargs)
         fmt = kwargs.pop("memory_format", None)
         device, dtype, _, non_blocking = _parse_to(args, kwargs)
-        if dtype is not None and not dtype.is_floating_point:
+        if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
                             f"dtype={dtype}")
+        if dtype is not None and dtype.is_complex:
+            import warnings
+
+            warnings.warn("Complex modules are a new feature under active development whose design may change, and "
+                          "some modules might not work as expected when using complex tensors as parameters or "
+                          "buffers. Please file an issue at https://github.com/pytorch/pytorch/issues/new?template="
+                          "bug-report.yml if a complex module does not work as expected.", stacklevel=2)
 
         def convert(t):
+            dt = dtype if t.is_floating_point() or t.is_complex() else None
             if fmt is not None and t.dim() in (4, 5):  # as PyTorch: only 4-D/5-D weights take the format
-                return t.to(device, dtype if t.is_floating_point() else None, non_blocking=non_blocking,
-                            memory_format=fmt)
-            return t.to(device, dtype if t.is_floating_point() else None, non_blocking=non_blocking)
+                return t.to(device, dt, non_blocking=non_blocking, memory_format=fmt)
+            return t.to(device, dt, non_blocking=non_blocking)
 
         return self._apply(convert)
 

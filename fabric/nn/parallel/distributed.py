@@ -22,6 +22,7 @@ Example (a world of one process)::
 """
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 
 import numpy as np
@@ -29,6 +30,7 @@ import numpy as np
 from ... import distributed as dist
 from ..._tensor import Tensor
 from ...autograd.function import AccumulateGrad
+from ...distributed.algorithms.join import Join, Joinable, JoinHook, _JoinConfig
 from ..modules.module import Module
 
 __all__ = ["DistributedDataParallel"]
@@ -94,7 +96,35 @@ def _reachable_leaves(outputs) -> set:
     return leaves
 
 
-class DistributedDataParallel(Module):
+class _DDPJoinHook(JoinHook):
+    """What a rank that has run out of inputs does for DDP while others still train (PyTorch's):
+    match their buffer broadcast, their agreement on gradient sync, the used-parameter all-reduce
+    and one all-reduce of zeros per bucket; at the end, broadcast the model of a last joiner."""
+
+    def __init__(self, ddp, divide_by_initial_world_size: bool):
+        self.ddp = ddp
+        ddp._divide_by_initial_world_size = divide_by_initial_world_size
+
+    def main_hook(self) -> None:
+        ddp = self.ddp
+        if ddp.will_sync_module_buffers() and ddp._world > 1:
+            ddp._sync_buffers(ddp._find_common_rank(ddp._group_rank, False))
+        should_sync = ddp._check_global_requires_backward_grad_sync(is_joined_rank=True)
+        ddp.require_forward_param_sync = should_sync
+        if not should_sync:
+            return
+        if ddp.find_unused_parameters:   # this rank used no parameter
+            dist.all_reduce(ddp._small([0] * len(ddp._params)), group=ddp.process_group)
+        ddp._match_all_reduce_for_bwd_pass()
+
+    def post_hook(self, is_last_joiner: bool) -> None:
+        ddp = self.ddp
+        src = ddp._find_common_rank(ddp._group_rank, is_last_joiner)
+        state = list(ddp.module.parameters()) + (list(ddp._modules_buffers) if ddp.broadcast_buffers else [])
+        ddp._broadcast_coalesced(list({id(t): t for t in state}.values()), src)
+
+
+class DistributedDataParallel(Module, Joinable):
     """Data parallelism across processes (PyTorch's ``DistributedDataParallel``).
 
     Every process wraps its own replica; ``forward`` runs the module
@@ -115,7 +145,10 @@ class DistributedDataParallel(Module):
                  gradient_as_bucket_view: bool = False, static_graph: bool = False, delay_all_reduce_named_params=None,
                  param_to_hook_all_reduce=None, mixed_precision=None, device_mesh=None,
                  skip_all_reduce_unused_params=False):
-        super().__init__()
+        Module.__init__(self)
+        self._join_config = _JoinConfig.construct_disabled_join_config()
+        self._divide_by_initial_world_size = True
+        self._join_work = None
         if device_mesh is not None or mixed_precision is not None or delay_all_reduce_named_params is not None:
             raise NotImplementedError("DistributedDataParallel: device_mesh, mixed_precision and "
                                       "delay_all_reduce_named_params are not supported by fabric")
@@ -150,14 +183,26 @@ class DistributedDataParallel(Module):
         self._comm_hook = None
         self._comm_state = None
         self._inflight = []      # (future, bucket, flat): bucket all-reduces started during this backward
+        # [bytes all-reduced, bytes whose all-reduce had completed when backward ended]: a measure of the
+        # overlap that does not depend on the machine's load (benchmarks/distributed.py reports it)
+        self._comm_stats = [0, 0]
+        self._progress_thread = os.environ.get("FABRIC_MPI_PROGRESS_THREAD", "0") == "1"
         self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 1024 * 1024)
         # as PyTorch: a small first bucket (its all-reduce starts early) unless the user set the cap
         self._first_bucket_bytes = _DEFAULT_FIRST_BUCKET_BYTES if bucket_cap_mb is None else self.bucket_bytes_cap
         self._params = params
         self._params_index = {id(p): i for i, p in enumerate(params)}
+        # the array module of the buckets: the parameters' device where the engine works there (NCCL),
+        # host memory otherwise (MPI and the TCP transport copy CuPy gradients through it)
+        self._xp = np
+        if dist.distributed_c10d._on_device() and not isinstance(params[0]._data, np.ndarray):
+            from ...backends import backend_of
+
+            self._xp = backend_of(params[0]._data).xp
         self._modules_buffers = [b for _, b in module.named_buffers()]
         self._world = dist.get_world_size(self.process_group)
         self._root = dist.get_global_rank(self.process_group, 0)
+        self._group_rank = dist.get_rank(self.process_group)
 
         self._verify_param_shape_across_processes()
         if init_sync:
@@ -183,15 +228,15 @@ class DistributedDataParallel(Module):
                                    f"{len(mine)} params, while rank {dist.get_global_rank(self.process_group, r)} "
                                    f"has inconsistent {len(theirs)} params (or shapes/dtypes differ).")
 
-    def _broadcast_coalesced(self, tensors):
-        """Broadcast ``tensors`` from the root, one flat message per dtype."""
+    def _broadcast_coalesced(self, tensors, group_src: int = 0):
+        """Broadcast ``tensors`` from group rank ``group_src``, one flat message per dtype."""
         by_dtype = {}
         for t in tensors:
             by_dtype.setdefault(t._data.dtype, []).append(t)
         for group in by_dtype.values():
-            flat = np.concatenate([dist.distributed_c10d._host(t).reshape(-1) for t in group])
+            flat = self._xp.concatenate([dist.distributed_c10d._host(t).reshape(-1) for t in group])
             holder = Tensor._make(flat)
-            dist.broadcast(holder, src=self._root, group=self.process_group)
+            dist.broadcast(holder, group=self.process_group, group_src=group_src)
             off = 0
             for t in group:
                 n = t._data.size
@@ -243,12 +288,12 @@ class DistributedDataParallel(Module):
             self._marked_unused = True
             self._require_finalize = True
             if self.find_unused_parameters:
-                used = np.ones(len(self._params), dtype=np.int64)
+                used = [1] * len(self._params)
                 for p in self._unused:
                     used[self._params_index[id(p)]] = 0
-                holder = Tensor._make(used)
+                holder = self._small(used)
                 dist.all_reduce(holder, group=self.process_group)
-                self._globally_used = used > 0
+                self._globally_used = np.array(holder.tolist()) > 0
                 for p in self._unused:
                     self._mark_ready(p)
         self._mark_ready(param)
@@ -288,7 +333,7 @@ class DistributedDataParallel(Module):
         """Flatten the bucket's gradients and start its all-reduce (non-blocking where the engine allows: the
         MPI engine overlaps it with the rest of backward); :meth:`_finish_buckets` waits and copies back."""
         flat = bucket.buffer if self.gradient_as_bucket_view and bucket.buffer is not None else \
-            np.empty(bucket.numel, dtype=bucket.dtype)
+            self._xp.empty(bucket.numel, dtype=bucket.dtype)
         offs = bucket.offsets
         for slot, (_, p) in enumerate(bucket.params):
             g = p._grad
@@ -297,19 +342,90 @@ class DistributedDataParallel(Module):
                 dst[...] = 0
             elif g._data is not getattr(p, "_ddp_grad_view", None):
                 dst[...] = dist.distributed_c10d._host(g).reshape(-1)
+
+        self._inflight.append((self._run_comm_hook(bucket, flat), bucket, flat))
+        if len(self._inflight) == 1 and self._progress_thread:
+            engine = getattr(self.process_group, "_engine", None)
+            if engine is not None and hasattr(engine, "progress_while"):
+                engine.progress_while(lambda: bool(self._inflight))
+
+    def _run_comm_hook(self, bucket, flat):
         from ...distributed.algorithms.ddp_comm_hooks import default_hooks
 
         grad_bucket = default_hooks.GradBucket(bucket.index, Tensor._make(flat), bucket.index == len(self._buckets) - 1,
-                                               [p for _, p in bucket.params], offs)
-        if self._comm_hook is None:   # PyTorch's default: divide by the world size, then all-reduce SUM
-            fut = default_hooks.allreduce_hook(self.process_group, grad_bucket)
-        else:
-            fut = self._comm_hook(self._comm_state, grad_bucket)
-        self._inflight.append((fut, bucket, flat))
+                                               [p for _, p in bucket.params], bucket.offsets)
+        if self._comm_hook is not None:
+            return self._comm_hook(self._comm_state, grad_bucket)
+        # PyTorch's default: divide by the world size (under Join without divide_by_initial_world_size:
+        # by the number of ranks still training), then all-reduce SUM
+        tensor = grad_bucket.buffer()
+        tensor.div_(self._div_factor())
+        work = dist.all_reduce(tensor, group=self.process_group, async_op=True)
+        return work.get_future().then(lambda fut: fut.value()[0])
+
+    def _div_factor(self):
+        active = self._wait_join_work()
+        return self._world if active is None or self._divide_by_initial_world_size else active
+
+    def _wait_join_work(self):
+        """The number of ranks still training, from this iteration's Join notification (None outside Join)."""
+        if self._join_work is not None:
+            work, self._join_work = self._join_work, None
+            work.wait()
+            self._active_ranks = int(work.result()[0].item())
+            return self._active_ranks
+        return getattr(self, "_active_ranks", None) if self._join_config.enable else None
+
+    # --- uneven inputs (Join) --------------------------------------------------------------------------
+    def join(self, divide_by_initial_world_size: bool = True, enable: bool = True,
+             throw_on_early_termination: bool = False) -> Join:
+        """A :class:`~fabric.distributed.algorithms.Join` context for this model alone: ranks with
+        fewer batches shadow the others' collectives until all are done.  Joined ranks contribute
+        zero gradients, divided by the initial world size (default) or, with
+        ``divide_by_initial_world_size=False``, the gradient is the mean over the ranks still
+        training.  At the end the model of a last joiner is broadcast to every rank."""
+        return Join([self], enable, throw_on_early_termination,
+                    divide_by_initial_world_size=divide_by_initial_world_size)
+
+    def join_hook(self, **kwargs) -> JoinHook:
+        return _DDPJoinHook(self, divide_by_initial_world_size=kwargs.get("divide_by_initial_world_size", True))
+
+    @property
+    def join_device(self):
+        return self._params[0].device
+
+    @property
+    def join_process_group(self):
+        return self.process_group
+
+    def _find_common_rank(self, group_rank: int, candidate: bool) -> int:
+        """The largest group rank among the candidates (PyTorch's choice of an authoritative rank)."""
+        holder = self._small([group_rank if candidate else -1])
+        dist.all_reduce(holder, op=dist.ReduceOp.MAX, group=self.process_group)
+        rank = int(holder.item())
+        if rank == -1:
+            raise ValueError("BUG! Expected rank_cond to be true for at least one process. This indicates a bug "
+                             "in PyTorch, please report an issue.")
+        return rank
+
+    def _check_global_requires_backward_grad_sync(self, is_joined_rank: bool) -> bool:
+        flag = self._small([0 if is_joined_rank or not self.require_backward_grad_sync else 1])
+        dist.all_reduce(flag, group=self.process_group)
+        return bool(flag.item())
+
+    def _match_all_reduce_for_bwd_pass(self) -> None:
+        """One all-reduce of zeros per bucket, in the buckets' order, through the communication hook."""
+        futures = [self._run_comm_hook(b, self._xp.zeros(b.numel, dtype=b.dtype)) for b in self._buckets]
+        for fut in futures:
+            fut.wait()
 
     def _finish_buckets(self):
         inflight, self._inflight = self._inflight, []
+        stats = self._comm_stats
         for fut, bucket, flat in inflight:
+            stats[0] += flat.nbytes
+            if fut.done():        # completed while backward was still running: hidden under it
+                stats[1] += flat.nbytes
             result = fut.wait()
             result = result[0] if isinstance(result, (list, tuple)) else result
             data = dist.distributed_c10d._host(result).reshape(-1)
@@ -329,7 +445,7 @@ class DistributedDataParallel(Module):
                     p._ddp_grad_view = view
                 else:
                     p._grad = Tensor._make(self._like_param(p, view.copy()))
-            elif self.gradient_as_bucket_view and isinstance(p._grad._data, np.ndarray):
+            elif self.gradient_as_bucket_view and isinstance(p._grad._data, type(view)):
                 if p._grad._data is not view:
                     p._grad = Tensor._make(view)
                     p._ddp_grad_view = view
@@ -340,16 +456,20 @@ class DistributedDataParallel(Module):
 
     @staticmethod
     def _like_param(p, host):
-        if isinstance(p._data, np.ndarray):
+        if isinstance(p._data, type(host)):
             return host
         from ...backends import backend_of
 
         return backend_of(p._data).xp.asarray(host)
 
+    def _small(self, values) -> Tensor:
+        """An int64 tensor of ``values`` where the engine communicates (the device on NCCL)."""
+        return Tensor._make(self._xp.asarray(np.array(values, dtype=np.int64)))
+
     # --- forward ---------------------------------------------------------------------------------------
-    def _sync_buffers(self):
+    def _sync_buffers(self, group_src: int = 0):
         if self._modules_buffers:
-            self._broadcast_coalesced(self._modules_buffers)
+            self._broadcast_coalesced(self._modules_buffers, group_src)
 
     def forward(self, *inputs, **kwargs):
         from ...autograd.grad_mode import is_grad_enabled
@@ -358,8 +478,13 @@ class DistributedDataParallel(Module):
         if grad_sync and self._require_finalize:
             missing = [i for i, r in enumerate(self._ready) if not r]
             raise RuntimeError(_UNFINISHED_MSG.format(rank=dist.get_rank(), idx=missing))
+        self._wait_join_work()      # a previous iteration's notification that no backward consumed
+        self._join_work = Join.notify_join_context(self)
         if self.require_forward_param_sync and self.broadcast_buffers and self._modules_buffers and self._world > 1:
-            self._sync_buffers()
+            # under Join rank 0 may have joined with stale buffers: the largest rank still training sends
+            self._sync_buffers(self._find_common_rank(self._group_rank, True) if self._join_config.enable else 0)
+        if self._join_config.enable:   # tells the joined ranks whether this backward synchronises
+            self._check_global_requires_backward_grad_sync(is_joined_rank=False)
         output = self.module(*inputs, **kwargs)
         if grad_sync:
             self.require_forward_param_sync = True

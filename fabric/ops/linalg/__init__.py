@@ -15,9 +15,8 @@ solve), ``decompositions`` (Cholesky, QR, SVD, eigh), ``matrix_functions``
 (pinv, lstsq, matrix_power / rank / exp, vander, tensorinv / tensorsolve);
 ``_common`` holds what they share.
 
-Complex dtypes are out of scope in fabric, so ``linalg.eig`` / ``eigvals``
-(whose results are complex for general real matrices) raise
-NotImplementedError; use ``linalg.eigh`` for symmetric matrices.
+Real and complex dtypes (docs/complex.md); ``lu`` (LU with partial pivoting) is
+written with array ops, as NumPy has no LU routine.
 
 Example::
 
@@ -34,6 +33,7 @@ from . import contractions, decompositions, matrix_functions, norms, products, s
 from ._common import *  # noqa: F403
 from .contractions import *  # noqa: F403
 from .decompositions import *  # noqa: F403
+from .lu import *  # noqa: F403
 from .matrix_functions import *  # noqa: F403
 from .norms import *  # noqa: F403
 from .products import *  # noqa: F403

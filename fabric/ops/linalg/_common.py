@@ -33,6 +33,7 @@ qr_t = _return_type("qr", ["Q", "R"])
 linalg_svd_t = _return_type("linalg_svd", ["U", "S", "Vh"])
 svd_t = _return_type("svd", ["U", "S", "V"])
 linalg_eigh_t = _return_type("linalg_eigh", ["eigenvalues", "eigenvectors"])
+linalg_eig_t = _return_type("linalg_eig", ["eigenvalues", "eigenvectors"])
 linalg_lstsq_t = _return_type("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 linalg_inv_ex_t = _return_type("linalg_inv_ex", ["inverse", "info"])
 linalg_cholesky_ex_t = _return_type("linalg_cholesky_ex", ["L", "info"])
@@ -42,7 +43,8 @@ linalg_solve_ex_t = _return_type("linalg_solve_ex", ["result", "info"])
 # --- small helpers -----------------------------------------------------------------
 
 _TNAME = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
-          "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+          "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+          "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 _CNAME = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int", "int32": "int",
           "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
 
@@ -91,7 +93,7 @@ def _is_numpy(a):
 def _check_float(a, fn, low_precision=True):
     """Decompositions need float32/float64 (NumPy's LAPACK has no float16)."""
     k = a.dtype
-    if k.kind != "f":
+    if k.kind not in "fc":
         raise RuntimeError(f"{fn}: Expected a floating point or complex tensor as input. Got {_tname(k)}")
     if low_precision and k.itemsize < 4:
         raise RuntimeError(f"{fn}: Low precision dtypes not supported. Got {_tname(k)}")
@@ -143,7 +145,12 @@ def _sign(x):
 
 
 def _abs(x):
-    """|x| written as ``x * sign(x)`` so that it is differentiable any number of times."""
+    """|x| written as ``x * sign(x)`` so that it is differentiable any number of times
+    (complex: the modulus, whose gradient ``sgn`` is written for complex)."""
+    if x._data.dtype.kind == "c":
+        from ..pointwise import abs as modulus
+
+        return modulus(x)
     return x * _sign(x)
 
 
@@ -293,11 +300,12 @@ class _ZerosGrad(Function):
 def _getrf_info(a):
     """LAPACK getrf's ``info`` for one matrix: 1-based index of the first
     exactly-zero pivot of LU with partial pivoting, 0 if none."""
-    u = np.array(a, dtype=np.float64, copy=True)
+    u = np.array(a, dtype=np.complex128 if a.dtype.kind == "c" else np.float64, copy=True)
     n = min(u.shape)
     info = 0
     for j in range(n):
-        p = j + int(np.argmax(np.abs(u[j:, j])))
+        col = u[j:, j]
+        p = j + int(np.argmax(np.abs(col.real) + np.abs(col.imag)))  # LAPACK's |re| + |im|
         if u[p, j] == 0:
             if info == 0:
                 info = j + 1

@@ -9,17 +9,20 @@ Example::
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ... import _dtype as D
 from ..._tensor import Tensor, _wrap_dim
 from ...autograd.function import Function, _apply
-from .. import _autocast as _amp
+from .._registry import declare_op
+from .._registry import public_names as declared_names
 from .._util import xp_of
 from ._common import _check_not_bool, _check_tensor, _out, _same_device, _tname
 
-__all__ = ["einsum", "tensordot"]
+__all__: list[str] = []  # + the declared ops (end of module)
 
 # --- einsum ----------------------------------------------------------------------------
 
@@ -296,7 +299,8 @@ def _sublist_to_str(sub):
     return out
 
 
-def einsum(*args):
+@declare_op(method=False)
+def einsum(*args: Any) -> Tensor:
     """Einstein summation, PyTorch's rules: ellipsis broadcasting, implicit
     output (sorted letters that occur once), repeated subscripts (diagonals,
     traces), size-1 broadcasting, and the sublist format
@@ -310,9 +314,6 @@ def einsum(*args):
         >>> fabric.einsum("ii", fabric.eye(3))
         tensor(3.)
     """
-    if _amp.active and (c := _amp.cast("einsum", *args)):
-        with _amp.excluded():
-            return einsum(*c)
     if not args:
         raise TypeError("einsum(): must specify the equation string and at least one operand, or at least one "
                         "operand and its subscripts list")
@@ -349,12 +350,11 @@ def einsum(*args):
     return _einsum_core(in_subs, out_subs, list(operands))
 
 
-def tensordot(a, b, dims=2, out=None):
+@declare_op(method=False)
+def tensordot(a: Tensor, b: Tensor, dims: int | Sequence[int] | Sequence[Sequence[int]] = 2,
+              out: Tensor | None = None) -> Tensor:
     """Contract ``dims`` dims of ``a`` and ``b``: an int (last ``dims`` of
     ``a`` with the first of ``b``) or a pair of dim lists."""
-    if _amp.active and out is None and (c := _amp.cast("tensordot", a, b, dims, out)):
-        with _amp.excluded():
-            return tensordot(*c)
     _check_tensor(a, "tensordot", "a", 1)
     _check_tensor(b, "tensordot", "b", 2)
     na, nb = a._data.ndim, b._data.ndim
@@ -399,3 +399,4 @@ def tensordot(a, b, dims=2, out=None):
     return _out(_einsum_core(["".join(la), "".join(lb)], out_subs, [a, b]), out)
 
 
+__all__ += declared_names(__name__)

@@ -13,13 +13,15 @@ Example::
 from __future__ import annotations
 
 import builtins
+from collections.abc import Sequence
 
 import numpy as np
 
 from ... import _dtype as D
 from ..._tensor import Tensor, _wrap_dim
 from ...autograd.function import Function, _apply
-from .. import _autocast as _amp
+from .._registry import declare_op
+from .._registry import public_names as declared_names
 from .._util import xp_of
 from ..arith import _np_errstate, matmul
 from ._common import (
@@ -40,10 +42,8 @@ from .decompositions import _lapack_svd
 from .solvers import linalg_inv, linalg_solve
 
 __all__ = ["linalg_diagonal", "linalg_householder_product", "linalg_ldl_factor", "linalg_ldl_factor_ex",
-           "linalg_ldl_solve", "linalg_lstsq", "linalg_lu", "linalg_lu_factor", "linalg_lu_factor_ex",
-           "linalg_lu_solve", "linalg_matrix_exp", "linalg_matrix_power", "linalg_matrix_rank", "linalg_pinv",
-           "linalg_tensorinv", "linalg_tensorsolve", "linalg_vander", "matrix_exp", "matrix_power", "pinverse",
-           "vander"]
+           "linalg_ldl_solve", "linalg_lstsq", "linalg_matrix_exp", "linalg_matrix_power", "linalg_matrix_rank",
+           "linalg_pinv", "linalg_tensorinv", "linalg_tensorsolve", "linalg_vander"]  # + the declared ops
 
 # =====================================================================================
 # Pseudo-inverse, least squares, powers, rank, exponential, and the rest
@@ -57,7 +57,7 @@ def _tolerances(a, S_max, atol, rtol, rcond, fn):
         if rtol is not None:
             raise RuntimeError(f"{fn}: rcond and rtol cannot both be given")
         rtol = rcond
-    dt = a.dtype
+    dt = a.real.dtype  # tolerances compare with (real) singular values
 
     def arr(v):
         if v is None:
@@ -80,6 +80,7 @@ def _tolerances(a, S_max, atol, rtol, rcond, fn):
 
 class LinalgPinv(Function):
     _array_forward = True
+    _complex_native = True  # _pinv_backward is written with conjugate transposes
 
     @staticmethod
     def forward(ctx, a, atol, rtol, rcond, hermitian):
@@ -93,13 +94,13 @@ class LinalgPinv(Function):
             tol = _tolerances(a, absL.max(-1, keepdims=True), atol, rtol, rcond, "linalg.pinv")
             with _np_errstate(xp):
                 inv = xp.where(absL > tol, 1 / L, xp.zeros((), a.dtype))
-            y = (V * inv[..., None, :]) @ xp.swapaxes(V, -1, -2)
+            y = (V * inv[..., None, :]) @ xp.conj(xp.swapaxes(V, -1, -2))
         else:
             U, S, Vh = _lapack_svd(a, False)
             tol = _tolerances(a, S[..., :1], atol, rtol, rcond, "linalg.pinv")
             with _np_errstate(xp):
                 inv = xp.where(tol < S, 1 / S, xp.zeros((), a.dtype))
-            y = (xp.swapaxes(Vh, -1, -2) * inv[..., None, :]) @ xp.swapaxes(U, -1, -2)
+            y = (xp.conj(xp.swapaxes(Vh, -1, -2)) * inv[..., None, :]) @ xp.conj(xp.swapaxes(U, -1, -2))
         ctx.save_for_backward(a, y)
         return y
 
@@ -112,18 +113,20 @@ class LinalgPinv(Function):
 def _pinv_backward(g, pinvA, A):
     """PyTorch's pinv_backward (valid where the rank is locally constant)."""
     m, n = A._data.shape[-2:]
-    pinvAh = pinvA.mT
-    gh = g.mT
+    pinvAh = pinvA.mH
+    gh = g.mH
     if m <= n:
         K = gh @ pinvA
         KpinvAh = K @ pinvAh
-        return -(pinvA @ K).mT + KpinvAh - (A @ pinvA) @ KpinvAh + (pinvAh @ pinvA) @ (gh - K @ A)
+        return -(pinvA @ K).mH + KpinvAh - (A @ pinvA) @ KpinvAh + (pinvAh @ pinvA) @ (gh - K @ A)
     K = pinvA @ gh
     pinvAhK = pinvAh @ K
-    return -(K @ pinvA).mT + (gh - A @ K) @ pinvA @ pinvAh + pinvAhK - pinvAhK @ pinvA @ A
+    return -(K @ pinvA).mH + (gh - A @ K) @ pinvA @ pinvAh + pinvAhK - pinvAhK @ pinvA @ A
 
 
-def linalg_pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
+@declare_op(name="pinv", namespace="linalg", autocast=False, method=False)
+def linalg_pinv(A: Tensor, rcond: float | None = None, hermitian: bool = False, *, atol: float | Tensor | None = None,
+                rtol: float | Tensor | None = None, out: Tensor | None = None) -> Tensor:
     """Moore-Penrose pseudo-inverse through the SVD (``eigh`` when
     ``hermitian``); singular values ``<= max(atol, rtol * smax)`` are treated
     as zero.  ``rcond`` is PyTorch's legacy name for ``rtol``.  The gradient
@@ -133,11 +136,9 @@ def linalg_pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=Non
     return _out(_apply(LinalgPinv, (A, None, None, None, hermitian), (a, atol, rtol, rcond, hermitian)), out)
 
 
-def pinverse(input, rcond=1e-15):
+@declare_op()
+def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
     """``torch.pinverse``: ``linalg.pinv(input, rtol=rcond)``."""
-    if _amp.active and (c := _amp.cast("pinverse", input, rcond)):
-        with _amp.excluded():
-            return pinverse(*c)
     return linalg_pinv(input, rcond=rcond)
 
 
@@ -145,6 +146,7 @@ class LinalgLstsq(Function):
     """Minimum-norm least squares through one SVD; outputs
     ``(solution, singular_values, rank)`` (the last two non-differentiable)."""
     _array_forward = True
+    _complex_native = True
 
     @staticmethod
     def forward(ctx, a, b, rcond, vector):
@@ -162,7 +164,7 @@ class LinalgLstsq(Function):
         keep = rcond * smax < S
         with _np_errstate(xp):
             inv = xp.where(keep, 1 / S, xp.zeros((), a.dtype))
-        x = xp.swapaxes(Vh, -1, -2) @ (inv[..., :, None] * (xp.swapaxes(U, -1, -2) @ bb))
+        x = xp.conj(xp.swapaxes(Vh, -1, -2)) @ (inv[..., :, None] * (xp.conj(xp.swapaxes(U, -1, -2)) @ bb))
         if vector:
             x = x[..., 0]
         ctx.save_for_backward(a, b)
@@ -177,8 +179,8 @@ class LinalgLstsq(Function):
         if ctx.vector:
             gx, b = gx.unsqueeze(-1), b.unsqueeze(-1)
         pinvA = linalg_pinv(a)
-        ga = _pinv_backward(gx @ b.mT, pinvA, a) if need_a else None
-        gb = (pinvA.mT @ gx) if need_b else None
+        ga = _pinv_backward(gx @ b.mH, pinvA, a) if need_a else None
+        gb = (pinvA.mH @ gx) if need_b else None
         if gb is not None and ctx.vector:
             gb = gb.squeeze(-1)
         return ga, gb, None, None
@@ -187,7 +189,9 @@ class LinalgLstsq(Function):
 _LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 
-def linalg_lstsq(A, B, rcond=None, *, driver=None):
+@declare_op(name="lstsq", namespace="linalg", autocast="linalg_lstsq", method=False)
+def linalg_lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *,
+                 driver: str | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """Least-squares solution of ``A X = B`` (minimum norm for rank-deficient
     ``A``), returned as ``(solution, residuals, rank, singular_values)``.
 
@@ -208,9 +212,6 @@ def linalg_lstsq(A, B, rcond=None, *, driver=None):
         tensor([[1.0000],
                 [2.0000]])
     """
-    if _amp.active and (c := _amp.cast("linalg_lstsq", A, B, rcond, driver)):
-        with _amp.excluded():
-            return linalg_lstsq(*c[:3], driver=c[3])
     a = _check_matrix(A, "torch.linalg.lstsq", square=False)
     _check_tensor(B, "linalg.lstsq", "B", 2)
     b = B._data
@@ -250,7 +251,8 @@ def linalg_lstsq(A, B, rcond=None, *, driver=None):
     return linalg_lstsq_t(X, residuals, rank, S)
 
 
-def linalg_matrix_power(A, n, *, out=None):
+@declare_op(name="matrix_power", namespace="linalg", autocast=False, method=False)
+def linalg_matrix_power(A: Tensor, n: int, *, out: Tensor | None = None) -> Tensor:
     """``A`` to the integer power ``n`` by repeated squaring; negative powers
     use the inverse; ``n = 0`` gives the identity (still joined to the
     graph with a zero gradient, as in PyTorch)."""
@@ -287,17 +289,18 @@ def linalg_matrix_power(A, n, *, out=None):
     return _out(result, out)
 
 
-def matrix_power(input, n, *, out=None):
+@declare_op()
+def matrix_power(input: Tensor, n: int, *, out: Tensor | None = None) -> Tensor:
     """``torch.matrix_power``: alias of ``linalg.matrix_power``."""
     return linalg_matrix_power(input, n, out=out)
 
 
-def linalg_matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None):
+@declare_op(name="matrix_rank", namespace="linalg", autocast="linalg_matrix_rank", method=False)
+def linalg_matrix_rank(A: Tensor, tol: float | Tensor | None = None, hermitian: bool = False, *,
+                       atol: float | Tensor | None = None, rtol: float | Tensor | None = None,
+                       out: Tensor | None = None) -> Tensor:
     """Number of singular values ``> max(atol, rtol * smax)`` (int64); ``tol``
     is PyTorch's legacy absolute tolerance."""
-    if _amp.active and out is None and (c := _amp.cast("linalg_matrix_rank", A, tol, hermitian, atol, rtol)):
-        with _amp.excluded():
-            return linalg_matrix_rank(*c[:3], atol=c[3], rtol=c[4])
     _check_tensor(A, "linalg.matrix_rank", "A", 1)
     a = A._data
     if a.ndim < 2:
@@ -335,7 +338,7 @@ def _expm(xp, a):
     """Batched matrix exponential: scaling and squaring with the degree-13
     Pade approximant (Higham 2005), computed in float64."""
     dt = a.dtype
-    A = a.astype(np.float64)
+    A = a.astype(np.complex128 if dt.kind == "c" else np.float64)
     n = A.shape[-1]
     if A.size == 0:
         return A.astype(dt)
@@ -379,13 +382,15 @@ class LinalgMatrixExp(Function):
         return linalg_matrix_exp(big)[..., :n, n:]
 
 
-def linalg_matrix_exp(A):
+@declare_op(name="matrix_exp", namespace="linalg", autocast=False, method=False)
+def linalg_matrix_exp(A: Tensor) -> Tensor:
     """Matrix exponential ``sum_k A^k / k!`` of square matrices."""
     a = _check_matrix(A, "linalg.matrix_exp")
     return _apply(LinalgMatrixExp, (A,), (a,))
 
 
-def matrix_exp(input):
+@declare_op()
+def matrix_exp(input: Tensor) -> Tensor:
     """``torch.matrix_exp``: alias of ``linalg.matrix_exp``."""
     return linalg_matrix_exp(input)
 
@@ -434,7 +439,8 @@ def _vander(x, N, increasing, fn):
     return _apply(LinalgVander, (x, int(N), increasing), (x._data, int(N), increasing))
 
 
-def linalg_vander(x, *, N=None):
+@declare_op(name="vander", namespace="linalg", autocast=False, method=False)
+def linalg_vander(x: Tensor, *, N: int | None = None) -> Tensor:
     """``torch.linalg.vander``: ``(..., n) -> (..., n, N)`` with columns
     ``x**0 ... x**(N-1)`` (``N`` defaults to ``n``)."""
     _check_tensor(x, "linalg.vander", "x", 1)
@@ -445,7 +451,8 @@ def linalg_vander(x, *, N=None):
     return _vander(x, N, True, "linalg.vander")
 
 
-def vander(x, N=None, increasing=False):
+@declare_op(method=False)
+def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
     """``torch.vander``: 1-D ``x``, decreasing powers unless ``increasing``."""
     _check_tensor(x, "vander", "x", 1)
     if x._data.ndim != 1:
@@ -453,11 +460,9 @@ def vander(x, N=None, increasing=False):
     return _vander(x, N, increasing, "vander")
 
 
-def linalg_tensorinv(A, ind=2, *, out=None):
+@declare_op(name="tensorinv", namespace="linalg", autocast="linalg_tensorinv", method=False)
+def linalg_tensorinv(A: Tensor, ind: int = 2, *, out: Tensor | None = None) -> Tensor:
     """Inverse of ``A`` viewed as a square matrix ``prod(shape[:ind]) x prod(shape[ind:])``."""
-    if _amp.active and out is None and (c := _amp.cast("linalg_tensorinv", A, ind)):
-        with _amp.excluded():
-            return linalg_tensorinv(*c)
     _check_tensor(A, "linalg.tensorinv", "A", 1)
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
@@ -469,11 +474,9 @@ def linalg_tensorinv(A, ind=2, *, out=None):
     return _out(linalg_inv(A.reshape(rows, cols)).reshape(shp[ind:] + shp[:ind]), out)
 
 
-def linalg_tensorsolve(A, B, dims=None, *, out=None):
+@declare_op(name="tensorsolve", namespace="linalg", autocast="linalg_tensorsolve", method=False)
+def linalg_tensorsolve(A: Tensor, B: Tensor, dims: Sequence[int] | None = None, *, out: Tensor | None = None) -> Tensor:
     """``X`` with ``tensordot(A, X, X.ndim) == B``; ``dims`` are moved to the end of ``A`` first."""
-    if _amp.active and out is None and (c := _amp.cast("linalg_tensorsolve", A, B, dims)):
-        with _amp.excluded():
-            return linalg_tensorsolve(*c)
     _check_tensor(A, "linalg.tensorsolve", "A", 1)
     _check_tensor(B, "linalg.tensorsolve", "B", 2)
     if dims is not None:
@@ -490,7 +493,8 @@ def linalg_tensorsolve(A, B, dims=None, *, out=None):
     return _out(linalg_solve(A.reshape(n, m), B.reshape(n)).reshape(rest), out)
 
 
-def linalg_diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+@declare_op(name="diagonal", namespace="linalg", autocast=False, method=False)
+def linalg_diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     """``torch.linalg.diagonal``: ``A.diagonal(offset, dim1, dim2)`` (defaults
     pick the last two dims)."""
     from .. import shape
@@ -500,18 +504,17 @@ def linalg_diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 def _unsupported(name):
     def f(*args, **kwargs):
-        raise NotImplementedError(f"fabric.linalg.{name} is not implemented (NumPy/CuPy expose no LU/LDL/Householder "
-                                  "factorization routines); use linalg.solve / inv / cholesky / qr instead.")
+        raise NotImplementedError(f"fabric.linalg.{name} is not implemented (NumPy/CuPy expose no LDL/Householder "
+                                  "factorization routines); use linalg.solve / inv / cholesky / qr / lu instead.")
     f.__name__ = name
     f.__doc__ = "Not implemented in fabric: raises NotImplementedError."
     return f
 
 
-linalg_lu = _unsupported("lu")
-linalg_lu_factor = _unsupported("lu_factor")
-linalg_lu_factor_ex = _unsupported("lu_factor_ex")
-linalg_lu_solve = _unsupported("lu_solve")
 linalg_ldl_factor = _unsupported("ldl_factor")
 linalg_ldl_factor_ex = _unsupported("ldl_factor_ex")
 linalg_ldl_solve = _unsupported("ldl_solve")
 linalg_householder_product = _unsupported("householder_product")
+
+
+__all__ += declared_names(__name__)

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import builtins
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
 from ... import _dtype as D
 from ..._tensor import Tensor, _wrap_dim
 from ...autograd.function import _apply1
-from .. import _autocast as _amp
+from .._registry import declare_op
+from .._registry import public_names as declared_names
 from .._util import normalize_dims, xp_of
 from ..reduce import VectorNorm
 from ._common import _abs, _amax, _check_matrix, _check_tensor, _const, _inf, _masked_fill, _out, _tname
@@ -31,12 +33,13 @@ __all__ = ["linalg_cond", "linalg_matrix_norm", "linalg_norm", "linalg_vector_no
 
 def _norm_dtype(A, dtype, fn):
     a = A._data
-    if a.dtype.kind != "f":
+    if a.dtype.kind not in "fc":
         raise RuntimeError(f"{fn}: Expected a floating point or complex tensor as input. Got {_tname(a.dtype)}")
     if dtype is None:
         return A
     dt = D.to_dtype(dtype)
-    if not dt.is_floating_point or dt.np.itemsize < a.dtype.itemsize:
+    if dt.is_complex != (a.dtype.kind == "c") or not (dt.is_floating_point or dt.is_complex) \
+            or dt.np.itemsize < a.dtype.itemsize:
         raise RuntimeError(f"{fn}: the dtype of the input ({_tname(a.dtype)}) should be convertible without "
                            f"narrowing to the specified dtype ({_tname(dt.np)})")
     return A if dt.np == a.dtype else A.to(dt)
@@ -50,7 +53,9 @@ def _check_ord(ord, fn):
     return float(ord)
 
 
-def linalg_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
+@declare_op(name="vector_norm", namespace="linalg", autocast="linalg_vector_norm", method=False)
+def linalg_vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+                       dtype: D.dtype | None = None, out: Tensor | None = None) -> Tensor:
     """The ``ord``-norm of ``x`` over ``dim`` (all dims when None), treating
     the selected dims as one flat vector.
 
@@ -61,12 +66,11 @@ def linalg_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=Non
         >>> fabric.linalg.vector_norm(fabric.tensor([3.0, -4.0]), float("inf"))
         tensor(4.)
     """
-    if _amp.active and out is None and (c := _amp.cast("linalg_vector_norm", x, ord, dim, keepdim, dtype)):
-        with _amp.excluded():
-            return linalg_vector_norm(*c[:4], dtype=c[4])
     _check_tensor(x, "linalg.vector_norm", "x", 1)
     ord = _check_ord(ord, "linalg.vector_norm")
     x = _norm_dtype(x, dtype, "linalg.vector_norm")
+    if x._data.dtype.kind == "c":  # the norm of complex numbers is that of their moduli
+        x = _abs(x)
     a = x._data
     dims = normalize_dims(dim, a.ndim) if not (isinstance(dim, (list, tuple)) and len(dim) == 0) \
         else tuple(range(a.ndim))
@@ -80,7 +84,9 @@ def linalg_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=Non
 _MATRIX_ORDS = ("fro", "nuc", 1, -1, 2, -2, _inf, -_inf)
 
 
-def linalg_matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
+@declare_op(name="matrix_norm", namespace="linalg", autocast="linalg_matrix_norm", method=False)
+def linalg_matrix_norm(A: Tensor, ord: float | str = "fro", dim: tuple[int, int] = (-2, -1), keepdim: bool = False, *,
+                       dtype: D.dtype | None = None, out: Tensor | None = None) -> Tensor:
     """Matrix norm over the two dims ``dim``: 'fro', 'nuc', 1, -1, 2, -2,
     inf, -inf (2/-2/'nuc' through the singular values).
 
@@ -89,9 +95,6 @@ def linalg_matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None,
         >>> fabric.linalg.matrix_norm(fabric.eye(3), "nuc")
         tensor(3.)
     """
-    if _amp.active and out is None and (c := _amp.cast("linalg_matrix_norm", A, ord, dim, keepdim, dtype)):
-        with _amp.excluded():
-            return linalg_matrix_norm(*c[:4], dtype=c[4])
     _check_tensor(A, "linalg.matrix_norm", "A", 1)
     if A._data.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
@@ -131,7 +134,9 @@ def linalg_matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None,
     return _out(r, out)
 
 
-def linalg_norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
+@declare_op(name="norm", namespace="linalg", autocast=False, method=False)
+def linalg_norm(A: Tensor, ord: float | str | None = None, dim: int | Sequence[int] | None = None,
+                keepdim: bool = False, *, out: Tensor | None = None, dtype: D.dtype | None = None) -> Tensor:
     """Vector or matrix norm, chosen as ``torch.linalg.norm`` does: a string
     ``ord`` or a 2-tuple ``dim`` means a matrix norm; ``ord=None`` is the
     2-norm of the flattened input (Frobenius for matrices)."""
@@ -154,12 +159,10 @@ def linalg_norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
     return linalg_vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype=dtype, out=out)
 
 
-def linalg_cond(A, p=None, *, out=None):
+@declare_op(name="cond", namespace="linalg", autocast="linalg_cond", method=False)
+def linalg_cond(A: Tensor, p: float | str | None = None, *, out: Tensor | None = None) -> Tensor:
     """Condition number: ``smax / smin`` for p in (None, 2), ``smin / smax``
     for -2, else ``norm(A, p) * norm(inv(A), p)`` (square A)."""
-    if _amp.active and out is None and (c := _amp.cast("linalg_cond", A, p)):
-        with _amp.excluded():
-            return linalg_cond(*c)
     _check_tensor(A, "linalg.cond", "A", 1)
     if A._data.ndim < 2:
         raise RuntimeError("linalg.cond: The input tensor A must have at least 2 dimensions.")
@@ -178,9 +181,12 @@ def linalg_cond(A, p=None, *, out=None):
     return _out(r, out)
 
 
-__all__ += ["dist"]
 
 
-def dist(input, other, p=2):
+@declare_op()
+def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
     """p-norm of ``input - other``."""
     return linalg_vector_norm(input - other, p)
+
+
+__all__ += declared_names(__name__)

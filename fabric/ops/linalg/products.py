@@ -11,13 +11,15 @@ Example::
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 
 from ... import _dtype as D
 from ..._tensor import Tensor, _wrap_dim
 from ...autograd.function import Function, _apply
-from .. import _autocast as _amp
+from .._registry import declare_op
+from .._registry import public_names as declared_names
 from .._util import xp_of
 from ..arith import MatMul, _np_errstate, matmul, mul
 from ._common import (
@@ -37,9 +39,7 @@ from ._common import (
 )
 from .contractions import tensordot
 
-__all__ = ["addbmm", "addbmm_", "addmm", "addmm_", "addmv", "addmv_", "addr", "addr_", "baddbmm", "baddbmm_", "bmm",
-           "cdist", "chain_matmul", "cross", "dot", "ger", "inner", "kron", "linalg_cross", "linalg_multi_dot",
-           "linalg_vecdot", "mm", "mv", "outer", "trace", "vdot"]
+__all__ = ["linalg_cross", "linalg_multi_dot", "linalg_vecdot"]  # + the declared ops (end of module)
 
 # =====================================================================================
 # Matrix products
@@ -67,7 +67,8 @@ def _check_mm_dtype(a, b):
                            f"{_CNAME.get(b._data.dtype.name)}")
 
 
-def mm(input, mat2, *, out=None):
+@declare_op()
+def mm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Matrix product of two 2-D tensors (no broadcasting; see ``matmul``).
 
     Example::
@@ -75,8 +76,6 @@ def mm(input, mat2, *, out=None):
         >>> fabric.mm(fabric.ones(2, 3), fabric.ones(3, 4)).shape
         fabric.Size([2, 4])
     """
-    if _amp.active and out is None and (c := _amp.cast("mm", input, mat2)):
-        input, mat2 = c
     _check_tensor(input, "mm", "input", 1)
     _check_tensor(mat2, "mm", "mat2", 2)
     if input._sparse or mat2._sparse:  # a sparse operand: fabric/sparse
@@ -95,10 +94,9 @@ def mm(input, mat2, *, out=None):
     return _out(_apply(Mm, (input, mat2), (x, y)), out)
 
 
-def bmm(input, mat2, *, out=None):
+@declare_op()
+def bmm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Batched matrix product of two 3-D tensors ``(b, n, m) @ (b, m, p)``."""
-    if _amp.active and out is None and (c := _amp.cast("bmm", input, mat2)):
-        input, mat2 = c
     _check_tensor(input, "bmm", "input", 1)
     _check_tensor(mat2, "bmm", "mat2", 2)
     x, y = input._data, mat2._data
@@ -116,10 +114,9 @@ def bmm(input, mat2, *, out=None):
     return _out(_apply(Bmm, (input, mat2), (x, y)), out)
 
 
-def mv(input, vec, *, out=None):
+@declare_op()
+def mv(input: Tensor, vec: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Matrix-vector product ``(n, m) @ (m,)``."""
-    if _amp.active and out is None and (c := _amp.cast("mv", input, vec)):
-        input, vec = c
     _check_tensor(input, "mv", "input", 1)
     _check_tensor(vec, "mv", "vec", 2)
     x, y = input._data, vec._data
@@ -136,11 +133,9 @@ def mv(input, vec, *, out=None):
     return _out(_apply(Mv, (input, vec), (x, y)), out)
 
 
-def dot(input, tensor, *, out=None):
+@declare_op()
+def dot(input: Tensor, tensor: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Inner product of two 1-D tensors of the same size and dtype."""
-    if _amp.active and out is None and (c := _amp.cast("dot", input, tensor)):
-        with _amp.excluded():
-            return dot(*c)
     _check_tensor(input, "dot", "input", 1)
     _check_tensor(tensor, "dot", "tensor", 2)
     x, y = input._data, tensor._data
@@ -157,15 +152,14 @@ def dot(input, tensor, *, out=None):
     return _out(_apply(Dot, (input, tensor), (x, y)), out)
 
 
-def vdot(input, other, *, out=None):
+@declare_op()
+def vdot(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """``dot`` that conjugates its first argument (identical for real dtypes)."""
-    if _amp.active and out is None and (c := _amp.cast("vdot", input, other)):
-        with _amp.excluded():
-            return vdot(*c)
-    return dot(input, other, out=out)
+    return dot(input.conj() if isinstance(input, Tensor) else input, other, out=out)
 
 
-def outer(input, vec2, *, out=None):
+@declare_op(aliases=("ger",))
+def outer(input: Tensor, vec2: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Outer product ``input[:, None] * vec2[None, :]`` (dtypes promote)."""
     _check_tensor(input, "outer", "input", 1)
     _check_tensor(vec2, "outer", "vec2", 2)
@@ -179,7 +173,8 @@ def outer(input, vec2, *, out=None):
 ger = outer
 
 
-def inner(input, other, *, out=None):
+@declare_op()
+def inner(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Sum of products over the last dim: shape ``input.shape[:-1] + other.shape[:-1]``
     (a plain product when either is 0-d)."""
     _check_tensor(input, "inner", "input", 1)
@@ -249,7 +244,9 @@ def _check_add_dtype(input, mat2):
                            f"{_tname(mat2._data.dtype)}")
 
 
-def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
+@declare_op()
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: float = 1,
+          out: Tensor | None = None) -> Tensor:
     """``beta * input + alpha * (mat1 @ mat2)``; ``input`` broadcasts to the result.
 
     Example::
@@ -258,18 +255,16 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
         tensor([[2., 2., 2.],
                 [2., 2., 2.]])
     """
-    if _amp.active and out is None and (c := _amp.cast("addmm", input, mat1, mat2)):
-        input, mat1, mat2 = c
     _check_tensor(input, "addmm", "input", 1)
     _check_tensor(mat2, "addmm", "mat2", 3)
     _check_add_dtype(input, mat2)
     return _out(_add_scaled("addmm", input, mm(mat1, mat2), beta, alpha), out)
 
 
-def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
+@declare_op()
+def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: float = 1, alpha: float = 1,
+          out: Tensor | None = None) -> Tensor:
     """``beta * input + alpha * (mat @ vec)``."""
-    if _amp.active and out is None and (c := _amp.cast("addmv", input, mat, vec)):
-        input, mat, vec = c
     _check_tensor(input, "addmv", "input", 1)
     _check_tensor(mat, "addmv", "mat", 2)
     _check_tensor(vec, "addmv", "vec", 3)
@@ -279,30 +274,30 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     return _out(_add_scaled("addmv", input, mv(mat, vec), beta, alpha), out)
 
 
-def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+@declare_op()
+def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1,
+           out: Tensor | None = None) -> Tensor:
     """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
-    if _amp.active and out is None and (c := _amp.cast("addbmm", input, batch1, batch2)):
-        input, batch1, batch2 = c
     _check_tensor(input, "addbmm", "input", 1)
     _check_tensor(batch2, "addbmm", "batch2", 3)
     _check_add_dtype(input, batch2)
     return _out(_add_scaled("addbmm", input, bmm(batch1, batch2).sum(0, dtype=batch1.dtype), beta, alpha), out)
 
 
-def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+@declare_op()
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1,
+            out: Tensor | None = None) -> Tensor:
     """``beta * input + alpha * (batch1 @ batch2)`` batched."""
-    if _amp.active and out is None and (c := _amp.cast("baddbmm", input, batch1, batch2)):
-        input, batch1, batch2 = c
     _check_tensor(input, "baddbmm", "input", 1)
     _check_tensor(batch2, "baddbmm", "batch2", 3)
     _check_add_dtype(input, batch2)
     return _out(_add_scaled("baddbmm", input, bmm(batch1, batch2), beta, alpha), out)
 
 
-def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
+@declare_op()
+def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: float = 1, alpha: float = 1,
+         out: Tensor | None = None) -> Tensor:
     """``beta * input + alpha * outer(vec1, vec2)`` (dtypes promote, as in PyTorch)."""
-    if _amp.active and out is None and (c := _amp.cast("addr", input, vec1, vec2)):
-        input, vec1, vec2 = c
     _check_tensor(input, "addr", "input", 1)
     prod = outer(vec1, vec2)
     dt = D.result_type(input, prod)
@@ -320,33 +315,39 @@ def _inplace_from(self, result, name):
     return self.copy_(result)
 
 
-def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
+@declare_op()
+def addmm_(self: Tensor, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
     """In-place ``addmm``."""
     return _inplace_from(self, addmm(self, mat1, mat2, beta=beta, alpha=alpha), "addmm_")
 
 
-def addmv_(self, mat, vec, *, beta=1, alpha=1):
+@declare_op()
+def addmv_(self: Tensor, mat: Tensor, vec: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
     """In-place ``addmv``."""
     return _inplace_from(self, addmv(self, mat, vec, beta=beta, alpha=alpha), "addmv_")
 
 
-def addbmm_(self, batch1, batch2, *, beta=1, alpha=1):
+@declare_op()
+def addbmm_(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
     """In-place ``addbmm``."""
     return _inplace_from(self, addbmm(self, batch1, batch2, beta=beta, alpha=alpha), "addbmm_")
 
 
-def baddbmm_(self, batch1, batch2, *, beta=1, alpha=1):
+@declare_op()
+def baddbmm_(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
     """In-place ``baddbmm``."""
     return _inplace_from(self, baddbmm(self, batch1, batch2, beta=beta, alpha=alpha), "baddbmm_")
 
 
-def addr_(self, vec1, vec2, *, beta=1, alpha=1):
+@declare_op()
+def addr_(self: Tensor, vec1: Tensor, vec2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
     """In-place ``addr``."""
     return _inplace_from(self, addr(self, vec1, vec2, beta=beta, alpha=alpha), "addr_")
 
 
 
-def kron(input, other, *, out=None):
+@declare_op()
+def kron(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Kronecker product; the result's shape is the elementwise product of
     the (left-padded) shapes, and dtypes promote."""
     _check_tensor(input, "kron", "input", 1)
@@ -374,11 +375,9 @@ class Trace(Function):
         return gy * _const(_eye(n, m, gy._data.dtype, gy._data))
 
 
-def trace(input):
+@declare_op()
+def trace(input: Tensor) -> Tensor:
     """Sum of the main diagonal of a 2-D tensor (integers sum as int64)."""
-    if _amp.active and (c := _amp.cast("trace", input)):
-        with _amp.excluded():
-            return trace(*c)
     _check_tensor(input, "trace", "input", 1)
     if input._data.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input._data.ndim}")
@@ -438,12 +437,10 @@ def _cross_checked(input, other, dim, fn):
     return _cross(input, other, d)
 
 
-def cross(input, other, dim=None, *, out=None):
+@declare_op()
+def cross(input: Tensor, other: Tensor, dim: int | None = None, *, out: Tensor | None = None) -> Tensor:
     """Cross product of 3-vectors along ``dim``; without ``dim``, the first
     dim of size 3 (deprecated in PyTorch, which warns; so does fabric)."""
-    if _amp.active and out is None and (c := _amp.cast("cross", input, other, dim)):
-        with _amp.excluded():
-            return cross(*c)
     if dim is None:
         warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "
                       "explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree "
@@ -458,7 +455,8 @@ def cross(input, other, dim=None, *, out=None):
     return _out(_cross_checked(input, other, dim, "cross"), out)
 
 
-def linalg_cross(input, other, *, dim=-1, out=None):
+@declare_op(name="cross", namespace="linalg", autocast=False, method=False)
+def linalg_cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Tensor | None = None) -> Tensor:
     """``torch.linalg.cross``: cross product along ``dim`` (default -1), broadcasting."""
     return _out(_cross_checked(input, other, dim, "linalg.cross"), out)
 
@@ -523,7 +521,8 @@ class Cdist(Function):
         return (t.sum(-2) if need1 else None), (-t.sum(-3) if need2 else None), None, None
 
 
-def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+@declare_op(method=False)
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
     """Batched pairwise distances ``(..., P, M), (..., R, M) -> (..., P, R)``.
 
     ``compute_mode`` picks, as in PyTorch, the matrix-product formula for
@@ -532,9 +531,6 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     It changes only rounding, never the gradient, which is zero where a
     distance is zero.
     """
-    if _amp.active and (c := _amp.cast("cdist", x1, x2, p, compute_mode)):
-        with _amp.excluded():
-            return cdist(*c)
     _check_tensor(x1, "cdist", "x1", 1)
     _check_tensor(x2, "cdist", "x2", 2)
     a, b = x1._data, x2._data
@@ -590,12 +586,10 @@ def _multi_dot(mats, split, i, j):
     return matmul(_multi_dot(mats, split, i, k), _multi_dot(mats, split, k + 1, j))
 
 
-def linalg_multi_dot(tensors, *, out=None):
+@declare_op(name="multi_dot", namespace="linalg", autocast="linalg_multi_dot", method=False)
+def linalg_multi_dot(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor:
     """Product of a chain of matrices in the cheapest order; the first may be
     a 1-D row vector and the last a 1-D column vector."""
-    if _amp.active and out is None and (c := _amp.cast("linalg_multi_dot", tensors)):
-        with _amp.excluded():
-            return linalg_multi_dot(*c)
     tensors = list(tensors)
     n = len(tensors)
     if n < 2:
@@ -641,11 +635,9 @@ def linalg_multi_dot(tensors, *, out=None):
     return _out(r, out)
 
 
-def chain_matmul(*matrices, out=None):
+@declare_op(method=False)
+def chain_matmul(*matrices: Tensor, out: Tensor | None = None) -> Tensor:
     """Deprecated PyTorch alias of ``linalg.multi_dot`` for 2-D matrices (warns)."""
-    if _amp.active and out is None and (c := _amp.cast("chain_matmul", *matrices)):
-        with _amp.excluded():
-            return chain_matmul(*c)
     warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
                   "torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather than multiple "
                   "parameters.", UserWarning, stacklevel=2)
@@ -659,19 +651,18 @@ def chain_matmul(*matrices, out=None):
     return linalg_multi_dot(matrices, out=out)
 
 
-def linalg_vecdot(x, y, *, dim=-1, out=None):
+@declare_op(name="vecdot", namespace="linalg", autocast="linalg_vecdot", method=False)
+def linalg_vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out: Tensor | None = None) -> Tensor:
     """``sum(x * y, dim)`` with broadcasting (``torch.linalg.vecdot``)."""
-    if _amp.active and out is None and (c := _amp.cast("linalg_vecdot", x, y, dim)):
-        with _amp.excluded():
-            return linalg_vecdot(*c[:2], dim=c[2])
     _check_tensor(x, "linalg.vecdot", "x", 1)
     _check_tensor(y, "linalg.vecdot", "y", 2)
-    if x._data.dtype.kind != "f":
+    if x._data.dtype.kind not in "fc":
         raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
                            f"{_tname(x._data.dtype)}")
     if x._data.dtype != y._data.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
                            f"{_tname(x._data.dtype)} and y of type {_tname(y._data.dtype)} instead")
-    return _out(mul(x, y).sum(dim), out)
+    return _out(mul(x.conj(), y).sum(dim), out)
 
 
+__all__ += declared_names(__name__)

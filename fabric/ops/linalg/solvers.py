@@ -15,7 +15,8 @@ import numpy as np
 
 from ..._tensor import Tensor
 from ...autograd.function import Function, _apply, once_differentiable
-from .. import _autocast as _amp
+from .._registry import declare_op
+from .._registry import public_names as declared_names
 from .._util import xp_of
 from ._common import (
     LinAlgError,
@@ -41,8 +42,8 @@ from ._common import (
 )
 from .decompositions import linalg_svd
 
-__all__ = ["det", "inverse", "linalg_det", "linalg_inv", "linalg_inv_ex", "linalg_slogdet", "linalg_solve",
-           "linalg_solve_ex", "logdet", "slogdet"]
+# the ops declared in this module join __all__ at its end
+__all__ = ["linalg_det", "linalg_inv", "linalg_inv_ex", "linalg_slogdet", "linalg_solve", "linalg_solve_ex"]
 
 # =====================================================================================
 # Inverses, determinants, solvers
@@ -70,7 +71,8 @@ class LinalgInv(Function):
         return -(yt @ (gy @ yt))
 
 
-def linalg_inv(A, *, out=None):
+@declare_op(name="inv", namespace="linalg", autocast="linalg_inv", method=False)
+def linalg_inv(A: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Inverse of a (batch of) square matrices; singular input raises
     ``fabric.linalg.LinAlgError``.
 
@@ -80,29 +82,23 @@ def linalg_inv(A, *, out=None):
         tensor([[0.5000, 0.0000],
                 [0.0000, 0.2500]])
     """
-    if _amp.active and out is None and (c := _amp.cast("linalg_inv", A)):
-        with _amp.excluded():
-            return linalg_inv(*c)
     a = _check_matrix(A, "linalg.inv")
     return _out(_apply(LinalgInv, (A,), (a,)), out)
 
 
-def inverse(input, *, out=None):
+@declare_op()
+def inverse(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """``torch.inverse``: alias of ``linalg.inv``."""
-    if _amp.active and out is None and (c := _amp.cast("inverse", input)):
-        with _amp.excluded():
-            return inverse(*c)
     return linalg_inv(input, out=out)
 
 
-def linalg_inv_ex(A, *, check_errors=False, out=None):
+@declare_op(name="inv_ex", namespace="linalg", autocast="linalg_inv_ex", method=False)
+def linalg_inv_ex(A: Tensor, *, check_errors: bool = False,
+                  out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor]:
     """``(inverse, info)``: ``info`` (int32) is 0 for invertible matrices and
     the 1-based index of the first zero pivot of the LU factorization
     otherwise; the inverse of such a matrix is NaN (LAPACK leaves partial
     results there)."""
-    if _amp.active and out is None and (c := _amp.cast("linalg_inv_ex", A, check_errors)):
-        with _amp.excluded():
-            return linalg_inv_ex(*c[:1], check_errors=c[1])
     a = _check_matrix(A, "linalg.inv_ex")
     try:
         inv = linalg_inv(A)
@@ -181,20 +177,23 @@ def _prod_others(xp, s):
     return pre * suf
 
 
-def linalg_det(A, *, out=None):
+@declare_op(name="det", namespace="linalg", autocast=False, method=False)
+def linalg_det(A: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Determinant of a (batch of) square matrices; the gradient is the
     cofactor matrix (through the SVD where ``det == 0``)."""
     a = _check_matrix(A, "linalg.det")
     return _out(_apply(LinalgDet, (A,), (a,)), out)
 
 
-def det(input):
+@declare_op()
+def det(input: Tensor) -> Tensor:
     """``torch.det``: alias of ``linalg.det``."""
     return linalg_det(input)
 
 
 class LinalgSlogdet(Function):
     _array_forward = True
+    _complex_native = True  # logabsdet is real: its gradient is glad * A^{-H}
 
     @staticmethod
     def forward(ctx, a):
@@ -209,23 +208,30 @@ class LinalgSlogdet(Function):
         if glad is None:
             return None
         a, = ctx.saved_tensors
-        return glad.unsqueeze(-1).unsqueeze(-1) * linalg_inv(a).mT
+        return glad.unsqueeze(-1).unsqueeze(-1) * linalg_inv(a).mH
 
 
-def linalg_slogdet(A, *, out=None):
+@declare_op(name="slogdet", namespace="linalg", autocast=False, method=False)
+def linalg_slogdet(A: Tensor, *, out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor]:
     """``(sign, logabsdet)`` of the determinant: ``det = sign * exp(logabsdet)``."""
     a = _check_matrix(A, "linalg.slogdet")
     return _out(linalg_slogdet_t(*_apply(LinalgSlogdet, (A,), (a,))), out)
 
 
-def slogdet(input):
+@declare_op()
+def slogdet(input: Tensor) -> tuple[Tensor, Tensor]:
     """``torch.slogdet``: like ``linalg.slogdet``."""
     return slogdet_t(*linalg_slogdet(input))
 
 
-def logdet(input):
+@declare_op()
+def logdet(input: Tensor) -> Tensor:
     """``log(det(input))``: NaN for a negative determinant (with a zero
     gradient there, as in PyTorch), -inf for a singular matrix."""
+    if input._data.dtype.kind == "c":  # the complex logarithm of the determinant
+        from ..arith import log
+
+        return log(linalg_det(input))
     sign, lad = linalg_slogdet(input)
     return _masked_fill(lad, sign._data < 0, math.nan)
 
@@ -287,7 +293,8 @@ class LinalgSolve(Function):
         return ga, (gb if need_b else None), None, None
 
 
-def linalg_solve(A, B, *, left=True, out=None):
+@declare_op(name="solve", namespace="linalg", autocast="linalg_solve", method=False)
+def linalg_solve(A: Tensor, B: Tensor, *, left: bool = True, out: Tensor | None = None) -> Tensor:
     """Solve ``A X = B`` (``X A = B`` when ``left=False``) for square ``A``.
     ``B`` is a batch of vectors when it is 1-D or has shape ``A.shape[:-1]``.
 
@@ -297,9 +304,6 @@ def linalg_solve(A, B, *, left=True, out=None):
         >>> fabric.linalg.solve(A, fabric.tensor([9.0, 8.0]))
         tensor([2., 3.])
     """
-    if _amp.active and out is None and (c := _amp.cast("linalg_solve", A, B, left)):
-        with _amp.excluded():
-            return linalg_solve(*c[:2], left=c[2])
     a = _check_matrix(A, "linalg.solve")
     _check_tensor(B, "linalg.solve", "B", 2)
     b = B._data
@@ -335,7 +339,9 @@ def linalg_solve(A, B, *, left=True, out=None):
     return _out(_apply(LinalgSolve, (A, B, left, vector), (a, b, left, vector)), out)
 
 
-def linalg_solve_ex(A, B, *, left=True, check_errors=False, out=None):
+@declare_op(name="solve_ex", namespace="linalg", autocast=False, method=False)
+def linalg_solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False,
+                    out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor]:
     """``(result, info)`` version of ``solve``: a singular matrix gives a
     nonzero ``info`` (the first zero pivot of its LU factorization) and NaN
     results instead of raising, unless ``check_errors``."""
@@ -357,3 +363,6 @@ def linalg_solve_ex(A, B, *, left=True, check_errors=False, out=None):
                          bad[..., None] if vector else bad[..., None, None], math.nan)
         info = _to_device(infos, a)
     return _out(linalg_solve_ex_t(x, _const(info)), out)
+
+
+__all__ += declared_names(__name__)

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..._tensor import Tensor
 from ...autograd.function import Function, _apply
+from .._registry import declare_op
+from .._registry import public_names as declared_names
 from .._util import xp_of
 from ..arith import _np_errstate
 from ..reduce import _return_type
@@ -78,7 +81,9 @@ def _substitute(xp, T, B, lower):
     return X
 
 
-def linalg_solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+@declare_op(name="solve_triangular", namespace="linalg", autocast=False, method=False)
+def linalg_solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, unitriangular: bool = False,
+                            out: Tensor | None = None) -> Tensor:
     """Solve ``A X = B`` (``X A = B`` if not ``left``) reading only the upper
     or lower triangle of ``A`` (and assuming a unit diagonal if
     ``unitriangular``).  Computed with the general (LU) solver on the masked
@@ -101,7 +106,6 @@ def linalg_solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=
                 out)
 
 
-__all__ += ["triangular_solve"]
 
 
 # --- triangular_solve (the deprecated spelling of linalg.solve_triangular) ---------------------
@@ -110,7 +114,9 @@ _triangular_solve_t = _return_type("triangular_solve", ("solution", "cloned_coef
 _TRIANGULAR_SOLVE_WARNED = [False]
 
 
-def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False, *, out=None):
+@declare_op()
+def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bool = False, unitriangular: bool = False,
+                     *, out: tuple[Tensor, ...] | None = None) -> tuple[Tensor, Tensor]:
     """Solve ``op(A) X = input`` for triangular ``A`` (``op`` transposes when
     ``transpose``); returns ``(solution, cloned_coefficient)``, batches
     broadcast. Deprecated in PyTorch in favour of ``linalg.solve_triangular``.
@@ -151,3 +157,6 @@ def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False,
         copy_into_out(out[1], coeff)
         return _triangular_solve_t(out[0], out[1])
     return _triangular_solve_t(x, coeff)
+
+
+__all__ += declared_names(__name__)
