@@ -47,17 +47,27 @@ def _kinds(chain):
     return [None] + [i for i in range(chain.n_inputs) if chain.used[i]]
 
 
+def _module_source(chain, dtype):
+    """One translation unit with the chain's forward and gradient kernels (the helpers once)."""
+    helpers = fusion._CUDA_HELPERS
+    names, bodies = [], []
+    for wanted in _kinds(chain):
+        src, kname = fusion.cuda_source(chain, dtype, wanted)
+        assert src.startswith(helpers)
+        names.append(kname)
+        bodies.append(src[len(helpers):])
+    return helpers + "".join(bodies), names
+
+
 @pytest.mark.parametrize("arch", ["75", "90"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("name", list(CHAINS))
 def test_fused_chain_sources_compile_with_nvrtc(name, dtype, arch):
     compiler = _nvrtc()
-    chain = CHAINS[name]
-    for wanted in _kinds(chain):
-        src, kname = fusion.cuda_source(chain, dtype, wanted)
-        prog = compiler._NVRTCProgram(src, f"{kname}.cu", name_expressions=None, method="cubin")
-        cubin, _ = prog.compile(launch.nvrtc_options(arch))
-        assert cubin[:4] == b"\x7fELF"
+    src, _ = _module_source(CHAINS[name], dtype)
+    prog = compiler._NVRTCProgram(src, f"fused_{name}.cu", name_expressions=None, method="cubin")
+    cubin, _ = prog.compile(launch.nvrtc_options(arch))
+    assert cubin[:4] == b"\x7fELF"
 
 
 @pytest.mark.skipif(not harness.have_compiler(), reason="the CUDA CPU harness needs g++ and nm")
@@ -72,9 +82,10 @@ def test_fused_chain_kernels_on_the_cpu_harness(name, dtype):
     want_y = np.asarray(fusion._kernel(chain, "numpy", "forward")(*xs))
     want_g = fusion._kernel(chain, "numpy", "backward_full")(*xs, g)
     tol = dict(rtol=2e-5, atol=2e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-13)
-    for wanted in _kinds(chain):
-        src, kname = fusion.cuda_source(chain, dtype, wanted)
-        kernel = harness.HarnessModule(src, [kname], name=kname).get_function(kname)
+    src, names = _module_source(chain, dtype)
+    module = harness.HarnessModule(src, names, name=f"fused_{name}_{np.dtype(dtype).name}")
+    for wanted, kname in zip(_kinds(chain), names):
+        kernel = module.get_function(kname)
         out = np.zeros(n, dtype)
         args = (*xs, out, np.int64(n)) if wanted is None else (*xs, g, out, np.int64(n))
         kernel((2,), (64,), args)
