@@ -35,6 +35,7 @@ from ..nn.modules.module import Module, _has_global_hooks
 from . import config, exc
 from ._capture import NOT_RUN, _state, capture, current_tracer, is_compiling
 from .executor import build
+from .fusion import fuse_pointwise
 from .passes import eliminate_common_subexpressions, eliminate_dead_code
 
 __all__ = ["compile", "OptimizedModule", "list_backends", "reset", "disable", "is_compiling", "config", "exc"]
@@ -76,10 +77,13 @@ def _attrs_of(gm) -> dict:
 
 
 def _inductor(gm, example_inputs):
-    """The default backend: passes over the captured graph, then the lean executor."""
+    """The default backend: passes over the captured graph (dead code, common subexpressions, pointwise
+    fusion), then the lean executor."""
     g = gm.graph
     eliminate_common_subexpressions(g)
     eliminate_dead_code(g)
+    if config.fuse_pointwise:
+        fuse_pointwise(g)
     return build(g, _attrs_of(gm), "forward")
 
 

@@ -7,7 +7,8 @@ call's result is still returned, but the captured graph is discarded and that
 guard entry runs eagerly from then on (``fullgraph=True`` raises instead).
 Breaks: a Python value read from tensor data (``.item()``, ``bool(t)``,
 ``.tolist()``, ``int(t)``, ``.numpy()``), an op whose output shape depends on
-data (``nonzero``, ``masked_select``, boolean-mask indexing ...), a random
+data (``nonzero``, ``masked_select``, boolean-mask indexing ...), fabric
+internals (``x._data``) read by a function the tracer does not see, a random
 tensor made from Python arguments (``fabric.randn(3)``), an attribute assigned
 on a module, a grad-mode change inside the call, a ``compiler.disable``d
 function.  Backward is not captured separately: the replayed ops record
@@ -51,6 +52,7 @@ class CompileTracer(ConcreteTracer):
         self.breaks: list[str] = []
         self.constant_tensors: dict[str, Tensor] = {}
         self._grad = is_grad_enabled()
+        self.result_untrusted = False   # the traced run itself went wrong: its result must not be returned
 
     def graph_break(self, reason: str) -> None:
         self.breaks.append(reason)
@@ -67,6 +69,13 @@ class CompileTracer(ConcreteTracer):
             self.graph_break(f"{tname} inside the compiled call")
         elif tname in _DATA_DEPENDENT_SHAPE:
             self.graph_break(f"{tname} has a data-dependent output shape")
+        elif target is getattr and isinstance(args[1], str) and args[1].startswith("_") \
+                and not args[1].startswith("__"):
+            # fabric's internals (``x._data``) read by a function the tracer does not see (one stored on a
+            # module before tracing, e.g. TransformerEncoderLayer's activation): what it computes would be
+            # baked into the graph as a constant
+            self.graph_break(f"internal attribute {args[1]!r} read from a traced tensor by an untraced function")
+            self.result_untrusted = True
         elif target is operator.getitem and kind == "call_function":
             idx = _unwrap(args[1])
             for i in (idx if isinstance(idx, tuple) else (idx,)):
@@ -102,17 +111,33 @@ class CompileTracer(ConcreteTracer):
             tracer.graph_break(f"attribute {k!r} assigned on a {type(mod).__name__} inside the compiled call")
             orig_setattr(mod, k, v)
         self._patcher.patch_attr(Module, "__setattr__", setattr_guard)
+        if is_module:
+            _patch_stored_functions(self._patcher, self.root)
         try:
             return super()._create_args_for_root(fn, is_module, concrete_args)
         except NotImplementedError as e:     # e.g. keyword-only parameters: nothing has run yet
             raise CannotCapture(str(e)) from None
 
 
+def _patch_stored_functions(patcher, root: Module) -> None:
+    """Record the fabric functions that modules keep as instance attributes (TransformerEncoderLayer's
+    ``self.activation = F.gelu``), which the namespace patching cannot reach."""
+    from ..fx._patch import _scan, _wrappable
+    _scan()
+    for m in root.modules():
+        for name, obj in list(vars(m).items()):
+            if callable(obj) and not isinstance(obj, (Module, Tensor)) and _wrappable.get(id(obj)) is obj:
+                patcher.patch_dict(vars(m), name, patcher.wrapper_for(obj))
+
+
 class CannotCapture(Exception):
     """The call cannot be traced at all; raised before any of it ran (the caller runs it eagerly)."""
 
 
-NOT_RUN = object()   # capture's result when the call could not even start being traced
+# capture's result when the call could not even start being traced, or when the traced run itself went
+# wrong (an untraced function read a traced tensor's internals): the caller runs the call eagerly, so the
+# side effects of that traced run (random draws, running statistics) happened twice in that one case
+NOT_RUN = object()
 
 
 def capture(root, args: tuple, kwargs: dict):
@@ -134,6 +159,8 @@ def capture(root, args: tuple, kwargs: dict):
         _state["depth"] -= 1
         _state["tracers"].pop()
     result = tracer.trace_result
+    if tracer.result_untrusted:
+        return None, NOT_RUN, tracer.breaks, []
     if tracer.breaks:
         return None, result, tracer.breaks, []
     attrs: dict = dict(tracer.constant_tensors)

@@ -330,7 +330,7 @@ def test_state_dict_keys_and_errors_like_torch():
     assert str(te.value) == str(fe.value)
 
 
-@pytest.mark.parametrize("module", ["fabric._dynamo", "fabric._dynamo.passes", "fabric._dynamo.executor",
+@pytest.mark.parametrize("module", ["fabric._dynamo", "fabric._dynamo.passes", "fabric._dynamo.executor", "fabric._dynamo.fusion",
                                     "fabric._dynamo.config", "fabric.compiler"])
 def test_docstring_examples(module):
     mod = importlib.import_module(module)
