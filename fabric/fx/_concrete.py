@@ -9,7 +9,9 @@ A Python value read out of a tensor (``.item()``, ``bool()``, ``len()``,
 ``int()``, ``.tolist()``; and shapes, reported with kind ``"shape"``) is
 baked into the graph as a constant and reported to
 :meth:`ConcreteTracer.on_constant`; ``jit.trace`` turns that into a
-``TracerWarning``.
+``TracerWarning``.  Functions modules keep as attributes (``self.activation =
+F.gelu``) are recorded too; a traced tensor's internals (``x._data``) read by a
+function the tracer does not see raise (:meth:`ConcreteTracer.on_internal_read`).
 
 Example::
 
