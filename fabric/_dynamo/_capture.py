@@ -61,6 +61,12 @@ class CompileTracer(ConcreteTracer):
         if kind in _DATA_KINDS:
             self.graph_break(f"data-dependent Python value: {where}")
 
+    def on_internal_read(self, attr, where):
+        # fabric's internals (``x._data``) read by a function the tracer does not see: what it computes
+        # would be baked into the graph as a constant, and the traced run's own result is suspect too
+        self.graph_break(f"internal attribute {attr!r} read from a traced tensor by an untraced function")
+        self.result_untrusted = True
+
     def create_proxy(self, kind, target, args, kwargs, name=None, type_expr=None, proxy_factory_fn=None):
         if is_grad_enabled() != self._grad:
             self.graph_break("grad mode changed inside the compiled call")
@@ -69,13 +75,6 @@ class CompileTracer(ConcreteTracer):
             self.graph_break(f"{tname} inside the compiled call")
         elif tname in _DATA_DEPENDENT_SHAPE:
             self.graph_break(f"{tname} has a data-dependent output shape")
-        elif target is getattr and isinstance(args[1], str) and args[1].startswith("_") \
-                and not args[1].startswith("__"):
-            # fabric's internals (``x._data``) read by a function the tracer does not see (one stored on a
-            # module before tracing, e.g. TransformerEncoderLayer's activation): what it computes would be
-            # baked into the graph as a constant
-            self.graph_break(f"internal attribute {args[1]!r} read from a traced tensor by an untraced function")
-            self.result_untrusted = True
         elif target is operator.getitem and kind == "call_function":
             idx = _unwrap(args[1])
             for i in (idx if isinstance(idx, tuple) else (idx,)):
@@ -111,23 +110,10 @@ class CompileTracer(ConcreteTracer):
             tracer.graph_break(f"attribute {k!r} assigned on a {type(mod).__name__} inside the compiled call")
             orig_setattr(mod, k, v)
         self._patcher.patch_attr(Module, "__setattr__", setattr_guard)
-        if is_module:
-            _patch_stored_functions(self._patcher, self.root)
         try:
             return super()._create_args_for_root(fn, is_module, concrete_args)
         except NotImplementedError as e:     # e.g. keyword-only parameters: nothing has run yet
             raise CannotCapture(str(e)) from None
-
-
-def _patch_stored_functions(patcher, root: Module) -> None:
-    """Record the fabric functions that modules keep as instance attributes (TransformerEncoderLayer's
-    ``self.activation = F.gelu``), which the namespace patching cannot reach."""
-    from ..fx._patch import _scan, _wrappable
-    _scan()
-    for m in root.modules():
-        for name, obj in list(vars(m).items()):
-            if callable(obj) and not isinstance(obj, (Module, Tensor)) and _wrappable.get(id(obj)) is obj:
-                patcher.patch_dict(vars(m), name, patcher.wrapper_for(obj))
 
 
 class CannotCapture(Exception):

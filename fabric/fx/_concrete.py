@@ -9,7 +9,9 @@ A Python value read out of a tensor (``.item()``, ``bool()``, ``len()``,
 ``int()``, ``.tolist()``; and shapes, reported with kind ``"shape"``) is
 baked into the graph as a constant and reported to
 :meth:`ConcreteTracer.on_constant`; ``jit.trace`` turns that into a
-``TracerWarning``.
+``TracerWarning``.  Functions modules keep as attributes (``self.activation =
+F.gelu``) are recorded too; a traced tensor's internals (``x._data``) read by a
+function the tracer does not see raise (:meth:`ConcreteTracer.on_internal_read`).
 
 Example::
 
@@ -90,6 +92,8 @@ class ConcreteProxy(Proxy):
             if kind is not None:
                 self.tracer.on_constant(kind, value, f"{self.node.name}.{k}")
             return value
+        if k.startswith("_") and isinstance(self.value, Tensor):
+            self.tracer.on_internal_read(k, f"{self.node.name}.{k}")
         return self.tracer.create_proxy("call_function", getattr, (self, k), {})
 
     def __iter__(self):
@@ -190,6 +194,16 @@ class ConcreteTracer(Tracer):
         """
         self.constants.append((kind, value, where))
 
+    def on_internal_read(self, attr: str, where: str) -> None:
+        """Called when fabric's internals of a traced tensor (``x._data``) are read through a proxy.
+
+        Only a function the tracer does not record does that, and what it computes from the raw
+        array would be frozen into the graph as a constant, so the default raises ``RuntimeError``.
+        """
+        raise RuntimeError(f"tracing read the internal attribute {attr!r} of a traced tensor ({where}): the function "
+                           "reading it is not recorded, so its result would be a constant of the trace and wrong "
+                           "on other inputs; call fabric's public functions there, or register it with fabric.fx.wrap")
+
     def is_leaf_module(self, m: Module, module_qualified_name: str) -> bool:
         return isinstance(m, self.leaf_modules) if self.leaf_modules else False
 
@@ -241,6 +255,7 @@ class ConcreteTracer(Tracer):
         args, kwargs = self._example
         if is_module:
             self._patcher.patch_class(type(self.root))
+            _patch_stored_functions(self._patcher, self.root)
         sig = inspect.signature(fn)
         params = list(sig.parameters.values())[1 if is_module else 0:]
         bound = inspect.Signature(params).bind(*args, **kwargs)
@@ -265,6 +280,19 @@ class ConcreteTracer(Tracer):
     def _finish(self, result):
         self.trace_result = _unwrap(result)
         return result
+
+
+def _patch_stored_functions(patcher, root: Module) -> None:
+    """Record the fabric functions that modules keep as instance attributes (TransformerEncoderLayer's
+    ``self.activation = F.gelu``), which patching module globals and classes cannot reach."""
+    from . import _patch
+    _patch._scan()
+    wrappable = _patch._wrappable
+    assert wrappable is not None
+    for m in root.modules():
+        for name, obj in list(vars(m).items()):
+            if callable(obj) and not isinstance(obj, (Module, Tensor)) and wrappable.get(id(obj)) is obj:
+                patcher.patch_dict(vars(m), name, patcher.wrapper_for(obj))
 
 
 def concrete_trace(root, example_inputs: tuple, example_kwarg_inputs: dict | None = None, *,

@@ -47,6 +47,7 @@ from ..._tensor import Tensor
 from ...autograd.function import Function, FunctionMeta, _apply
 from ...autograd.grad_mode import state as _grad_state
 from ...ops._util import xp_of
+from ...ops.join import cat, stack
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -528,8 +529,6 @@ _KERNELS = {
 
 def _layer_reference(mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, plan, reverse):
     """``(y, h_n[, c_n])`` of one layer/direction, with Tensor ops."""
-    from ...ops.join import cat
-
     shape3 = tuple(x.shape) if x.dim() == 3 else None
     if shape3 is not None:
         x = x.reshape(-1, shape3[2])
@@ -672,6 +671,10 @@ def _run_layer(mode, x, h0, c0, weights, plan, reverse, cell=False):
     return _apply(fn, args, [a._data if isinstance(a, Tensor) else a for a in args])
 
 
+# tracing (jit.trace, fabric.compile) records one layer as one node: its fused kernel reads raw arrays
+_run_layer._fx_leaf_function = True  # type: ignore[attr-defined]
+
+
 @functools.lru_cache(maxsize=256)
 def _padded_plan(steps, batch):
     return tuple((t * batch, batch) for t in range(steps))
@@ -694,8 +697,6 @@ def _rnn_stack(mode, x, plan, hx, cx, layer_weights, num_layers, dropout, train,
     """Run all layers and directions on ``x``: packed rows ``(N, I)`` or a
     padded ``(T, B, I)`` batch; returns ``(y, h_n, c_n)`` with ``c_n`` None
     except for LSTM."""
-    from ...ops.join import cat, stack
-
     dirs = 2 if bidirectional else 1
     hs, cs = [], []
     layer_input = x
