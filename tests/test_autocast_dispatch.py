@@ -69,7 +69,8 @@ def test_prologue_keeps_the_function_its_signature_and_its_lines():
         assert body.__code__.co_names[:2] == ("__fabric_autocast__", "active"), f
         assert body.__code__.co_filename == inspect.getsourcefile(body)
     assert fabric.Tensor.mm is fabric.mm and fabric.ops.linalg.products.mm is fabric.mm
-    assert str(inspect.signature(F.cross_entropy)).startswith("(input, target, weight=None")
+    params = inspect.signature(F.cross_entropy).parameters
+    assert list(params)[:3] == ["input", "target", "weight"] and params["weight"].default is None
     # a traceback from the op's body points at the op's own line
     lines, first = inspect.getsourcelines(fabric.mm)
     with pytest.raises(RuntimeError, match="self must be a matrix") as info:
