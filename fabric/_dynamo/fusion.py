@@ -330,6 +330,14 @@ def _kernel(chain: _Chain, binding: str, kind: str, dtype=None, wanted=None):
     return fn
 
 
+# numba's kernels call libm once per element for exp/log/tanh (scalar code, not vectorised), which measures
+# slower than NumPy's SIMD loops: the hand-written LSTM cell of benchmarks/compile.py ran at 0.36x of eager with
+# them, 1.0x on the NumPy binding.  So chains with such ops take the NumPy binding unless this is True (the
+# tests set it to check the numba kernels on every chain).
+numba_libm_chains = False
+_LIBM = frozenset({"exp", "log", "tanh", "sigmoid", "gelu", "silu"})
+
+
 def _use_numba() -> bool:
     from ..backends import cpu_kernels
     return cpu_kernels.enabled()
@@ -486,7 +494,7 @@ class FusedPointwise:
         if not self._fast(xs):
             return _kernel(self.chain, "tensor", "forward_eager")(*xs)
         if self.numba is None:
-            self.numba = _use_numba()
+            self.numba = _use_numba() and (numba_libm_chains or not any(n in _LIBM for n, _ in self.chain.steps))
         noise = self._noise([x._data for x in xs]) if self.chain.n_inputs > self.chain.n_graph else ()
         if _grad_state.enabled and any(x._requires_grad for x in xs):
             return FusedKernel.apply(self, *xs, *noise)

@@ -22,6 +22,7 @@ def binding(request, monkeypatch):
     if request.param == "numba":
         pytest.importorskip("numba")
     monkeypatch.setattr(fusion, "_use_numba", lambda: request.param == "numba")
+    monkeypatch.setattr(fusion, "numba_libm_chains", True)
     return request.param
 
 
@@ -197,8 +198,8 @@ def _apply(op, a, b, const):
 def test_hypothesis_chains_equal_eager(ops, broadcast, numba):
     if numba:
         pytest.importorskip("numba")
-    original = fusion._use_numba
-    fusion._use_numba = lambda: numba
+    original, libm = fusion._use_numba, fusion.numba_libm_chains
+    fusion._use_numba, fusion.numba_libm_chains = (lambda: numba), True
     try:
         def chain(x, w):
             values = [x]
@@ -219,7 +220,7 @@ def test_hypothesis_chains_equal_eager(ops, broadcast, numba):
         for a, b in ((got, want), (hx, gx), (hw, gw)):
             np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-9, atol=1e-12)
     finally:
-        fusion._use_numba = original
+        fusion._use_numba, fusion.numba_libm_chains = original, libm
 
 
 def test_double_backward_through_fused_node(binding):
@@ -268,6 +269,7 @@ def test_empty_zero_dim_and_non_contiguous(binding):
 def test_numba_output_buffer_reused_only_when_free(monkeypatch):
     pytest.importorskip("numba")
     monkeypatch.setattr(fusion, "_use_numba", lambda: True)
+    monkeypatch.setattr(fusion, "numba_libm_chains", True)
     f = fabric.compile(lambda x: (x * 2).exp().sum(0))
     # the fused node's output is consumed by sum(): dropped inside the step, so later steps reuse it
     x = fabric.randn(4, 3)
